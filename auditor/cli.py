@@ -1,0 +1,120 @@
+"""The ``kafka-auditor`` command line (Typer). Thin: parse options, call, render."""
+
+from __future__ import annotations
+
+import os
+import sys
+from enum import Enum
+from pathlib import Path
+
+import typer
+
+from auditor import __version__
+
+app = typer.Typer(
+    name="kafka-auditor",
+    help="Offline forensic and consistency auditor for Apache Kafka log directories.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+
+
+class DumpFormat(str, Enum):
+    text = "text"
+    json = "json"
+    jsonl = "jsonl"
+
+
+class ValueFormat(str, Enum):
+    auto = "auto"
+    utf8 = "utf8"
+    hex = "hex"
+
+
+class Decoder(str, Enum):
+    auto = "auto"
+    metadata = "metadata"
+    offsets = "offsets"
+    none = "none"
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"kafka-auditor {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version."),
+) -> None:
+    """Offline forensic and consistency auditor for Apache Kafka log directories."""
+
+
+def fail(message: str) -> typer.Exit:
+    typer.echo(f"kafka-auditor: error: {message}", err=True)
+    return typer.Exit(EXIT_ERROR)
+
+
+@app.command()
+def dump(
+    files: list[Path] = typer.Argument(..., help="Kafka files: .log, KRaft .checkpoint, .index, .timeindex, "
+                                       ".txnindex, .snapshot, checkpoints, partition.metadata, meta.properties, "
+                                       "quorum-state, .kafka_cleanshutdown."),
+    deep: bool = typer.Option(False, "--deep", help="Decode the records inside each batch."),
+    print_values: bool = typer.Option(False, "--print-values", help="Print keys and values (implies --deep)."),
+    value_format: ValueFormat = typer.Option(ValueFormat.auto, "--value-format",
+                                             help="auto/utf8: UTF-8 text when it decodes, else hex; hex: always hex."),
+    decoder: Decoder = typer.Option(Decoder.auto, "--decoder",
+                                    help="Payload decoder: auto picks metadata for __cluster_metadata and KRaft "
+                                         "snapshots, offsets for __consumer_offsets."),
+    fmt: DumpFormat = typer.Option(DumpFormat.text, "--format", "-f", help="Output format."),
+    max_bytes: int | None = typer.Option(None, "--max-bytes", min=0, help="Read at most this many bytes of each file."),
+) -> None:
+    """Decode Kafka files, like kafka-dump-log.sh, read-only.
+
+    Exit code 0 when every file decodes and validates, 2 when one does not (the valid prefix is
+    printed first, then a marker saying where decoding stopped and why).
+    """
+    from auditor.dump import DumpOptions, Dumper
+    from auditor.dump_render import RENDERERS, guarded
+
+    options = DumpOptions(deep=deep or print_values, print_values=print_values, value_format=value_format.value,
+                          max_bytes=max_bytes, decoder=decoder.value)
+    dumper = Dumper(options)
+    errors: list = []
+    out = sys.stdout
+    try:
+        RENDERERS[fmt.value](guarded([str(f) for f in files], dumper.events, errors), out)
+        out.flush()
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        raise typer.Exit(EXIT_OK) from None
+    for err in errors:
+        typer.echo(f"kafka-auditor: error: {err}", err=True)
+    if errors:
+        raise typer.Exit(EXIT_ERROR)
+
+
+def main() -> None:
+    """Console-script entry point: no traceback reaches the user unless KAFKA_AUDITOR_DEBUG is set."""
+    try:
+        app(standalone_mode=True)
+    except SystemExit:
+        raise
+    except KeyboardInterrupt:
+        sys.exit(130)
+    except Exception as exc:  # noqa: BLE001 - last-resort guard, the contract is "never a traceback"
+        if os.environ.get("KAFKA_AUDITOR_DEBUG"):
+            raise
+        typer.echo(f"kafka-auditor: internal error: {type(exc).__name__}: {exc} "
+                   "(set KAFKA_AUDITOR_DEBUG=1 for a traceback)", err=True)
+        sys.exit(EXIT_ERROR)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,374 @@
+"""``kafka-auditor dump``: decode any Kafka file into a stream of events (no printing here).
+
+Each event is a flat dict with a ``kind`` (``file``, ``batch``, ``record``, ``entry``, ``summary``,
+``stop``) and camelCase field names close to ``kafka-dump-log.sh``'s. ``auditor.dump_render``
+turns the stream into text, JSON or JSON Lines. Files are opened read-only; nothing is created.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from auditor.filetypes import classify, kraft_snapshot_id, partition_topic, strip_state_suffix
+from parsers.errors import ParseError
+from parsers.record_batch import RecordBatch, decode_records, records_payload
+from parsers.segment import SegmentWalker, base_offset_from_name
+
+MAX_TEXT_FILE = 64 << 20
+"""Checkpoint-like files are read whole; anything larger than this is not a Kafka text file."""
+
+
+@dataclass
+class DumpOptions:
+    deep: bool = False
+    print_values: bool = False
+    value_format: str = "auto"  # auto | utf8 | hex
+    max_bytes: int | None = None
+    decoder: str = "auto"  # auto | metadata | offsets | none
+
+
+def camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(p[:1].upper() + p[1:] for p in rest)
+
+
+def to_jsonable(obj):
+    """Dataclasses, bytes and containers to JSON-ready values with camelCase keys."""
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {camel(f.name): to_jsonable(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, dict):
+        return {str(k): to_jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [to_jsonable(v) for v in obj]
+    if isinstance(obj, (bytes, bytearray, memoryview)):
+        return bytes(obj).hex()
+    return obj
+
+
+def render_bytes(data: bytes | None, mode: str) -> tuple[str | None, str | None]:
+    """(text, encoding) for a key or value: UTF-8 when it decodes (``auto``/``utf8``), else hex."""
+    if data is None:
+        return None, None
+    if mode != "hex":
+        try:
+            return data.decode("utf-8"), "utf8"
+        except UnicodeDecodeError:
+            pass
+    return data.hex(), "hex"
+
+
+def batch_event(batch: RecordBatch) -> dict:
+    return {
+        "kind": "batch",
+        "baseOffset": batch.base_offset,
+        "lastOffset": batch.last_offset,
+        "count": batch.records_count,
+        "baseSequence": batch.base_sequence,
+        "lastSequence": batch.last_sequence,
+        "producerId": batch.producer_id,
+        "producerEpoch": batch.producer_epoch,
+        "partitionLeaderEpoch": batch.partition_leader_epoch,
+        "isTransactional": batch.is_transactional,
+        "isControl": batch.is_control,
+        "deleteHorizonMs": batch.delete_horizon_ms,
+        "position": batch.position,
+        "timestampType": batch.timestamp_type,
+        "baseTimestamp": batch.base_timestamp,
+        "maxTimestamp": batch.max_timestamp,
+        "size": batch.size,
+        "magic": batch.magic,
+        "compressCodec": batch.compression_name,
+        "crc": batch.crc,
+        "computedCrc": batch.computed_crc,
+        "isValid": batch.crc_valid and batch.magic == 2,
+    }
+
+
+def legacy_event(entry) -> dict:
+    return {
+        "kind": "batch",
+        "baseOffset": None,
+        "lastOffset": entry.offset,
+        "count": None,
+        "position": entry.position,
+        "timestampType": entry.timestamp_type,
+        "maxTimestamp": entry.timestamp,
+        "size": entry.size,
+        "magic": entry.magic,
+        "compressCodec": _codec_name(entry.compression),
+        "crc": entry.crc,
+        "computedCrc": entry.computed_crc,
+        "isValid": entry.crc_valid,
+    }
+
+
+def _codec_name(codec: int) -> str:
+    from parsers.record_batch import COMPRESSION_NAMES
+
+    return COMPRESSION_NAMES.get(codec, f"unknown({codec})")
+
+
+class Dumper:
+    """Turns one file into events according to :class:`DumpOptions`."""
+
+    def __init__(self, options: DumpOptions) -> None:
+        self.options = options
+
+    def events(self, path: str | Path) -> Iterator[dict]:
+        path = str(path)
+        kind = classify(path)
+        yield {"kind": "file", "path": path, "fileType": kind, "state": strip_state_suffix(Path(path).name)[1]}
+        if kind is None:
+            raise ParseError("not a Kafka file this tool knows (by its name)", path=path)
+        if not os.path.isfile(path):
+            raise ParseError("not a regular file", path=path)
+        if kind in ("log", "kraft-snapshot"):
+            yield from self._log(path, kind)
+        else:
+            yield from self._small_file(path, kind)
+
+    # ------------------------------------------------------------------------------- segments
+
+    def _log(self, path: str, kind: str) -> Iterator[dict]:
+        opts = self.options
+        if kind == "kraft-snapshot":
+            snap = kraft_snapshot_id(path)
+            yield {"kind": "summary", "snapshotEndOffset": snap[0] if snap else None,
+                   "snapshotEpoch": snap[1] if snap else None, "bootstrap": snap is None}
+        else:
+            yield {"kind": "summary", "logStartingOffset": base_offset_from_name(path)}
+        decoder = self._decoder_for(path, kind)
+        walker = SegmentWalker(path, max_bytes=opts.max_bytes, stop_on_invalid=False)
+        batches = valid = records = 0
+        for item in walker:
+            batches += 1
+            if isinstance(item, RecordBatch):
+                event = batch_event(item)
+                valid += event["isValid"]
+                yield event
+                if opts.deep:
+                    for rec in self._records(walker, item, decoder):
+                        records += 1
+                        yield rec
+            else:
+                event = legacy_event(item)
+                valid += event["isValid"]
+                yield event
+                if opts.deep:
+                    for rec in self._legacy_records(item):
+                        records += 1
+                        yield rec
+        stop = walker.stop
+        yield {"kind": "stop", "reason": stop.reason, "position": stop.position,
+               "trailingBytes": stop.trailing_bytes, "message": stop.message,
+               "batches": batches, "validBatches": valid, "records": records if opts.deep else None}
+        if not stop.clean:
+            raise ParseError(stop.message or stop.reason, path=path, offset=stop.position)
+        if valid != batches:
+            raise ParseError(f"{batches - valid} of {batches} batches failed validation (CRC or magic)",
+                             path=path, offset=self._first_invalid(path))
+
+    def _first_invalid(self, path: str) -> int | None:
+        walker = SegmentWalker(path, max_bytes=self.options.max_bytes, stop_on_invalid=True)
+        for _ in walker:
+            pass
+        return walker.stop.position if walker.stop else None
+
+    def _decoder_for(self, path: str, kind: str) -> str:
+        chosen = self.options.decoder
+        if chosen != "auto":
+            return chosen
+        if kind == "kraft-snapshot":
+            return "metadata"
+        topic = partition_topic(path)
+        if topic == "__cluster_metadata":
+            return "metadata"
+        if topic == "__consumer_offsets":
+            return "offsets"
+        return "none"
+
+    def _records(self, walker: SegmentWalker, batch: RecordBatch, decoder: str) -> Iterator[dict]:
+        raw = walker.batch_bytes(batch)
+        try:
+            payload = records_payload(batch, raw)
+            decoded = decode_records(batch, payload)
+        except ParseError as exc:
+            yield {"kind": "error", "position": batch.position,
+                   "message": f"records of the batch at position {batch.position} do not decode: {exc.message}"}
+            return
+        for rec in decoded:
+            event = {
+                "kind": "record",
+                "offset": rec.offset,
+                "timestampType": batch.timestamp_type,
+                "timestamp": rec.timestamp,
+                "keySize": -1 if rec.key is None else len(rec.key),
+                "valueSize": -1 if rec.value is None else len(rec.value),
+                "sequence": rec.sequence,
+                "headerKeys": [h.key for h in rec.headers],
+            }
+            if batch.is_control:
+                event.update(self._control(rec))
+            elif self.options.print_values:
+                event.update(self._payload(rec, decoder))
+            yield event
+
+    def _control(self, rec) -> dict:
+        from parsers.control import decode_control_record
+
+        try:
+            ctl = decode_control_record(rec.key, rec.value)
+        except ParseError as exc:
+            return {"controlError": exc.message}
+        return {"controlType": ctl.type_name, "controlData": to_jsonable(ctl.data)}
+
+    def _payload(self, rec, decoder: str) -> dict:
+        out: dict = {}
+        fmt = self.options.value_format
+        if decoder == "metadata" and rec.value is not None:
+            from parsers.metadata import decode_metadata_record
+
+            try:
+                md = decode_metadata_record(rec.value)
+                out["payload"] = {"type": md.type_name, "version": md.version,
+                                  "data": to_jsonable(md.data) if md.data is not None else None}
+                if md.raw_hex is not None:
+                    out["payload"]["apiKey"] = md.api_key
+                    out["payload"]["raw"] = md.raw_hex
+                return out
+            except ParseError as exc:
+                out["decodeError"] = exc.message
+        if decoder == "offsets" and rec.key is not None:
+            from parsers.consumer_offsets import decode_offsets_key, decode_offsets_value
+
+            try:
+                key = decode_offsets_key(rec.key)
+                out["key"] = to_jsonable(key)
+                value = decode_offsets_value(key, rec.value)
+                out["payload"] = "<DELETE>" if value is None else to_jsonable(value)
+                return out
+            except ParseError as exc:
+                out["decodeError"] = exc.message
+        key, key_enc = render_bytes(rec.key, fmt)
+        value, value_enc = render_bytes(rec.value, fmt)
+        out.update({"key": key, "keyEncoding": key_enc, "payload": value, "payloadEncoding": value_enc})
+        if rec.headers:
+            out["headers"] = [{"key": h.key, "value": render_bytes(h.value, fmt)[0]} for h in rec.headers]
+        return out
+
+    def _legacy_records(self, entry) -> Iterator[dict]:
+        from parsers import legacy
+
+        try:
+            inner = legacy.inner_messages(entry) if entry.compression else [entry]
+        except ParseError as exc:
+            yield {"kind": "error", "position": entry.position, "message": exc.message}
+            return
+        fmt = self.options.value_format
+        for msg in inner:
+            event = {
+                "kind": "record",
+                "offset": msg.offset,
+                "timestampType": msg.timestamp_type,
+                "timestamp": msg.timestamp,
+                "keySize": -1 if msg.key is None else len(msg.key),
+                "valueSize": -1 if msg.value is None else len(msg.value),
+                "isValid": msg.crc_valid,
+                "crc": msg.crc,
+            }
+            if self.options.print_values:
+                key, key_enc = render_bytes(msg.key, fmt)
+                value, value_enc = render_bytes(msg.value, fmt)
+                event.update({"key": key, "keyEncoding": key_enc, "payload": value, "payloadEncoding": value_enc})
+            yield event
+
+    # ---------------------------------------------------------------------- indexes and text files
+
+    def _read_small(self, path: str) -> bytes:
+        size = os.stat(path).st_size
+        limit = self.options.max_bytes
+        if limit is None and size > MAX_TEXT_FILE and classify(path) not in ("offset-index", "time-index",
+                                                                                 "txn-index"):
+            raise ParseError(f"{size} bytes is far too large for this kind of file", path=path, offset=0)
+        with open(path, "rb") as fh:
+            return fh.read(limit if limit is not None else -1)
+
+    def _small_file(self, path: str, kind: str) -> Iterator[dict]:
+        data = self._read_small(path)
+        try:
+            yield from self._decode_small(path, kind, data)
+        except ParseError as exc:
+            raise exc.at(path=path) from None
+
+    def _decode_small(self, path: str, kind: str, data: bytes) -> Iterator[dict]:
+        if kind == "offset-index":
+            from parsers.indexes import read_offset_index
+
+            index = read_offset_index(data, base_offset_from_name(path))
+            yield {"kind": "summary", **_summary(index, exclude=("entries",))}
+            for offset, position in index.entries:
+                yield {"kind": "entry", "offset": offset, "position": position}
+        elif kind == "time-index":
+            from parsers.indexes import read_time_index
+
+            index = read_time_index(data, base_offset_from_name(path))
+            yield {"kind": "summary", **_summary(index, exclude=("entries",))}
+            for entry in index.entries:
+                yield {"kind": "entry", **_entry(entry, ("timestamp", "offset"))}
+        elif kind == "txn-index":
+            from parsers.indexes import read_txn_index
+
+            index = read_txn_index(data)
+            yield {"kind": "summary", **_summary(index, exclude=("entries",))}
+            for entry in index.entries:
+                yield {"kind": "entry", **to_jsonable(entry)}
+        elif kind == "producer-snapshot":
+            from parsers.producer_snapshot import read_producer_snapshot
+
+            snap = read_producer_snapshot(data)
+            yield {"kind": "summary", **_summary(snap, exclude=("entries",))}
+            for entry in snap.entries:
+                yield {"kind": "entry", **to_jsonable(entry)}
+            if not snap.crc_valid:
+                raise ParseError(
+                    f"Snapshot is corrupt (CRC is no longer valid). Stored crc: {snap.crc}. "
+                    f"Computed crc: {snap.computed_crc}", offset=2)
+        elif kind == "offset-checkpoint":
+            from parsers.checkpoints import parse_offset_checkpoint
+
+            ckpt = parse_offset_checkpoint(data, path)
+            yield {"kind": "summary", **_summary(ckpt, exclude=("entries",))}
+            for topic, partition, offset in ckpt.entries:
+                yield {"kind": "entry", "topic": topic, "partition": partition, "offset": offset}
+        elif kind == "leader-epoch-checkpoint":
+            from parsers.checkpoints import parse_leader_epoch_checkpoint
+
+            ckpt = parse_leader_epoch_checkpoint(data, path)
+            yield {"kind": "summary", **_summary(ckpt, exclude=("entries",))}
+            for epoch, start in ckpt.entries:
+                yield {"kind": "entry", "epoch": epoch, "startOffset": start}
+        else:
+            from parsers import dirfiles
+
+            reader = {
+                "partition-metadata": dirfiles.parse_partition_metadata,
+                "meta-properties": dirfiles.parse_meta_properties,
+                "quorum-state": dirfiles.parse_quorum_state,
+                "clean-shutdown": dirfiles.parse_clean_shutdown,
+            }[kind]
+            yield {"kind": "entry", **to_jsonable(reader(data, path))}
+
+
+def _summary(obj, exclude: tuple[str, ...] = ()) -> dict:
+    full = to_jsonable(obj)
+    return {k: v for k, v in full.items() if k not in {camel(e) for e in exclude}} if isinstance(full, dict) else {}
+
+
+def _entry(entry, names: tuple[str, ...]) -> dict:
+    if isinstance(entry, tuple):
+        return dict(zip(names, entry, strict=False))
+    return to_jsonable(entry)
