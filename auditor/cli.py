@@ -50,7 +50,9 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _root(
-    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version."),
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version."
+    ),
 ) -> None:
     """Offline forensic and consistency auditor for Apache Kafka log directories."""
 
@@ -62,29 +64,47 @@ def fail(message: str) -> typer.Exit:
 
 @app.command()
 def dump(
-    files: list[Path] = typer.Argument(..., help="Kafka files: .log, KRaft .checkpoint, .index, .timeindex, "
-                                       ".txnindex, .snapshot, checkpoints, partition.metadata, meta.properties, "
-                                       "quorum-state, .kafka_cleanshutdown."),
+    files: list[Path] = typer.Argument(
+        ...,
+        help="Kafka files: .log, KRaft .checkpoint, .index, .timeindex, "
+        ".txnindex, .snapshot, checkpoints, partition.metadata, meta.properties, "
+        "quorum-state, .kafka_cleanshutdown.",
+    ),
     deep: bool = typer.Option(False, "--deep", help="Decode the records inside each batch."),
-    print_values: bool = typer.Option(False, "--print-values", help="Print keys and values (implies --deep)."),
-    value_format: ValueFormat = typer.Option(ValueFormat.auto, "--value-format",
-                                             help="auto/utf8: UTF-8 text when it decodes, else hex; hex: always hex."),
-    decoder: Decoder = typer.Option(Decoder.auto, "--decoder",
-                                    help="Payload decoder: auto picks metadata for __cluster_metadata and KRaft "
-                                         "snapshots, offsets for __consumer_offsets."),
+    print_values: bool = typer.Option(
+        False, "--print-values", help="Print keys and values (implies --deep)."
+    ),
+    value_format: ValueFormat = typer.Option(
+        ValueFormat.auto,
+        "--value-format",
+        help="auto/utf8: UTF-8 text when it decodes, else hex; hex: always hex.",
+    ),
+    decoder: Decoder = typer.Option(
+        Decoder.auto,
+        "--decoder",
+        help="Payload decoder: auto picks metadata for __cluster_metadata and KRaft "
+        "snapshots, offsets for __consumer_offsets.",
+    ),
     fmt: DumpFormat = typer.Option(DumpFormat.text, "--format", "-f", help="Output format."),
-    max_bytes: int | None = typer.Option(None, "--max-bytes", min=0, help="Read at most this many bytes of each file."),
+    max_bytes: int | None = typer.Option(
+        None, "--max-bytes", min=0, help="Read at most this many bytes of each file."
+    ),
 ) -> None:
     """Decode Kafka files, like kafka-dump-log.sh, read-only.
 
     Exit code 0 when every file decodes and validates, 2 when one does not (the valid prefix is
     printed first, then a marker saying where decoding stopped and why).
     """
-    from auditor.dump import DumpOptions, Dumper
+    from auditor.dump import Dumper, DumpOptions
     from auditor.dump_render import RENDERERS, guarded
 
-    options = DumpOptions(deep=deep or print_values, print_values=print_values, value_format=value_format.value,
-                          max_bytes=max_bytes, decoder=decoder.value)
+    options = DumpOptions(
+        deep=deep or print_values,
+        print_values=print_values,
+        value_format=value_format.value,
+        max_bytes=max_bytes,
+        decoder=decoder.value,
+    )
     dumper = Dumper(options)
     errors: list = []
     out = sys.stdout
@@ -111,8 +131,11 @@ def main() -> None:
     except Exception as exc:  # noqa: BLE001 - last-resort guard, the contract is "never a traceback"
         if os.environ.get("KAFKA_AUDITOR_DEBUG"):
             raise
-        typer.echo(f"kafka-auditor: internal error: {type(exc).__name__}: {exc} "
-                   "(set KAFKA_AUDITOR_DEBUG=1 for a traceback)", err=True)
+        typer.echo(
+            f"kafka-auditor: internal error: {type(exc).__name__}: {exc} "
+            "(set KAFKA_AUDITOR_DEBUG=1 for a traceback)",
+            err=True,
+        )
         sys.exit(EXIT_ERROR)
 
 

@@ -121,7 +121,12 @@ class Dumper:
     def events(self, path: str | Path) -> Iterator[dict]:
         path = str(path)
         kind = classify(path)
-        yield {"kind": "file", "path": path, "fileType": kind, "state": strip_state_suffix(Path(path).name)[1]}
+        yield {
+            "kind": "file",
+            "path": path,
+            "fileType": kind,
+            "state": strip_state_suffix(Path(path).name)[1],
+        }
         if kind is None:
             raise ParseError("not a Kafka file this tool knows (by its name)", path=path)
         if not os.path.isfile(path):
@@ -137,8 +142,12 @@ class Dumper:
         opts = self.options
         if kind == "kraft-snapshot":
             snap = kraft_snapshot_id(path)
-            yield {"kind": "summary", "snapshotEndOffset": snap[0] if snap else None,
-                   "snapshotEpoch": snap[1] if snap else None, "bootstrap": snap is None}
+            yield {
+                "kind": "summary",
+                "snapshotEndOffset": snap[0] if snap else None,
+                "snapshotEpoch": snap[1] if snap else None,
+                "bootstrap": snap is None,
+            }
         else:
             yield {"kind": "summary", "logStartingOffset": base_offset_from_name(path)}
         decoder = self._decoder_for(path, kind)
@@ -163,14 +172,24 @@ class Dumper:
                         records += 1
                         yield rec
         stop = walker.stop
-        yield {"kind": "stop", "reason": stop.reason, "position": stop.position,
-               "trailingBytes": stop.trailing_bytes, "message": stop.message,
-               "batches": batches, "validBatches": valid, "records": records if opts.deep else None}
+        yield {
+            "kind": "stop",
+            "reason": stop.reason,
+            "position": stop.position,
+            "trailingBytes": stop.trailing_bytes,
+            "message": stop.message,
+            "batches": batches,
+            "validBatches": valid,
+            "records": records if opts.deep else None,
+        }
         if not stop.clean:
             raise ParseError(stop.message or stop.reason, path=path, offset=stop.position)
         if valid != batches:
-            raise ParseError(f"{batches - valid} of {batches} batches failed validation (CRC or magic)",
-                             path=path, offset=self._first_invalid(path))
+            raise ParseError(
+                f"{batches - valid} of {batches} batches failed validation (CRC or magic)",
+                path=path,
+                offset=self._first_invalid(path),
+            )
 
     def _first_invalid(self, path: str) -> int | None:
         walker = SegmentWalker(path, max_bytes=self.options.max_bytes, stop_on_invalid=True)
@@ -197,8 +216,11 @@ class Dumper:
             payload = records_payload(batch, raw)
             decoded = decode_records(batch, payload)
         except ParseError as exc:
-            yield {"kind": "error", "position": batch.position,
-                   "message": f"records of the batch at position {batch.position} do not decode: {exc.message}"}
+            yield {
+                "kind": "error",
+                "position": batch.position,
+                "message": f"records of the batch at position {batch.position} do not decode: {exc.message}",
+            }
             return
         for rec in decoded:
             event = {
@@ -234,8 +256,11 @@ class Dumper:
 
             try:
                 md = decode_metadata_record(rec.value)
-                out["payload"] = {"type": md.type_name, "version": md.version,
-                                  "data": to_jsonable(md.data) if md.data is not None else None}
+                out["payload"] = {
+                    "type": md.type_name,
+                    "version": md.version,
+                    "data": to_jsonable(md.data) if md.data is not None else None,
+                }
                 if md.raw_hex is not None:
                     out["payload"]["apiKey"] = md.api_key
                     out["payload"]["raw"] = md.raw_hex
@@ -283,7 +308,9 @@ class Dumper:
             if self.options.print_values:
                 key, key_enc = render_bytes(msg.key, fmt)
                 value, value_enc = render_bytes(msg.value, fmt)
-                event.update({"key": key, "keyEncoding": key_enc, "payload": value, "payloadEncoding": value_enc})
+                event.update(
+                    {"key": key, "keyEncoding": key_enc, "payload": value, "payloadEncoding": value_enc}
+                )
             yield event
 
     # ---------------------------------------------------------------------- indexes and text files
@@ -291,8 +318,11 @@ class Dumper:
     def _read_small(self, path: str) -> bytes:
         size = os.stat(path).st_size
         limit = self.options.max_bytes
-        if limit is None and size > MAX_TEXT_FILE and classify(path) not in ("offset-index", "time-index",
-                                                                                 "txn-index"):
+        if (
+            limit is None
+            and size > MAX_TEXT_FILE
+            and classify(path) not in ("offset-index", "time-index", "txn-index")
+        ):
             raise ParseError(f"{size} bytes is far too large for this kind of file", path=path, offset=0)
         with open(path, "rb") as fh:
             return fh.read(limit if limit is not None else -1)
@@ -312,6 +342,7 @@ class Dumper:
             yield {"kind": "summary", **_summary(index, exclude=("entries",))}
             for offset, position in index.entries:
                 yield {"kind": "entry", "offset": offset, "position": position}
+            _index_trailer(index, 8)
         elif kind == "time-index":
             from parsers.indexes import read_time_index
 
@@ -319,6 +350,7 @@ class Dumper:
             yield {"kind": "summary", **_summary(index, exclude=("entries",))}
             for entry in index.entries:
                 yield {"kind": "entry", **_entry(entry, ("timestamp", "offset"))}
+            _index_trailer(index, 12)
         elif kind == "txn-index":
             from parsers.indexes import read_txn_index
 
@@ -336,7 +368,9 @@ class Dumper:
             if not snap.crc_valid:
                 raise ParseError(
                     f"Snapshot is corrupt (CRC is no longer valid). Stored crc: {snap.crc}. "
-                    f"Computed crc: {snap.computed_crc}", offset=2)
+                    f"Computed crc: {snap.computed_crc}",
+                    offset=2,
+                )
         elif kind == "offset-checkpoint":
             from parsers.checkpoints import parse_offset_checkpoint
 
@@ -363,9 +397,28 @@ class Dumper:
             yield {"kind": "entry", **to_jsonable(reader(data, path))}
 
 
+def _index_trailer(index, entry_size: int) -> None:
+    """Raise for what Kafka's index sanity check rejects, after the readable entries were shown."""
+    if index.trailing_bytes:
+        raise ParseError(
+            f"index is corrupt: found {index.slots * entry_size + index.trailing_bytes} bytes which "
+            f"is not a multiple of {entry_size}",
+            offset=index.slots * entry_size,
+        )
+    if index.garbage_after_padding is not None:
+        raise ParseError(
+            "non-zero bytes after the zero padding that ends the real entries",
+            offset=index.garbage_after_padding,
+        )
+
+
 def _summary(obj, exclude: tuple[str, ...] = ()) -> dict:
     full = to_jsonable(obj)
-    return {k: v for k, v in full.items() if k not in {camel(e) for e in exclude}} if isinstance(full, dict) else {}
+    return (
+        {k: v for k, v in full.items() if k not in {camel(e) for e in exclude}}
+        if isinstance(full, dict)
+        else {}
+    )
 
 
 def _entry(entry, names: tuple[str, ...]) -> dict:

@@ -20,10 +20,14 @@ def _bool(value) -> str:
 
 def _batch_line(e: dict) -> str:
     if e.get("magic", 2) < 2:
-        return (f"offset: {e['lastOffset']} position: {e['position']} {e['timestampType']}: {e['maxTimestamp']} "
-                f"size: {e['size']} magic: {e['magic']} compresscodec: {e['compressCodec']} crc: {e['crc']} "
-                f"isvalid: {_bool(e['isValid'])}")
-    horizon = "OptionalLong.empty" if e["deleteHorizonMs"] is None else f"OptionalLong[{e['deleteHorizonMs']}]"
+        return (
+            f"offset: {e['lastOffset']} position: {e['position']} {e['timestampType']}: {e['maxTimestamp']} "
+            f"size: {e['size']} magic: {e['magic']} compresscodec: {e['compressCodec']} crc: {e['crc']} "
+            f"isvalid: {_bool(e['isValid'])}"
+        )
+    horizon = (
+        "OptionalLong.empty" if e["deleteHorizonMs"] is None else f"OptionalLong[{e['deleteHorizonMs']}]"
+    )
     return (
         f"baseOffset: {e['baseOffset']} lastOffset: {e['lastOffset']} count: {e['count']} "
         f"baseSequence: {e['baseSequence']} lastSequence: {e['lastSequence']} producerId: {e['producerId']} "
@@ -36,8 +40,10 @@ def _batch_line(e: dict) -> str:
 
 
 def _record_line(e: dict) -> str:
-    parts = [f"| offset: {e['offset']} {e['timestampType']}: {e['timestamp']} keySize: {e['keySize']} "
-             f"valueSize: {e['valueSize']}"]
+    parts = [
+        f"| offset: {e['offset']} {e['timestampType']}: {e['timestamp']} keySize: {e['keySize']} "
+        f"valueSize: {e['valueSize']}"
+    ]
     if "sequence" in e:
         parts.append(f"sequence: {e['sequence']} headerKeys: [{','.join(e['headerKeys'])}]")
     if "isValid" in e:
@@ -66,12 +72,14 @@ def _record_line(e: dict) -> str:
 
 
 def _pairs(e: dict) -> str:
-    return " ".join(f"{k}: {json.dumps(v) if isinstance(v, (dict, list)) else v}"
-                    for k, v in e.items() if k != "kind")
+    return " ".join(
+        f"{k}: {json.dumps(v) if isinstance(v, (dict, list)) else v}" for k, v in e.items() if k != "kind"
+    )
 
 
 def render_text(events: Iterable[dict], out: TextIO) -> None:
     write = out.write
+    marked = False
     for e in events:
         kind = e["kind"]
         if kind == "batch":
@@ -81,6 +89,7 @@ def render_text(events: Iterable[dict], out: TextIO) -> None:
         elif kind == "entry":
             write(_pairs(e) + "\n")
         elif kind == "file":
+            marked = False
             write(f"Dumping {e['path']}\n")
         elif kind == "summary":
             if "logStartingOffset" in e:
@@ -93,12 +102,15 @@ def render_text(events: Iterable[dict], out: TextIO) -> None:
                 write("# " + _pairs(e) + "\n")
         elif kind == "stop":
             if e["reason"] not in ("end", "max-bytes"):
-                write(f"!! decoding stopped at byte {e['position']}: {e['message']} "
-                      f"({e['trailingBytes']} bytes not decoded)\n")
+                marked = True
+                write(
+                    f"!! decoding stopped at byte {e['position']}: {e['message']} "
+                    f"({e['trailingBytes']} bytes not decoded)\n"
+                )
         elif kind == "error":
             write(f"!! byte {e.get('position')}: {e['message']}\n")
-        elif kind == "failed":
-            write(f"!! {e['message']}\n")
+        elif kind == "failed" and not marked:
+            write(f"!! decoding stopped: {e['message']}\n")
 
 
 def render_jsonl(events: Iterable[dict], out: TextIO) -> None:
@@ -121,8 +133,11 @@ def render_json(events: Iterable[dict], out: TextIO) -> None:
         if e["kind"] == "file":
             if in_file:
                 write(f'],"error":{json.dumps(error)}}}')
-            write(("" if first_file else ",") + json.dumps({k: v for k, v in e.items() if k != "kind"})[:-1]
-                  + ',"events":[')
+            write(
+                ("" if first_file else ",")
+                + json.dumps({k: v for k, v in e.items() if k != "kind"})[:-1]
+                + ',"events":['
+            )
             first_file, in_file, first_event, error = False, True, True, None
             continue
         if e["kind"] == "failed":
@@ -136,7 +151,9 @@ def render_json(events: Iterable[dict], out: TextIO) -> None:
 
 
 RENDERERS: dict[str, Callable[[Iterable[dict], TextIO], None]] = {
-    "text": render_text, "json": render_json, "jsonl": render_jsonl,
+    "text": render_text,
+    "json": render_json,
+    "jsonl": render_jsonl,
 }
 
 

@@ -108,7 +108,8 @@ class _Varint(cs.Construct):
 
     def _build(self, obj, stream, context, path):
         encoder = {"varint": encode_varint, "varlong": encode_varlong, "uvarint": encode_uvarint}[self.kind]
-        cs.stream_write(stream, encoder(obj), None, path)
+        data = encoder(obj)
+        cs.stream_write(stream, data, len(data), path)
         return obj
 
     def _sizeof(self, context, path):

@@ -224,7 +224,7 @@ def parse_header(buf: bytes | memoryview, pos: int = 0) -> RecordBatch:
 
 
 def records_payload(batch: RecordBatch, raw: bytes | memoryview, *, max_bytes: int = 64 << 20) -> bytes:
-    """The (decompressed) records section of ``batch``; ``raw`` holds the batch's bytes from its first byte."""
+    """The (decompressed) records section of ``batch``; ``raw`` holds the batch from its first byte."""
     start = RECORD_BATCH_OVERHEAD
     raw = bytes(memoryview(raw)[start : batch.size])
     if batch.compression == 0:
@@ -255,9 +255,7 @@ def decode_records(batch: RecordBatch, payload: bytes | memoryview) -> list[Reco
     log_append = bool(batch.attributes & ATTR_TIMESTAMP_TYPE)
     for _ in range(count):
         if pos >= end:
-            raise ParseError(
-                f"premature EOF: {count} records declared, only {len(out)} found", offset=pos
-            )
+            raise ParseError(f"premature EOF: {count} records declared, only {len(out)} found", offset=pos)
         start = pos
         length, pos = read_varint(payload, pos)
         body_start = pos
@@ -270,6 +268,12 @@ def decode_records(batch: RecordBatch, payload: bytes | memoryview) -> list[Reco
         off_delta, pos = read_varint(payload, pos)
         key, pos = _read_nullable(payload, pos, limit, "key")
         value, pos = _read_nullable(payload, pos, limit, "value")
+        if pos >= limit:
+            raise ParseError(
+                f"Invalid record size: expected to read {length} bytes in record payload, but the record "
+                f"needs more",
+                offset=start,
+            )
         n_headers, pos = read_varint(payload, pos)
         if n_headers < 0 or n_headers > limit - pos:
             raise ParseError(f"Found invalid number of record headers {n_headers}", offset=pos)
@@ -289,8 +293,18 @@ def decode_records(batch: RecordBatch, payload: bytes | memoryview) -> list[Reco
         seq = last_sequence(batch.base_sequence, off_delta) if batch.base_sequence >= 0 else NO_SEQUENCE
         ts = batch.max_timestamp if log_append else base_ts + ts_delta
         out.append(
-            Record(base_offset + off_delta, ts, off_delta, ts_delta, attributes, key, value, headers,
-                   pos - start, seq)
+            Record(
+                base_offset + off_delta,
+                ts,
+                off_delta,
+                ts_delta,
+                attributes,
+                key,
+                value,
+                headers,
+                pos - start,
+                seq,
+            )
         )
     if pos != end:
         raise ParseError(
@@ -318,16 +332,26 @@ def parse_records_with_schema(batch: RecordBatch, payload: bytes) -> list[Record
             rec = RecordV2.parse_stream(stream)
         except cs.ConstructError as exc:
             raise ParseError(f"invalid record: {exc}", offset=start) from None
-        ts = batch.max_timestamp if batch.attributes & ATTR_TIMESTAMP_TYPE else (
-            batch.base_timestamp + rec.timestamp_delta
+        ts = (
+            batch.max_timestamp
+            if batch.attributes & ATTR_TIMESTAMP_TYPE
+            else (batch.base_timestamp + rec.timestamp_delta)
         )
         seq = last_sequence(batch.base_sequence, rec.offset_delta) if batch.base_sequence >= 0 else -1
-        out.append(Record(
-            batch.base_offset + rec.offset_delta, ts, rec.offset_delta, rec.timestamp_delta, rec.attributes,
-            rec.key.data, rec.value.data,
-            [Header(h.key.decode("utf-8", "replace"), h.value) for h in rec.headers],
-            stream.tell() - start, seq,
-        ))
+        out.append(
+            Record(
+                batch.base_offset + rec.offset_delta,
+                ts,
+                rec.offset_delta,
+                rec.timestamp_delta,
+                rec.attributes,
+                rec.key.data,
+                rec.value.data,
+                [Header(h.key.decode("utf-8", "replace"), h.value) for h in rec.headers],
+                stream.tell() - start,
+                seq,
+            )
+        )
     return out
 
 

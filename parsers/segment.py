@@ -14,15 +14,19 @@ from __future__ import annotations
 
 import os
 import struct
+from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import crc32c as _crc32c
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
 
 from parsers.errors import ParseError
 from parsers.record_batch import (
     CRC_START,
+    HEADER_FIELDS,
     HEADER_SIZE_UP_TO_MAGIC,
     HEADER_STRUCT,
     LOG_OVERHEAD,
@@ -34,6 +38,77 @@ from parsers.record_batch import (
 RECORD_OVERHEAD_V0 = 14
 """Kafka's minimum entry size (``size`` field); anything smaller is corruption (§2 step 3)."""
 _PREFIX = struct.Struct(">qiib")  # offset, size, partitionLeaderEpoch-or-crc, magic
+_LENGTH_MAGIC_CRC = struct.Struct(">i4xbI")  # batchLength, magic, crc (from byte 8 of an entry)
+_MIN_V2_LENGTH = RECORD_BATCH_OVERHEAD - LOG_OVERHEAD
+_RUN, _ONE, _LEGACY = "run", "one", "legacy"
+_NUMPY_CODES = {
+    "q": "i8",
+    "l": "i4",
+    "i": "i4",
+    "L": "u4",
+    "I": "u4",
+    "h": "i2",
+    "H": "u2",
+    "b": "i1",
+    "B": "u1",
+}
+HEADER_DTYPE = np.dtype(
+    [
+        (name, ">" + _NUMPY_CODES[code])
+        for name, code in zip(HEADER_FIELDS, HEADER_STRUCT.format.lstrip("<>=!"), strict=True)
+    ]
+)
+"""numpy layout of the v2 header, derived from ``record_batch.HEADER_STRUCT`` (itself from the schema)."""
+
+
+@dataclass(slots=True)
+class HeaderBlock:
+    """Consecutive entries of a segment in columnar form: file positions, headers (``HEADER_DTYPE``) and
+    the CRC computed over each entry (equal to ``headers["crc"]`` when the entry is valid)."""
+
+    positions: np.ndarray
+    headers: np.ndarray
+    computed_crc: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.positions)
+
+    @property
+    def crc_ok(self) -> np.ndarray:
+        return self.computed_crc == self.headers["crc"]
+
+
+def legacy_block(entry) -> HeaderBlock:
+    """A magic 0/1 entry as a one-row block (base offset from its inner messages, no leader epoch)."""
+    from parsers import legacy
+
+    try:
+        base = legacy.base_offset(entry)
+        count = len(legacy.inner_messages(entry)) if entry.compression else 1
+    except ParseError:
+        base, count = entry.offset, 0
+    row = (
+        base,
+        entry.size - LOG_OVERHEAD,
+        -1,
+        entry.magic,
+        entry.crc,
+        entry.attributes,
+        entry.offset - base,
+        entry.timestamp,
+        entry.timestamp,
+        -1,
+        -1,
+        -1,
+        count,
+    )
+    return HeaderBlock(
+        np.array([entry.position], dtype=np.int64),
+        np.array([row], dtype=HEADER_DTYPE),
+        np.array([entry.computed_crc], dtype=np.uint32),
+    )
+
+
 DEFAULT_WINDOW = 8 << 20
 _CRC_CHUNK = 4 << 20
 
@@ -101,37 +176,43 @@ class SegmentWalker:
 
     # ------------------------------------------------------------------------------------ walking
 
-    def headers(self) -> Iterator[tuple[int, tuple, bool] | object]:
-        """Fast path: ``(position, header_tuple, crc_ok)`` per v2 batch; legacy entries as objects.
-
-        When ``crc_ok`` is false the tuple carries the computed CRC as a 14th element.
-        """
+    def _walk(self) -> Iterator[tuple]:
+        """The one walking loop. Yields ``(_RUN, buf, buf_start, rel_positions)`` for runs of whole valid
+        v2 batches in a window, ``(_ONE, position, header_tuple, computed_crc)`` for a v2 entry taken by
+        the general path, and ``(_LEGACY, entry)`` for magic 0/1 entries."""
         end = self.end
-        unpack = HEADER_STRUCT.unpack_from
         prefix = _PREFIX.unpack_from
+        unpack = HEADER_STRUCT.unpack_from
+        lmc = _LENGTH_MAGIC_CRC.unpack_from
         crc = _crc32c.crc32c
         window = self.window
         fd = os.open(self.path, os.O_RDONLY)
         try:
             buf = b""
             mv = memoryview(buf)
-            buf_start = 0
-            buf_end = 0
-            pos = 0
+            buf_start = buf_end = pos = 0
             while True:
                 # Fast path: whole, valid v2 batches inside the current window.
                 rel = pos - buf_start
-                last_header = buf_end - RECORD_BATCH_OVERHEAD
-                while pos <= last_header:
-                    h = unpack(buf, rel)
-                    nxt = pos + h[1] + LOG_OVERHEAD
-                    if nxt > buf_end or nxt < pos + RECORD_BATCH_OVERHEAD or h[3] != MAGIC_V2:
+                last_header = buf_end - buf_start - RECORD_BATCH_OVERHEAD
+                win = buf_end - buf_start
+                run = array("q")
+                keep = run.append
+                while rel <= last_header:
+                    length, magic, stored = lmc(buf, rel + 8)
+                    nxt = rel + LOG_OVERHEAD + length
+                    if nxt > win or length < _MIN_V2_LENGTH or magic != MAGIC_V2:
                         break
-                    if crc(mv[rel + CRC_START : rel + nxt - pos]) != h[4]:
+                    if (
+                        crc(buf[rel + CRC_START : nxt] if length < 4096 else mv[rel + CRC_START : nxt])
+                        != stored
+                    ):
                         break
-                    yield (pos, h, True)
-                    rel += nxt - pos
-                    pos = nxt
+                    keep(rel)
+                    rel = nxt
+                if run:
+                    yield (_RUN, buf, buf_start, run)
+                pos = buf_start + rel
                 # General path: one entry (window refill, legacy, invalid, torn or oversized entries).
                 remaining = end - pos
                 if remaining <= HEADER_SIZE_UP_TO_MAGIC:
@@ -140,7 +221,9 @@ class SegmentWalker:
                     elif self.limited:
                         self._finish(pos, "max-bytes", None)
                     else:
-                        self._finish(pos, "torn-tail", f"{remaining} trailing bytes are too short for an entry")
+                        self._finish(
+                            pos, "torn-tail", f"{remaining} trailing bytes are too short for an entry"
+                        )
                     return
                 if pos + RECORD_BATCH_OVERHEAD > buf_end and buf_end < end:
                     buf = os.pread(fd, min(window, end - pos), pos)
@@ -156,54 +239,126 @@ class SegmentWalker:
                     _, length, _, magic = prefix(buf, rel)
                     size = length + LOG_OVERHEAD
                 if size - LOG_OVERHEAD < RECORD_OVERHEAD_V0:
-                    self._finish(pos, "corrupt", f"Found record size {size - LOG_OVERHEAD} smaller than "
-                                 f"minimum record overhead ({RECORD_OVERHEAD_V0})")
+                    self._finish(
+                        pos,
+                        "corrupt",
+                        f"Found record size {size - LOG_OVERHEAD} smaller than "
+                        f"minimum record overhead ({RECORD_OVERHEAD_V0})",
+                    )
                     return
                 if pos + size > end:
                     if self.limited and pos + size <= self.file_size:
                         self._finish(pos, "max-bytes", None)
                     else:
-                        self._finish(pos, "torn-tail", f"entry of {size} bytes at position {pos} runs past "
-                                     f"the end of the file ({self.file_size} bytes)")
+                        self._finish(
+                            pos,
+                            "torn-tail",
+                            f"entry of {size} bytes at position {pos} runs past "
+                            f"the end of the file ({self.file_size} bytes)",
+                        )
                     return
                 if pos + size > buf_end and size <= window:
                     buf = os.pread(fd, min(window, end - pos), pos)
                     mv = memoryview(buf)
                     buf_start, buf_end, rel = pos, pos + len(buf), 0
-                    if magic >= MAGIC_V2 and size >= RECORD_BATCH_OVERHEAD:
+                    if magic >= MAGIC_V2 and size >= RECORD_BATCH_OVERHEAD and h is not None:
                         continue  # the fast path takes it from the refilled window
                 if magic < MAGIC_V2:
                     entry = self._legacy(fd, mv, rel, pos, size, buf_end)
-                    yield entry
+                    yield (_LEGACY, entry)
                     if not entry.crc_valid:
                         self.invalid_count += 1
                         if self.stop_on_invalid:
-                            self._finish(pos, "corrupt", f"Record is corrupt (stored crc = {entry.crc}, "
-                                         f"computed crc = {entry.computed_crc})")
+                            self._finish(
+                                pos,
+                                "corrupt",
+                                f"Record is corrupt (stored crc = {entry.crc}, "
+                                f"computed crc = {entry.computed_crc})",
+                            )
                             return
                     pos += size
                     continue
-                if size < RECORD_BATCH_OVERHEAD:
-                    self._finish(pos, "corrupt", f"Record batch is corrupt (the size {size - LOG_OVERHEAD} is "
-                                 f"smaller than the minimum allowed overhead {RECORD_BATCH_OVERHEAD})")
+                if size < RECORD_BATCH_OVERHEAD or h is None:
+                    self._finish(
+                        pos,
+                        "corrupt",
+                        f"Record batch is corrupt (the size {size - LOG_OVERHEAD} is "
+                        f"smaller than the minimum allowed overhead {RECORD_BATCH_OVERHEAD})",
+                    )
                     return
                 if pos + size <= buf_end:
                     computed = crc(mv[rel + CRC_START : rel + size])
                 else:
                     computed = self._crc_of(fd, pos + CRC_START, pos + size)
-                if computed == h[4] and magic == MAGIC_V2:
-                    yield (pos, h, True)
-                else:
-                    yield (pos, h + (computed,), False)
+                yield (_ONE, pos, h, computed)
+                if computed != h[4] or magic != MAGIC_V2:
                     self.invalid_count += 1
                     if self.stop_on_invalid:
-                        why = (f"unknown magic {magic}" if magic != MAGIC_V2 else
-                               f"Record is corrupt (stored crc = {h[4]}, computed crc = {computed})")
+                        why = (
+                            f"unknown magic {magic}"
+                            if magic != MAGIC_V2
+                            else f"Record is corrupt (stored crc = {h[4]}, computed crc = {computed})"
+                        )
                         self._finish(pos, "corrupt", why)
                         return
                 pos += size
         finally:
             os.close(fd)
+
+    def headers(self) -> Iterator[tuple[int, tuple, bool] | object]:
+        """``(position, header_tuple, crc_ok)`` per v2 batch (``header_tuple`` laid out as
+        ``HEADER_STRUCT``; when ``crc_ok`` is false it carries the computed CRC as a 14th element);
+        legacy entries come as ``LegacyEntry`` objects."""
+        unpack = HEADER_STRUCT.unpack_from
+        for item in self._walk():
+            tag = item[0]
+            if tag is _RUN:
+                _, buf, start, run = item
+                for rel in run:
+                    yield (start + rel, unpack(buf, rel), True)
+            elif tag is _ONE:
+                _, pos, h, computed = item
+                ok = computed == h[4] and h[3] == MAGIC_V2
+                yield (pos, h, True) if ok else (pos, h + (computed,), False)
+            else:
+                yield item[1]
+
+    def header_blocks(self) -> Iterator[HeaderBlock]:
+        """Columnar fast path: blocks of batch headers as numpy arrays (legacy entries included as rows)."""
+        for item in self._walk():
+            tag = item[0]
+            if tag is _RUN:
+                _, buf, start, run = item
+                rel = np.frombuffer(run, dtype=np.int64)
+                raw = np.frombuffer(buf, dtype=np.uint8)
+                # Every 61-byte window of the buffer as a row (a read-only view), then pick the batch starts.
+                rows = as_strided(
+                    raw,
+                    shape=(len(raw) - RECORD_BATCH_OVERHEAD + 1, RECORD_BATCH_OVERHEAD),
+                    strides=(1, 1),
+                    writeable=False,
+                )
+                headers = rows[rel].view(HEADER_DTYPE).reshape(-1)
+                yield HeaderBlock(rel + start, headers, headers["crc"].astype(np.uint32))
+            elif tag is _ONE:
+                _, pos, h, computed = item
+                headers = np.array([h], dtype=HEADER_DTYPE)
+                valid_magic = h[3] == MAGIC_V2
+                yield HeaderBlock(
+                    np.array([pos], dtype=np.int64),
+                    headers,
+                    np.array([computed if valid_magic else (h[4] + 1) & 0xFFFFFFFF], dtype=np.uint32),
+                )
+            else:
+                yield legacy_block(item[1])
+
+    def __iter__(self) -> Iterator[RecordBatch | object]:
+        for item in self.headers():
+            if type(item) is tuple:
+                pos, h, ok = item
+                yield RecordBatch.from_tuple(h[:13], position=pos, computed_crc=h[4] if ok else h[13])
+            else:
+                yield item
 
     def _legacy(self, fd: int, mv: memoryview, rel: int, pos: int, size: int, buf_end: int):
         from parsers import legacy
@@ -214,14 +369,6 @@ class SegmentWalker:
             entry = legacy.parse_legacy_entry(os.pread(fd, size, pos), 0)
         entry.position = pos
         return entry
-
-    def __iter__(self) -> Iterator[RecordBatch | object]:
-        for item in self.headers():
-            if type(item) is tuple:
-                pos, h, ok = item
-                yield RecordBatch.from_tuple(h[:13], position=pos, computed_crc=h[4] if ok else h[13])
-            else:
-                yield item
 
     def _finish(self, pos: int, reason: str, message: str | None) -> None:
         self.stop = WalkStop(reason, pos, self.file_size - pos if reason != "max-bytes" else 0, message)

@@ -1,0 +1,1 @@
+"""Spark plumbing. Nothing here imports pyspark at module import time."""
