@@ -394,7 +394,11 @@ class Dumper:
                 "quorum-state": dirfiles.parse_quorum_state,
                 "clean-shutdown": dirfiles.parse_clean_shutdown,
             }[kind]
-            yield {"kind": "entry", **to_jsonable(reader(data, path))}
+            parsed = reader(data, path)
+            yield {"kind": "entry", **to_jsonable(parsed)}
+            problems = getattr(parsed, "problems", None)
+            if problems:
+                raise ParseError("; ".join(problems), offset=0)
 
 
 def _index_trailer(index, entry_size: int) -> None:

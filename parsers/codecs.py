@@ -1,0 +1,607 @@
+"""Kafka's compression codecs (spec §6): gzip, xerial-framed snappy, LZ4 frames and zstd.
+
+``decompress`` reads a compressed records section (v2) or legacy wrapper value (v0/v1) the way Kafka's
+``CompressionType.wrapForInput`` streams do, with the decompressed size bounded by ``limit`` *before* the
+output is materialised; ``compress`` writes what Kafka's producer-side streams write (Java
+``GZIPOutputStream``, snappy-java ``SnappyOutputStream``, ``Lz4BlockOutputStream``, zstd-jni streaming).
+
+Only ``cramjam`` (and the standard library's ``zlib``) are used here. Oddities that Kafka tolerates
+(trailing bytes, little-endian xerial version fields, ...) are reported through :class:`DecodeNotes`.
+
+Residual risk: for zstd, libzstd may reserve (malloc, not touch) a window buffer as large as the frame
+header declares (at most 128 MiB, libzstd's default ``windowLogMax`` 27); resident memory stays bounded by
+``limit`` because decoding stops once the output buffer is full.
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from dataclasses import dataclass, field
+
+import construct as cs
+import cramjam
+
+from parsers.errors import ParseError
+from parsers.primitives import read_uvarint
+
+NONE, GZIP, SNAPPY, LZ4, ZSTD = 0, 1, 2, 3, 4
+CODEC_NAMES = {NONE: "none", GZIP: "gzip", SNAPPY: "snappy", LZ4: "lz4", ZSTD: "zstd"}
+DEFAULT_LIMIT = 64 << 20
+
+
+@dataclass
+class DecodeNotes:
+    """Things Kafka's readers tolerate but an auditor may want to report, collected while decoding."""
+
+    warnings: list[str] = field(default_factory=list)
+
+    def add(self, message: str) -> None:
+        self.warnings.append(message)
+
+
+def codec_name(codec: int) -> str:
+    return CODEC_NAMES.get(codec, f"unknown({codec})")
+
+
+def decompress(
+    codec: int,
+    data: bytes | bytearray | memoryview,
+    *,
+    magic: int = 2,
+    limit: int = DEFAULT_LIMIT,
+    notes: DecodeNotes | None = None,
+) -> bytes:
+    """Decompress one compressed stream; at most ``limit`` output bytes, else ParseError.
+
+    ``magic`` is the record format of the enclosing batch/wrapper: magic 0 LZ4 frames carry the broken
+    header checksum of KAFKA-3160, which Kafka ignores. Error offsets are relative to ``data``.
+    """
+    notes = notes if notes is not None else DecodeNotes()
+    data = data if isinstance(data, bytes) else bytes(data)
+    if codec == NONE:
+        if len(data) > limit:
+            raise ParseError(f"none: size {len(data)} exceeds limit of {limit} bytes", offset=0)
+        return data
+    if codec == GZIP:
+        return _gunzip(data, limit, notes)
+    if codec == SNAPPY:
+        return _unsnappy(data, limit, notes)
+    if codec == LZ4:
+        return _unlz4(data, magic, limit, notes)
+    if codec == ZSTD:
+        return _unzstd(data, limit, notes)
+    raise ParseError(f"Unknown compression type id {codec}")
+
+
+def compress(codec: int, data: bytes | bytearray | memoryview, *, magic: int = 2) -> bytes:
+    """Compress ``data`` as a Kafka producer of record format ``magic`` would.
+
+    For magic 0 and LZ4 the frame gets the broken header checksum that pre-0.10 clients wrote.
+    """
+    data = bytes(data)
+    if codec == NONE:
+        return data
+    if codec == GZIP:
+        return _gzip(data)
+    if codec == SNAPPY:
+        return _snappy(data)
+    if codec == LZ4:
+        return _lz4(data, broken_checksum=magic == 0)
+    if codec == ZSTD:
+        return _zstd(data)
+    raise ValueError(f"Unknown compression type id {codec}")
+
+
+# -------------------------------------------------------------------------------------------- xxHash32
+
+_P1, _P2, _P3, _P4, _P5 = 2654435761, 2246822519, 3266489917, 668265263, 374761393
+_M32 = 0xFFFFFFFF
+
+
+def _rotl(x: int, r: int) -> int:
+    return ((x << r) | (x >> (32 - r))) & _M32
+
+
+def xxh32(data: bytes | bytearray | memoryview, seed: int = 0) -> int:
+    """xxHash32 (the LZ4 frame checksum). Pure Python: meant for header bytes and block checksums."""
+    data = bytes(data)
+    n = len(data)
+    pos = 0
+    if n >= 16:
+        v1 = (seed + _P1 + _P2) & _M32
+        v2 = (seed + _P2) & _M32
+        v3 = seed & _M32
+        v4 = (seed - _P1) & _M32
+        stripes = n // 16
+        words = struct.unpack_from(f"<{stripes * 4}I", data)
+        for i in range(0, stripes * 4, 4):
+            v1 = _rotl((v1 + words[i] * _P2) & _M32, 13) * _P1 & _M32
+            v2 = _rotl((v2 + words[i + 1] * _P2) & _M32, 13) * _P1 & _M32
+            v3 = _rotl((v3 + words[i + 2] * _P2) & _M32, 13) * _P1 & _M32
+            v4 = _rotl((v4 + words[i + 3] * _P2) & _M32, 13) * _P1 & _M32
+        h = (_rotl(v1, 1) + _rotl(v2, 7) + _rotl(v3, 12) + _rotl(v4, 18)) & _M32
+        pos = stripes * 16
+    else:
+        h = (seed + _P5) & _M32
+    h = (h + n) & _M32
+    while pos + 4 <= n:
+        (word,) = struct.unpack_from("<I", data, pos)
+        h = _rotl((h + word * _P3) & _M32, 17) * _P4 & _M32
+        pos += 4
+    while pos < n:
+        h = _rotl((h + data[pos] * _P5) & _M32, 11) * _P1 & _M32
+        pos += 1
+    h ^= h >> 15
+    h = h * _P2 & _M32
+    h ^= h >> 13
+    h = h * _P3 & _M32
+    h ^= h >> 16
+    return h
+
+
+# ------------------------------------------------------------------------------------------------ gzip
+
+_GZIP_HEADER = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"
+"""A Java ``GZIPOutputStream`` member header: deflate, no flags, mtime 0, XFL 0, OS 255 (unknown)."""
+
+
+def _gzip(data: bytes) -> bytes:
+    deflater = zlib.compressobj(6, zlib.DEFLATED, -15)
+    body = deflater.compress(data) + deflater.flush()
+    return _GZIP_HEADER + body + struct.pack("<II", zlib.crc32(data) & _M32, len(data) & _M32)
+
+
+def _gunzip(data: bytes, limit: int, notes: DecodeNotes) -> bytes:
+    """RFC 1952, members read one after another like Java's ``GZIPInputStream``.
+
+    Bytes after a member that do not start another member header are ignored (Java does the same).
+    """
+    n = len(data)
+    if n == 0:
+        raise ParseError("gzip: empty stream, no member header", offset=0)
+    view = memoryview(data)
+    out = bytearray()
+    pos = 0
+    while True:
+        inflater = zlib.decompressobj(wbits=31)
+        tail: bytes | memoryview = view[pos:]
+        while not inflater.eof:
+            where = n - len(tail)
+            try:
+                piece = inflater.decompress(tail, limit - len(out) + 1)
+            except zlib.error as exc:
+                raise ParseError(f"gzip: {exc}", offset=where) from None
+            out += piece
+            if len(out) > limit:
+                raise ParseError(f"gzip: decompressed size exceeds limit of {limit} bytes", offset=where)
+            rest = inflater.unconsumed_tail
+            if not piece and len(rest) == len(tail):
+                raise ParseError("gzip: stream ended prematurely (truncated member)", offset=n)
+            tail = rest
+        pos = n - len(inflater.unused_data)
+        if pos >= n:
+            return bytes(out)
+        if n - pos < 10 or bytes(view[pos : pos + 3]) != b"\x1f\x8b\x08":
+            notes.add(f"gzip: {n - pos} bytes after the last member ignored (at byte {pos})")
+            return bytes(out)
+
+
+# ---------------------------------------------------------------------------------------------- snappy
+
+XERIAL_MAGIC = b"\x82SNAPPY\x00"
+XERIAL_BLOCK_SIZE = 32 * 1024
+XerialHeader = cs.Struct(
+    "magic" / cs.Const(XERIAL_MAGIC),
+    "version" / cs.Int32sb,
+    "compatible_version" / cs.Int32sb,
+)
+"""snappy-java's stream header (§6.1); blocks follow as {int32 BE compressed length, raw snappy block}."""
+_XERIAL_HEADER_SIZE = 16
+_XERIAL_MAGIC_HEAD = struct.unpack(">i", XERIAL_MAGIC[:4])[0]
+_SNAPPY_MAX_EXPANSION = 22
+"""A raw snappy element expands at most ~21.3x (a 3-byte copy of 64 bytes)."""
+
+
+def _snappy(data: bytes) -> bytes:
+    out = bytearray(XerialHeader.build({"version": 1, "compatible_version": 1}))
+    for start in range(0, len(data), XERIAL_BLOCK_SIZE):
+        block = bytes(cramjam.snappy.compress_raw(data[start : start + XERIAL_BLOCK_SIZE]))
+        out += struct.pack(">i", len(block)) + block
+    return bytes(out)
+
+
+def _xerial_header(data: bytes | memoryview, pos: int, notes: DecodeNotes) -> int:
+    version, compatible = struct.unpack_from(">ii", data, pos + 8)
+    if version < 1:
+        raise ParseError(
+            f"snappy: Compressed with an incompatible codec version {version}. "
+            "At least version 1 is required",
+            offset=pos + 8,
+        )
+    if (version, compatible) != (1, 1):
+        raw = bytes(data[pos + 8 : pos + 16])
+        if raw == b"\x01\x00\x00\x00\x01\x00\x00\x00":
+            notes.add(f"snappy: xerial version fields written little-endian (at byte {pos + 8})")
+        else:
+            notes.add(f"snappy: xerial version {version}, compatible version {compatible} at byte {pos + 8}")
+    return pos + _XERIAL_HEADER_SIZE
+
+
+def _unsnappy(data: bytes, limit: int, notes: DecodeNotes) -> bytes:
+    """snappy-java's ``SnappyInputStream``: xerial blocks, or one raw snappy buffer without the magic."""
+    n = len(data)
+    if n == 0:
+        notes.add("snappy: empty stream")
+        return b""
+    if n < _XERIAL_HEADER_SIZE or bytes(data[:8]) != XERIAL_MAGIC:
+        return _snappy_block(data, 0, limit)
+    out = bytearray()
+    pos = _xerial_header(data, 0, notes)
+    while pos < n:
+        if n - pos < 4:
+            notes.add(f"snappy: {n - pos} bytes after the last block ignored (at byte {pos})")
+            break
+        (length,) = struct.unpack_from(">i", data, pos)
+        again = length == _XERIAL_MAGIC_HEAD and data[pos : pos + 8] == XERIAL_MAGIC
+        if again and n - pos >= _XERIAL_HEADER_SIZE:
+            notes.add(f"snappy: concatenated xerial stream at byte {pos}")
+            pos = _xerial_header(data, pos, notes)
+            continue
+        if length < 0:
+            raise ParseError(f"snappy: chunkSize is too big or negative : {length}", offset=pos)
+        if length > n - pos - 4:
+            raise ParseError(
+                f"snappy: block of {length} bytes runs past the end ({n - pos - 4} bytes remain)",
+                offset=pos,
+            )
+        out += _snappy_block(data[pos + 4 : pos + 4 + length], pos + 4, limit - len(out))
+        pos += 4 + length
+    return bytes(out)
+
+
+def _snappy_block(block: bytes | memoryview, where: int, budget: int) -> bytes:
+    """One raw snappy buffer; its uvarint uncompressed length is checked before anything is allocated."""
+    try:
+        declared, _ = read_uvarint(block, 0, 5)
+    except ParseError as exc:
+        raise ParseError(f"snappy: bad uncompressed length: {exc.message}", offset=where) from None
+    if declared > budget:
+        raise ParseError(f"snappy: decompressed size exceeds limit (block of {declared} bytes)", offset=where)
+    if declared > 32 + len(block) * _SNAPPY_MAX_EXPANSION:
+        raise ParseError(
+            f"snappy: block of {len(block)} bytes declares {declared} uncompressed bytes, more than possible",
+            offset=where,
+        )
+    out = bytearray(declared)
+    try:
+        written = cramjam.snappy.decompress_raw_into(bytes(block), out)
+    except Exception as exc:  # cramjam's error types are not part of its documented API
+        raise ParseError(f"snappy: {exc}", offset=where) from None
+    if written != declared:
+        raise ParseError(f"snappy: block produced {written} bytes, declared {declared}", offset=where)
+    return bytes(out)
+
+
+# ------------------------------------------------------------------------------------------------- lz4
+
+LZ4_MAGIC = 0x184D2204
+LZ4_BLOCK_SIZES = {4: 64 << 10, 5: 256 << 10, 6: 1 << 20, 7: 4 << 20}
+LZ4_UNCOMPRESSED_BIT = 0x80000000
+Lz4Flg = cs.BitStruct(
+    "version" / cs.BitsInteger(2),
+    "block_independence" / cs.Flag,
+    "block_checksum" / cs.Flag,
+    "content_size" / cs.Flag,
+    "content_checksum" / cs.Flag,
+    "reserved" / cs.BitsInteger(2),
+)
+Lz4Bd = cs.BitStruct(
+    "reserved_high" / cs.BitsInteger(1),
+    "block_max_size" / cs.BitsInteger(3),
+    "reserved_low" / cs.BitsInteger(4),
+)
+Lz4FrameHeader = cs.Struct(
+    "magic" / cs.Const(LZ4_MAGIC, cs.Int32ul),
+    "flg" / Lz4Flg,
+    "bd" / Lz4Bd,
+    "content_size" / cs.If(cs.this.flg.content_size, cs.Int64ul),
+    "hc" / cs.Int8ub,
+)
+"""The LZ4 frame header (§6.2, little-endian); HC = (xxh32(FLG .. end of descriptor) >> 8) & 0xFF."""
+
+
+@dataclass(slots=True)
+class Lz4Header:
+    """A decoded LZ4 frame descriptor (the fast path's result; agrees with ``Lz4FrameHeader``)."""
+
+    version: int
+    block_independence: bool
+    block_checksum: bool
+    content_checksum: bool
+    reserved: int
+    block_max_size: int
+    bd_reserved: int
+    content_size: int | None
+    hc: int
+    expected_hc: int
+    broken_hc: int
+    size: int
+
+
+def lz4_header_checksum(descriptor: bytes) -> int:
+    return (xxh32(descriptor) >> 8) & 0xFF
+
+
+def read_lz4_header(data: bytes | memoryview) -> Lz4Header:
+    """Decode the frame header without judging it (see ``_unlz4`` for Kafka's checks)."""
+    n = len(data)
+    if n < 7:
+        raise ParseError(f"lz4: Stream ended prematurely (frame header needs 7 bytes, has {n})", offset=0)
+    (magic,) = struct.unpack_from("<I", data, 0)
+    if magic != LZ4_MAGIC:
+        raise ParseError(f"lz4: Stream unsupported (invalid magic bytes 0x{magic:08x})", offset=0)
+    flg, bd = data[4], data[5]
+    end = 14 if flg & 0x08 else 6
+    if n < end + 1:
+        raise ParseError("lz4: Stream ended prematurely (frame descriptor)", offset=n)
+    content_size = struct.unpack_from("<Q", data, 6)[0] if flg & 0x08 else None
+    return Lz4Header(
+        version=flg >> 6,
+        block_independence=bool(flg & 0x20),
+        block_checksum=bool(flg & 0x10),
+        content_checksum=bool(flg & 0x04),
+        reserved=flg & 0x03,
+        block_max_size=(bd >> 4) & 0x07,
+        bd_reserved=bd & 0x8F,
+        content_size=content_size,
+        hc=data[end],
+        expected_hc=lz4_header_checksum(bytes(data[4:end])),
+        broken_hc=lz4_header_checksum(bytes(data[0:end])),
+        size=end + 1,
+    )
+
+
+def _lz4(data: bytes, *, broken_checksum: bool = False) -> bytes:
+    """``Lz4BlockOutputStream``: FLG 0x60, BD 0x40, 64 KiB independent blocks, EndMark."""
+    head = bytearray(struct.pack("<IBB", LZ4_MAGIC, 0x60, 0x40))
+    head.append(lz4_header_checksum(bytes(head if broken_checksum else head[4:])))
+    out = bytearray(head)
+    block_size = LZ4_BLOCK_SIZES[4]
+    for start in range(0, len(data), block_size):
+        chunk = data[start : start + block_size]
+        packed = bytes(cramjam.lz4.compress_block(chunk, store_size=False))
+        if len(packed) >= len(chunk):
+            out += struct.pack("<I", len(chunk) | LZ4_UNCOMPRESSED_BIT) + chunk
+        else:
+            out += struct.pack("<I", len(packed)) + packed
+    out += b"\x00\x00\x00\x00"
+    return bytes(out)
+
+
+def _unlz4(data: bytes, magic: int, limit: int, notes: DecodeNotes) -> bytes:
+    """Kafka's ``Lz4BlockInputStream`` checks, block by block, with output bounded by ``limit``."""
+    head = read_lz4_header(data)
+    if head.reserved:
+        raise ParseError("lz4: Reserved bits of FLG must be 0", offset=4)
+    if head.version != 1:
+        raise ParseError(f"lz4: Version {head.version} is unsupported", offset=4)
+    if not head.block_independence:
+        raise ParseError("lz4: Dependent block stream is unsupported", offset=4)
+    if head.bd_reserved:
+        raise ParseError("lz4: Reserved bits of BD must be 0", offset=5)
+    if head.block_max_size not in LZ4_BLOCK_SIZES:
+        raise ParseError(f"lz4: Block size value {head.block_max_size} must be between 4 and 7", offset=5)
+    if magic == 0:
+        if head.hc not in (head.broken_hc, head.expected_hc):
+            notes.add(f"lz4: header checksum 0x{head.hc:02x} is neither the correct nor the magic-0 value")
+    elif head.hc != head.expected_hc:
+        hint = " (the KAFKA-3160 checksum written for magic 0)" if head.hc == head.broken_hc else ""
+        raise ParseError(
+            f"lz4: Stream frame descriptor corrupted: HC 0x{head.hc:02x}, "
+            f"expected 0x{head.expected_hc:02x}{hint}",
+            offset=head.size - 1,
+        )
+    if head.content_size is not None and head.content_size > limit:
+        raise ParseError(
+            f"lz4: decompressed size exceeds limit (frame declares {head.content_size} bytes)", offset=6
+        )
+    max_block = LZ4_BLOCK_SIZES[head.block_max_size]
+    n = len(data)
+    view = memoryview(data)
+    scratch = bytearray(max_block)
+    out = bytearray()
+    pos = head.size
+    while True:
+        if n - pos < 4:
+            raise ParseError("lz4: Stream ended prematurely (no EndMark)", offset=pos)
+        (word,) = struct.unpack_from("<I", data, pos)
+        size = word & ~LZ4_UNCOMPRESSED_BIT
+        start = pos + 4
+        if size == 0:
+            pos = start
+            if head.content_checksum:
+                if n - pos < 4:
+                    raise ParseError("lz4: Stream ended prematurely (content checksum)", offset=pos)
+                pos += 4
+            break
+        if size > max_block:
+            raise ParseError(f"lz4: Block size {size} exceeded max: {max_block}", offset=pos)
+        end = start + size
+        if end > n:
+            raise ParseError(f"lz4: Stream ended prematurely (block of {size} bytes)", offset=pos)
+        block = view[start:end]
+        if head.block_checksum:
+            if end + 4 > n:
+                raise ParseError("lz4: Stream ended prematurely (block checksum)", offset=end)
+            if xxh32(block) != struct.unpack_from("<I", data, end)[0]:
+                raise ParseError("lz4: Block checksum mismatch", offset=end)
+        if word & LZ4_UNCOMPRESSED_BIT:
+            out += block
+        else:
+            try:
+                written = cramjam.lz4.decompress_block_into(bytes(block), scratch, output_len=max_block)
+            except Exception as exc:  # cramjam's error types are not part of its documented API
+                raise ParseError(f"lz4: block decompression failed: {exc}", offset=start) from None
+            out += memoryview(scratch)[:written]
+        if len(out) > limit:
+            raise ParseError(f"lz4: decompressed size exceeds limit of {limit} bytes", offset=start)
+        pos = end + 4 if head.block_checksum else end
+    if pos < n:
+        notes.add(f"lz4: {n - pos} bytes after the EndMark ignored (at byte {pos})")
+    if head.content_size is not None and head.content_size != len(out):
+        notes.add(f"lz4: frame declares content size {head.content_size}, decoded {len(out)} bytes")
+    return bytes(out)
+
+
+# ------------------------------------------------------------------------------------------------ zstd
+
+ZSTD_MAGIC = 0xFD2FB528
+ZSTD_SKIPPABLE_MASK = 0xFFFFFFF0
+ZSTD_SKIPPABLE_MAGIC = 0x184D2A50
+ZSTD_BLOCK_MAX = 128 << 10
+ZSTD_LEVEL = 3
+"""Kafka's default ``compression.zstd.level``."""
+_ZSTD_DID_SIZES = (0, 1, 2, 4)
+_ZSTD_FCS_SIZES = (0, 2, 4, 8)
+ZstdFrameHeader = cs.Struct(
+    "magic" / cs.Const(ZSTD_MAGIC, cs.Int32ul),
+    "descriptor"
+    / cs.BitStruct(
+        "content_size_flag" / cs.BitsInteger(2),
+        "single_segment" / cs.Flag,
+        "unused" / cs.BitsInteger(1),
+        "reserved" / cs.BitsInteger(1),
+        "content_checksum" / cs.Flag,
+        "dictionary_id_flag" / cs.BitsInteger(2),
+    ),
+    "window_descriptor" / cs.If(lambda this: not this.descriptor.single_segment, cs.Int8ub),
+    "dictionary_id"
+    / cs.Switch(cs.this.descriptor.dictionary_id_flag, {1: cs.Int8ul, 2: cs.Int16ul, 3: cs.Int32ul}, cs.Pass),
+    "content_size"
+    / cs.Switch(
+        lambda this: (this.descriptor.content_size_flag, this.descriptor.single_segment),
+        {(0, True): cs.Int8ul, (1, False): cs.Int16ul, (1, True): cs.Int16ul, (2, False): cs.Int32ul,
+         (2, True): cs.Int32ul, (3, False): cs.Int64ul, (3, True): cs.Int64ul},
+        cs.Pass,
+    ),
+)
+"""A Zstandard frame header (RFC 8878 §3.1.1.1). A 2-byte content size field stores ``size - 256``."""
+
+
+@dataclass(slots=True)
+class ZstdFrame:
+    """One frame found by :func:`zstd_frames` (``content_size`` None = not declared)."""
+
+    position: int
+    size: int
+    skippable: bool
+    content_size: int | None
+    window_size: int
+    max_output: int
+
+
+def zstd_frames(data: bytes | memoryview) -> list[ZstdFrame]:
+    """Walk the frames and block headers of a zstd stream without decoding, bounding each frame's output.
+
+    A raw or RLE block yields exactly its ``Block_Size`` bytes, a compressed one at most
+    ``Block_Maximum_Size`` = min(window size, 128 KiB).
+    """
+    n = len(data)
+    frames: list[ZstdFrame] = []
+    pos = 0
+    while pos < n:
+        start = pos
+        if n - pos < 4:
+            raise ParseError(f"zstd: {n - pos} bytes after the last frame", offset=pos)
+        (magic,) = struct.unpack_from("<I", data, pos)
+        if magic & ZSTD_SKIPPABLE_MASK == ZSTD_SKIPPABLE_MAGIC:
+            if n - pos < 8:
+                raise ParseError("zstd: truncated skippable frame header", offset=pos)
+            (length,) = struct.unpack_from("<I", data, pos + 4)
+            if length > n - pos - 8:
+                raise ParseError("zstd: skippable frame runs past the end of the stream", offset=pos)
+            pos += 8 + length
+            frames.append(ZstdFrame(start, pos - start, True, 0, 0, 0))
+            continue
+        if magic != ZSTD_MAGIC:
+            raise ParseError(f"zstd: Unknown frame descriptor (magic 0x{magic:08x})", offset=pos)
+        if n - pos < 5:
+            raise ParseError("zstd: truncated frame header", offset=pos)
+        fhd = data[pos + 4]
+        fcs_flag, single, checksum, did_flag = fhd >> 6, bool(fhd & 0x20), bool(fhd & 0x04), fhd & 0x03
+        if fhd & 0x08:
+            raise ParseError("zstd: reserved bit of the frame header descriptor is set", offset=pos + 4)
+        fcs_size = _ZSTD_FCS_SIZES[fcs_flag] or (1 if single else 0)
+        header_size = 5 + (0 if single else 1) + _ZSTD_DID_SIZES[did_flag] + fcs_size
+        if n - pos < header_size:
+            raise ParseError("zstd: truncated frame header", offset=pos)
+        q = pos + 5
+        window_size = 0
+        if not single:
+            wd = data[q]
+            base = 1 << (10 + (wd >> 3))
+            window_size = base + (base >> 3) * (wd & 0x07)
+            q += 1
+        q += _ZSTD_DID_SIZES[did_flag]
+        content_size = None
+        if fcs_size:
+            content_size = int.from_bytes(bytes(data[q : q + fcs_size]), "little")
+            if fcs_size == 2:
+                content_size += 256
+            if single:
+                window_size = content_size
+        block_max = min(window_size, ZSTD_BLOCK_MAX)
+        pos += header_size
+        bound = 0
+        while True:
+            if n - pos < 3:
+                raise ParseError("zstd: incomplete frame (truncated block header)", offset=pos)
+            header = int.from_bytes(bytes(data[pos : pos + 3]), "little")
+            last, block_type, size = header & 1, (header >> 1) & 3, header >> 3
+            if block_type == 3:
+                raise ParseError("zstd: reserved block type", offset=pos)
+            if size > ZSTD_BLOCK_MAX:
+                raise ParseError(f"zstd: block size {size} exceeds the maximum {ZSTD_BLOCK_MAX}", offset=pos)
+            stored = 1 if block_type == 1 else size
+            if stored > n - pos - 3:
+                raise ParseError("zstd: incomplete frame (block runs past the end)", offset=pos)
+            bound += block_max if block_type == 2 else size
+            pos += 3 + stored
+            if last:
+                break
+        if checksum:
+            if n - pos < 4:
+                raise ParseError("zstd: incomplete frame (content checksum)", offset=pos)
+            pos += 4
+        if content_size is not None:
+            bound = min(bound, content_size)
+        frames.append(ZstdFrame(start, pos - start, False, content_size, window_size, bound))
+    return frames
+
+
+def _zstd(data: bytes) -> bytes:
+    """zstd-jni streaming output: one frame without a content size (except for empty input)."""
+    compressor = cramjam.zstd.Compressor(level=ZSTD_LEVEL)
+    compressor.compress(data)
+    return bytes(compressor.finish())
+
+
+def _unzstd(data: bytes, limit: int, notes: DecodeNotes) -> bytes:
+    """Frames read across like zstd-jni's ``ZstdInputStream``, into a buffer of the frame walk's bound."""
+    if len(data) == 0:
+        notes.add("zstd: empty stream")
+        return b""
+    frames = zstd_frames(data)
+    bound = sum(f.max_output for f in frames)
+    out = bytearray(min(bound, limit))
+    try:
+        written = cramjam.zstd.decompress_into(bytes(data), out)
+    except Exception as exc:  # cramjam's error types are not part of its documented API
+        if bound > limit and "failed to write whole buffer" in str(exc):
+            raise ParseError(f"zstd: decompressed size exceeds limit of {limit} bytes", offset=0) from None
+        raise ParseError(f"zstd: {exc}", offset=0) from None
+    if sum(1 for f in frames if f.skippable):
+        notes.add("zstd: skippable frame(s) ignored")
+    del out[written:]
+    return bytes(out)

@@ -1,0 +1,291 @@
+"""``__consumer_offsets`` keys and values: hand-built bytes, consumer protocol, fuzzing, corpus vs dumps."""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import gzip
+import json
+import re
+import struct
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from parsers.consumer_offsets import (
+    CONSUMER_PROTOCOL_ASSIGNMENT,
+    CONSUMER_PROTOCOL_SUBSCRIPTION,
+    decode_consumer_protocol,
+    decode_offsets_key,
+    decode_offsets_value,
+    encode_consumer_protocol,
+    encode_offsets_key,
+    encode_offsets_value,
+)
+from parsers.errors import ParseError
+
+
+def s16(text: str | None) -> bytes:
+    """Non-flexible string: int16 length (-1 = null) + UTF-8."""
+    if text is None:
+        return b"\xff\xff"
+    raw = text.encode()
+    return struct.pack(">h", len(raw)) + raw
+
+
+def b32(raw: bytes | None) -> bytes:
+    return b"\xff\xff\xff\xff" if raw is None else struct.pack(">i", len(raw)) + raw
+
+
+def i16(n: int) -> bytes:
+    return struct.pack(">h", n)
+
+
+def i32(n: int) -> bytes:
+    return struct.pack(">i", n)
+
+
+def i64(n: int) -> bytes:
+    return struct.pack(">q", n)
+
+
+OFFSET_KEY = i16(1) + s16("group-txn") + s16("txn") + i32(1)
+GROUP_KEY = i16(2) + s16("group-txn")
+MEMBER = "kafka-python-3.0.12-08092bd5"
+# kafka-python sends version 0 of the consumer protocol.
+SUBSCRIPTION_V0 = i16(0) + i32(1) + s16("txn") + b32(b"")
+ASSIGNMENT_V0 = i16(0) + i32(1) + s16("txn") + i32(2) + i32(0) + i32(1) + b32(b"")
+# The Java consumer sends version 3.
+SUBSCRIPTION_V3 = i16(3) + i32(1) + s16("demo") + b32(None) + i32(0) + i32(-1) + s16(None)
+
+
+def group_value_v3(protocol_type: str, subscription: bytes, assignment: bytes) -> bytes:
+    member = (s16(MEMBER) + s16(None) + s16("kafka-python-3.0.12") + s16("/127.0.0.1") + i32(300000)
+              + i32(45000) + b32(subscription) + b32(assignment))
+    return (i16(3) + s16(protocol_type) + i32(2) + s16("range") + s16(MEMBER) + i64(1795238682441) + i32(1)
+            + member)
+
+
+def test_offset_commit_key():
+    assert len(OFFSET_KEY) == 22  # keySize in the dump
+    assert decode_offsets_key(OFFSET_KEY) == {"type": "1",
+                                              "data": {"group": "group-txn", "topic": "txn", "partition": 1}}
+    assert decode_offsets_key(i16(0) + OFFSET_KEY[2:])["type"] == "0"
+    assert encode_offsets_key(1, {"group": "group-txn", "topic": "txn", "partition": 1}) == OFFSET_KEY
+
+
+def test_group_metadata_key():
+    assert decode_offsets_key(GROUP_KEY) == {"type": "2", "data": {"group": "group-txn"}}
+    assert encode_offsets_key(2, {"group": "group-txn"}) == GROUP_KEY
+
+
+@pytest.mark.parametrize(
+    ("version", "value", "data"),
+    [
+        (0, i64(5) + s16("m") + i64(100), {"offset": 5, "metadata": "m", "commitTimestamp": 100}),
+        (1, i64(5) + s16("") + i64(100) + i64(200),
+         {"offset": 5, "metadata": "", "commitTimestamp": 100, "expireTimestamp": 200}),
+        (2, i64(5) + s16("") + i64(100), {"offset": 5, "metadata": "", "commitTimestamp": 100}),
+        (3, i64(87) + i32(0) + s16("") + i64(1795238682515),
+         {"offset": 87, "leaderEpoch": 0, "metadata": "", "commitTimestamp": 1795238682515}),
+        (4, i64(87) + i32(-1) + b"\x01" + i64(9) + b"\x00",
+         {"offset": 87, "leaderEpoch": -1, "metadata": "", "commitTimestamp": 9}),
+    ],
+)
+def test_offset_commit_value_versions(version, value, data):
+    key = decode_offsets_key(OFFSET_KEY)
+    assert decode_offsets_value(key, i16(version) + value) == {"version": str(version), "data": data}
+    assert encode_offsets_value(1, version, data) == i16(version) + value
+
+
+def test_empty_group_metadata_value():
+    value = i16(3) + s16("") + i32(0) + s16(None) + s16(None) + i64(1795238682266) + i32(0)
+    assert len(value) == 24  # valueSize in the dump
+    assert decode_offsets_value(decode_offsets_key(GROUP_KEY), value) == {"version": "3", "data": {
+        "protocolType": "", "generation": 0, "protocol": None, "leader": None,
+        "currentStateTimestamp": 1795238682266, "members": []}}
+
+
+def test_consumer_group_members_decode_embedded_protocol():
+    value = group_value_v3("consumer", SUBSCRIPTION_V0, ASSIGNMENT_V0)
+    out = decode_offsets_value(decode_offsets_key(GROUP_KEY), value)
+    assert out["data"]["members"] == [{
+        "memberId": MEMBER, "groupInstanceId": None, "clientId": "kafka-python-3.0.12",
+        "clientHost": "/127.0.0.1", "rebalanceTimeout": 300000, "sessionTimeout": 45000,
+        "subscription": {"topics": ["txn"], "userData": ""},
+        "assignment": {"assignedPartitions": [{"topic": "txn", "partitions": [0, 1]}], "userData": ""},
+    }]
+    assert decode_consumer_protocol(CONSUMER_PROTOCOL_SUBSCRIPTION, SUBSCRIPTION_V3) == {
+        "topics": ["demo"], "userData": None, "ownedPartitions": [], "generationId": -1, "rackId": None}
+    assert encode_consumer_protocol(CONSUMER_PROTOCOL_SUBSCRIPTION, 3, {
+        "topics": ["demo"], "userData": None, "ownedPartitions": [], "generationId": -1,
+        "rackId": None}) == SUBSCRIPTION_V3
+    assert encode_consumer_protocol(CONSUMER_PROTOCOL_ASSIGNMENT, 0, {
+        "assignedPartitions": [{"topic": "txn", "partitions": [0, 1]}], "userData": ""}) == ASSIGNMENT_V0
+
+
+def test_newer_consumer_protocol_versions_read_with_newest_layout():
+    newer = i16(9) + SUBSCRIPTION_V3[2:] + b"more"
+    assert decode_consumer_protocol(CONSUMER_PROTOCOL_SUBSCRIPTION, newer) == \
+        decode_consumer_protocol(CONSUMER_PROTOCOL_SUBSCRIPTION, SUBSCRIPTION_V3)
+
+
+def test_undecodable_or_foreign_protocol_bytes_stay_base64():
+    value = group_value_v3("consumer", b"\x00", ASSIGNMENT_V0[:-2])
+    member = decode_offsets_value(decode_offsets_key(GROUP_KEY), value)["data"]["members"][0]
+    assert member["subscription"] == "AA=="
+    assert member["assignment"] == base64.b64encode(ASSIGNMENT_V0[:-2]).decode()
+    value = group_value_v3("connect", SUBSCRIPTION_V0, ASSIGNMENT_V0)
+    member = decode_offsets_value(decode_offsets_key(GROUP_KEY), value)["data"]["members"][0]
+    assert member["subscription"] == base64.b64encode(SUBSCRIPTION_V0).decode()
+
+
+def test_group_metadata_value_versions_round_trip():
+    member = {"memberId": "m", "clientId": "c", "clientHost": "h", "sessionTimeout": 10,
+              "subscription": "AAE=", "assignment": ""}
+    for version, extra_group, extra_member in [
+        (0, {}, {}), (1, {}, {"rebalanceTimeout": 5}),
+        (2, {"currentStateTimestamp": 7}, {"rebalanceTimeout": 5}),
+        (3, {"currentStateTimestamp": 7}, {"rebalanceTimeout": 5, "groupInstanceId": "i"}),
+        (4, {"currentStateTimestamp": 7}, {"rebalanceTimeout": 5, "groupInstanceId": None}),
+    ]:
+        data = {"protocolType": "other", "generation": 1, "protocol": None, "leader": "m", **extra_group,
+                "members": [{**member, **extra_member}]}
+        value = encode_offsets_value(2, version, data)
+        decoded = decode_offsets_value({"type": "2", "data": {}}, value)
+        assert decoded == {"version": str(version), "data": data}
+
+
+def test_kip848_consumer_group_records():
+    key = encode_offsets_key(5, {"groupId": "g", "memberId": "m"})
+    assert key == i16(5) + s16("g") + s16("m")
+    decoded_key = decode_offsets_key(key)
+    assert decoded_key == {"type": "5", "data": {"groupId": "g", "memberId": "m"}}
+    data = {"instanceId": None, "rackId": "r1", "clientId": "c", "clientHost": "/1.2.3.4",
+            "subscribedTopicNames": ["a", "b"], "subscribedTopicRegex": None, "rebalanceTimeoutMs": 300000,
+            "serverAssignor": "uniform",
+            "classicMemberMetadata": {"sessionTimeoutMs": 45000,
+                                      "supportedProtocols": [{"name": "range", "metadata": "AAE="}]}}
+    value = encode_offsets_value(5, 0, data)
+    assert decode_offsets_value(decoded_key, value) == {"version": "0", "data": data}
+    current = {"memberEpoch": 3, "previousMemberEpoch": 2, "state": 0,
+               "assignedPartitions": [{"topicId": "bqJ9yc-eQ0KCjqLqIBppfw", "partitions": [0, 2]}],
+               "partitionsPendingRevocation": []}
+    assert decode_offsets_value(decode_offsets_key(encode_offsets_key(8, {"groupId": "g", "memberId": "m"})),
+                                encode_offsets_value(8, 0, current))["data"] == current
+
+
+def test_tombstones_unknown_types_and_versions():
+    key = decode_offsets_key(OFFSET_KEY)
+    assert decode_offsets_value(key, None) is None  # tombstone: the committed offset is deleted
+    unknown = decode_offsets_key(i16(11) + s16("share-group"))
+    assert unknown == {"type": "11", "data": None, "raw": s16("share-group").hex()}
+    assert decode_offsets_value(unknown, i16(0) + b"\x01") == {"version": "0", "data": None, "raw": "01"}
+    assert decode_offsets_key(i16(-1))["type"] == "-1"
+    assert decode_offsets_value(key, i16(5) + b"\xaa") == {"version": "5", "data": None, "raw": "aa"}
+    with pytest.raises(ValueError):
+        encode_offsets_key(11, {})
+
+
+def test_trailing_bytes_are_reported():
+    key = decode_offsets_key(OFFSET_KEY + b"zz")
+    assert key["data"]["trailingBytes"] == 2
+    value = decode_offsets_value(key, i16(0) + i64(5) + s16("") + i64(1) + b"z")
+    assert value["data"]["trailingBytes"] == 1
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "message"),
+    [
+        (None, None, "missing key"),
+        (b"", None, "Could not read version from key's buffer."),
+        (b"\x00", None, "Could not read version from key's buffer."),
+        (i16(1) + s16("g"), None, "Could not read record with version 1 from key's buffer"),
+        (OFFSET_KEY, b"\x00", "Could not read version from value's buffer."),
+        (OFFSET_KEY, i16(3) + i64(1), "Could not read record with version 3 from value's buffer"),
+        (i16(2) + s16(None), None, "non-nullable field GroupMetadataKey.group was serialized as null"),
+    ],
+)
+def test_errors(key, value, message):
+    with pytest.raises(ParseError) as info:
+        decoded = decode_offsets_key(key)
+        decode_offsets_value(decoded, value)
+    assert message in info.value.message
+
+
+_SAMPLES = [
+    (OFFSET_KEY, i16(3) + i64(87) + i32(0) + s16("") + i64(1795238682515)),
+    (GROUP_KEY, group_value_v3("consumer", SUBSCRIPTION_V0, ASSIGNMENT_V0)),
+    (GROUP_KEY, group_value_v3("consumer", SUBSCRIPTION_V3, ASSIGNMENT_V0)),
+]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.one_of(st.none(), st.binary(max_size=40)), st.one_of(st.none(), st.binary(max_size=80)))
+def test_random_bytes_raise_only_parse_error(key, value):
+    with contextlib.suppress(ParseError):
+        decode_offsets_value(decode_offsets_key(key), value)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from(_SAMPLES), st.data())
+def test_bit_flips_and_truncations_raise_only_parse_error(case, data):
+    key, value = case
+    for raw in (key, value):
+        pos = data.draw(st.integers(0, len(raw) - 1))
+        mutated = bytearray(raw)
+        mutated[pos] ^= 1 << data.draw(st.integers(0, 7))
+        for candidate in (bytes(mutated), raw[:pos]):
+            k, v = (candidate, value) if raw is key else (key, candidate)
+            with contextlib.suppress(ParseError):
+                decode_offsets_value(decode_offsets_key(k), v)
+
+
+# ----------------------------------------------------------------------------------- the corpus
+
+_LINE = re.compile(r"^\| offset: (\d+) .*? key: (\{.*\}) payload: (.*)$")
+
+
+def _kafka_records(path: Path) -> Iterator[tuple[bool, int, bytes | None, bytes | None]]:
+    """(isControl, offset, key, value) of every record, read with kafka-python (an independent reader)."""
+    from kafka.record import MemoryRecords
+
+    records = MemoryRecords(path.read_bytes())
+    while (batch := records.next_batch()) is not None:
+        for record in batch:
+            yield batch.is_control_batch, record.offset, record.key, record.value
+
+
+def _dumped(corpus: Path) -> dict[tuple[str, int], tuple[dict, dict | None]]:
+    out: dict[tuple[str, int], tuple[dict, dict | None]] = {}
+    for dump in sorted(corpus.glob("**/dumps/*/__consumer_offsets.print-data-log.txt.gz")):
+        current = None
+        with gzip.open(dump, "rt") as lines:
+            for line in lines:
+                if line.startswith("Dumping "):
+                    current = line[len("Dumping "):].strip()
+                elif (m := _LINE.match(line.rstrip("\n"))) is not None:
+                    payload = None if m.group(3) == "<DELETE>" else json.loads(m.group(3))
+                    out[(current, int(m.group(1)))] = (json.loads(m.group(2)), payload)
+    return out
+
+
+@pytest.mark.corpus
+def test_corpus_offsets_records_match_kafka_dump_log(corpus: Path):
+    pytest.importorskip("kafka.record")
+    expected = _dumped(corpus)
+    assert len(expected) > 200
+    seen: set[tuple[str, int]] = set()
+    for path in sorted(corpus.glob("**/__consumer_offsets-*/*.log")):
+        rel = path.relative_to(corpus).as_posix()
+        for is_control, offset, key, value in _kafka_records(path):
+            assert not is_control and key is not None
+            decoded_key = decode_offsets_key(key)
+            decoded_value = decode_offsets_value(decoded_key, value)
+            # The dumps print exactly this JSON: bytes (userData) as base64, tombstones as <DELETE>.
+            assert (decoded_key, decoded_value) == expected[(rel, offset)], f"{rel}@{offset}"
+            seen.add((rel, offset))
+    assert seen == set(expected)
