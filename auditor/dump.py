@@ -30,6 +30,9 @@ class DumpOptions:
     max_bytes: int | None = None
     decoder: str = "auto"  # auto | metadata | offsets | none
 
+    def __post_init__(self) -> None:
+        self.deep = self.deep or self.print_values
+
 
 def camel(name: str) -> str:
     head, *rest = name.split("_")
@@ -153,24 +156,19 @@ class Dumper:
         decoder = self._decoder_for(path, kind)
         walker = SegmentWalker(path, max_bytes=opts.max_bytes, stop_on_invalid=False)
         batches = valid = records = 0
+        first_bad: dict | None = None
         for item in walker:
             batches += 1
-            if isinstance(item, RecordBatch):
-                event = batch_event(item)
-                valid += event["isValid"]
-                yield event
-                if opts.deep:
-                    for rec in self._records(walker, item, decoder):
-                        records += 1
-                        yield rec
-            else:
-                event = legacy_event(item)
-                valid += event["isValid"]
-                yield event
-                if opts.deep:
-                    for rec in self._legacy_records(item):
-                        records += 1
-                        yield rec
+            is_v2 = isinstance(item, RecordBatch)
+            event = batch_event(item) if is_v2 else legacy_event(item)
+            valid += event["isValid"]
+            if not event["isValid"] and first_bad is None:
+                first_bad = event
+            yield event
+            if opts.deep:
+                for rec in self._records(walker, item, decoder) if is_v2 else self._legacy_records(item):
+                    records += 1
+                    yield rec
         stop = walker.stop
         yield {
             "kind": "stop",
@@ -184,18 +182,18 @@ class Dumper:
         }
         if not stop.clean:
             raise ParseError(stop.message or stop.reason, path=path, offset=stop.position)
-        if valid != batches:
+        if first_bad is not None:
+            if first_bad["magic"] > 2:
+                why = f"unknown magic {first_bad['magic']}"
+            else:
+                why = (
+                    f"Record is corrupt (stored crc = {first_bad['crc']}, "
+                    f"computed crc = {first_bad['computedCrc']})"
+                )
             raise ParseError(
-                f"{batches - valid} of {batches} batches failed validation (CRC or magic)",
-                path=path,
-                offset=self._first_invalid(path),
+                f"{why}; {batches - valid} of {batches} batches invalid", path=path,
+                offset=first_bad["position"],
             )
-
-    def _first_invalid(self, path: str) -> int | None:
-        walker = SegmentWalker(path, max_bytes=self.options.max_bytes, stop_on_invalid=True)
-        for _ in walker:
-            pass
-        return walker.stop.position if walker.stop else None
 
     def _decoder_for(self, path: str, kind: str) -> str:
         chosen = self.options.decoder

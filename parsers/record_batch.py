@@ -262,6 +262,8 @@ def decode_records(batch: RecordBatch, payload: bytes | memoryview) -> list[Reco
         if length < 0 or body_start + length > end:
             raise ParseError(f"Invalid record size {length}", offset=start)
         limit = body_start + length
+        if length < 6:  # attributes + five varints is the smallest record body
+            raise ParseError(f"Invalid record size {length}: smaller than the smallest record", offset=start)
         attributes = payload[pos]
         pos += 1
         ts_delta, pos = read_varlong(payload, pos)
