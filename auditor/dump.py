@@ -352,7 +352,7 @@ class Dumper:
         elif kind == "txn-index":
             from parsers.indexes import read_txn_index
 
-            index = read_txn_index(data)
+            index = read_txn_index(data, path)
             yield {"kind": "summary", **_summary(index, exclude=("entries",))}
             for entry in index.entries:
                 yield {"kind": "entry", **to_jsonable(entry)}

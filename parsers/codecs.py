@@ -1,16 +1,19 @@
 """Kafka's compression codecs (spec §6): gzip, xerial-framed snappy, LZ4 frames and zstd.
 
 ``decompress`` reads a compressed records section (v2) or legacy wrapper value (v0/v1) the way Kafka's
-``CompressionType.wrapForInput`` streams do, with the decompressed size bounded by ``limit`` *before* the
-output is materialised; ``compress`` writes what Kafka's producer-side streams write (Java
+``CompressionType.wrapForInput`` streams do, never producing more than ``limit`` bytes (checked while
+decoding, not after); ``compress`` writes what Kafka's producer-side streams write (Java
 ``GZIPOutputStream``, snappy-java ``SnappyOutputStream``, ``Lz4BlockOutputStream``, zstd-jni streaming).
 
 Only ``cramjam`` (and the standard library's ``zlib``) are used here. Oddities that Kafka tolerates
 (trailing bytes, little-endian xerial version fields, ...) are reported through :class:`DecodeNotes`.
 
-Residual risk: for zstd, libzstd may reserve (malloc, not touch) a window buffer as large as the frame
-header declares (at most 128 MiB, libzstd's default ``windowLogMax`` 27); resident memory stays bounded by
-``limit`` because decoding stops once the output buffer is full.
+No buffer is sized from a header alone beyond what the input can expand to: snappy's declared length is
+checked against the block size, LZ4 blocks get min(block maximum, 256x the block), and zstd starts from
+the smaller of the frame walk's bound and 16x the input, growing (and decoding again) only while the
+output really is larger. Residual risk: libzstd may reserve (malloc, not touch) a window buffer as large
+as a frame header declares (at most 128 MiB, its default ``windowLogMax`` 27); resident memory stays
+bounded by ``limit`` because decoding stops when the output buffer is full.
 """
 
 from __future__ import annotations
@@ -288,6 +291,8 @@ def _snappy_block(block: bytes | memoryview, where: int, budget: int) -> bytes:
 LZ4_MAGIC = 0x184D2204
 LZ4_BLOCK_SIZES = {4: 64 << 10, 5: 256 << 10, 6: 1 << 20, 7: 4 << 20}
 LZ4_UNCOMPRESSED_BIT = 0x80000000
+_LZ4_MAX_EXPANSION = 256
+"""An LZ4 block expands at most ~255x (each extra length byte adds 255 bytes of match)."""
 Lz4Flg = cs.BitStruct(
     "version" / cs.BitsInteger(2),
     "block_independence" / cs.Flag,
@@ -409,7 +414,6 @@ def _unlz4(data: bytes, magic: int, limit: int, notes: DecodeNotes) -> bytes:
     max_block = LZ4_BLOCK_SIZES[head.block_max_size]
     n = len(data)
     view = memoryview(data)
-    scratch = bytearray(max_block)
     out = bytearray()
     pos = head.size
     while True:
@@ -439,8 +443,10 @@ def _unlz4(data: bytes, magic: int, limit: int, notes: DecodeNotes) -> bytes:
         if word & LZ4_UNCOMPRESSED_BIT:
             out += block
         else:
+            room = min(max_block, _LZ4_MAX_EXPANSION * size + 64)
+            scratch = bytearray(room)
             try:
-                written = cramjam.lz4.decompress_block_into(bytes(block), scratch, output_len=max_block)
+                written = cramjam.lz4.decompress_block_into(bytes(block), scratch, output_len=room)
             except Exception as exc:  # cramjam's error types are not part of its documented API
                 raise ParseError(f"lz4: block decompression failed: {exc}", offset=start) from None
             out += memoryview(scratch)[:written]
@@ -461,6 +467,8 @@ ZSTD_SKIPPABLE_MASK = 0xFFFFFFF0
 ZSTD_SKIPPABLE_MAGIC = 0x184D2A50
 ZSTD_BLOCK_MAX = 128 << 10
 ZSTD_LEVEL = 3
+_ZSTD_FIRST_GUESS = 1 << 16
+_ZSTD_TYPICAL_RATIO = 16
 """Kafka's default ``compression.zstd.level``."""
 _ZSTD_DID_SIZES = (0, 1, 2, 4)
 _ZSTD_FCS_SIZES = (0, 2, 4, 8)
@@ -594,13 +602,22 @@ def _unzstd(data: bytes, limit: int, notes: DecodeNotes) -> bytes:
         return b""
     frames = zstd_frames(data)
     bound = sum(f.max_output for f in frames)
-    out = bytearray(min(bound, limit))
-    try:
-        written = cramjam.zstd.decompress_into(bytes(data), out)
-    except Exception as exc:  # cramjam's error types are not part of its documented API
-        if bound > limit and "failed to write whole buffer" in str(exc):
-            raise ParseError(f"zstd: decompressed size exceeds limit of {limit} bytes", offset=0) from None
-        raise ParseError(f"zstd: {exc}", offset=0) from None
+    cap = min(bound, limit)
+    size = min(cap, max(_ZSTD_FIRST_GUESS, _ZSTD_TYPICAL_RATIO * len(data)))
+    while True:
+        out = bytearray(size)
+        try:
+            written = cramjam.zstd.decompress_into(data, out)
+            break
+        except Exception as exc:  # cramjam's error types are not part of its documented API
+            full = "failed to write whole buffer" in str(exc)
+            if full and size < cap:
+                size = min(cap, size * 4)  # the output is real: grow and decode again
+                continue
+            if full and bound > limit:
+                message = f"zstd: decompressed size exceeds limit of {limit} bytes"
+                raise ParseError(message, offset=0) from None
+            raise ParseError(f"zstd: {exc}", offset=0) from None
     if sum(1 for f in frames if f.skippable):
         notes.add("zstd: skippable frame(s) ignored")
     del out[written:]

@@ -72,8 +72,9 @@ def parse_partition_metadata(data: bytes | memoryview, path: str | None = None) 
     raw = _decode_utf8(data, path, f"partition metadata file ({location})")
     lines = [(line.decode("utf-8"), offset) for line, offset in _java_lines(raw)]
 
-    def malformed(line: str | None, offset: int) -> ParseError:
-        return ParseError(f"Malformed line in checkpoint file [{location}]: {line}", path=path, offset=offset)
+    def malformed(line: str | None, offset: int) -> ParseError:  # a missing line prints as Java's null
+        text = "null" if line is None else line
+        return ParseError(f"Malformed line in checkpoint file [{location}]: {text}", path=path, offset=offset)
 
     if not lines:
         raise malformed(None, 0)

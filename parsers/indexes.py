@@ -8,19 +8,19 @@ plus the shape of the tail, and never fail on a bad tail (that is evidence for t
 error).
 Only the transaction index has a check that makes Kafka reject a file while reading it (the version byte).
 
-Fast path: slots are decoded with a ``struct.Struct`` derived from the Construct schema (``_struct_of``);
+Fast path: slots are decoded with a ``struct.Struct`` derived from the Construct schema (``struct_of``);
 ``tests/parsers/test_indexes.py`` proves both read the same values.
 """
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import construct as cs
 
 from parsers.errors import ParseError
+from parsers.primitives import struct_of
 
 # ------------------------------------------------------------------------------------------- schemas
 
@@ -51,25 +51,9 @@ ABORTED_TXN_SIZE = AbortedTxn.sizeof()  # 34
 ABORTED_TXN_CURRENT_VERSION = 0
 
 
-def _struct_of(schema: cs.Struct) -> struct.Struct:
-    """Derive a ``struct.Struct`` from a Construct ``Struct`` made only of fixed-size integer fields."""
-    fmt = ">"
-    for sub in schema.subcons:
-        inner = getattr(sub, "subcon", sub)
-        fmtstr = getattr(inner, "fmtstr", None)
-        if fmtstr is None or fmtstr[0] not in "<>=!":
-            raise TypeError(f"field {sub.name!r} is not a fixed-size integer")
-        if fmtstr[0] != ">":
-            raise TypeError(f"field {sub.name!r} is not big-endian")
-        fmt += fmtstr[1:]
-    compiled = struct.Struct(fmt)
-    assert compiled.size == schema.sizeof()
-    return compiled
-
-
-_OFFSET_SLOT = _struct_of(OffsetIndexEntry)
-_TIME_SLOT = _struct_of(TimeIndexEntry)
-_ABORTED_TXN = _struct_of(AbortedTxn)
+_OFFSET_SLOT = struct_of(OffsetIndexEntry)
+_TIME_SLOT = struct_of(TimeIndexEntry)
+_ABORTED_TXN = struct_of(AbortedTxn)
 
 # ------------------------------------------------------------------------------------------- results
 

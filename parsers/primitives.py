@@ -7,12 +7,33 @@ are given; ``tests/parsers/test_primitives.py`` proves they agree.
 from __future__ import annotations
 
 import base64
+import re
+import struct
 import zlib
 
 import construct as cs
 import crc32c as _crc32c
 
 from parsers.errors import ParseError
+
+# ---------------------------------------------------------------------------------------- fast paths
+
+
+def struct_of(schema: cs.Struct) -> struct.Struct:
+    """Derive a ``struct.Struct`` from a Construct ``Struct`` made only of fixed-size integer fields."""
+    fmt = ">"
+    for sub in schema.subcons:
+        inner = getattr(sub, "subcon", sub)
+        fmtstr = getattr(inner, "fmtstr", None)
+        if fmtstr is None or fmtstr[0] not in "<>=!":
+            raise TypeError(f"field {sub.name!r} is not a fixed-size integer")
+        if fmtstr[0] != ">":
+            raise TypeError(f"field {sub.name!r} is not big-endian")
+        fmt += fmtstr[1:]
+    compiled = struct.Struct(fmt)
+    assert compiled.size == schema.sizeof()
+    return compiled
+
 
 # ---------------------------------------------------------------------------------------------- CRCs
 
@@ -125,6 +146,7 @@ UVarInt = _Varint("uvarint")
 
 # ---------------------------------------------------------------------------------------------- UUIDs
 
+_BASE64URL = re.compile(r"[A-Za-z0-9_-]*={0,2}")
 ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA"
 METADATA_TOPIC_ID = "AAAAAAAAAAAAAAAAAAAAAQ"
 
@@ -138,6 +160,8 @@ def uuid_from_str(text: str) -> bytes:
     """Kafka's ``Uuid.fromString``: rejects over-long strings and anything that is not 16 bytes."""
     if len(text) > 24:
         raise ParseError(f"invalid UUID {text!r}: longer than 24 characters")
+    if not _BASE64URL.fullmatch(text):
+        raise ParseError(f"invalid UUID {text!r}: not URL-safe base64")
     try:
         raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
     except (ValueError, TypeError) as exc:

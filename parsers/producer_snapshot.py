@@ -21,8 +21,7 @@ import construct as cs
 
 from parsers.dirfiles import parse_segment_file_name
 from parsers.errors import ParseError
-from parsers.indexes import _struct_of
-from parsers.primitives import crc32c
+from parsers.primitives import crc32c, struct_of
 
 ProducerSnapshotEntry = cs.Struct(
     "producer_id" / cs.Int64sb,
@@ -50,8 +49,8 @@ CRC_START = 6  # the CRC covers everything after the crc field
 ENTRY_SIZE = ProducerSnapshotEntry.sizeof()  # 46
 INT32_MAX = 2**31 - 1
 
-_ENTRY = _struct_of(ProducerSnapshotEntry)
-_HEADER = _struct_of(cs.Struct(*ProducerSnapshot.subcons[:3]))  # version, crc, count
+_ENTRY = struct_of(ProducerSnapshotEntry)
+_HEADER = struct_of(cs.Struct(*ProducerSnapshot.subcons[:3]))  # version, crc, count
 _FIELDS = [sub.name for sub in ProducerSnapshotEntry.subcons]
 
 

@@ -22,6 +22,7 @@ from parsers.primitives import (
     encode_varlong,
     read_varint,
     read_varlong,
+    struct_of,
 )
 
 LOG_OVERHEAD = 12
@@ -62,18 +63,7 @@ BatchHeaderV2 = cs.Struct(
 """The v2 batch header, 61 bytes (§3.1)."""
 
 
-def derive_struct(schema: cs.Struct) -> struct.Struct:
-    """A ``struct.Struct`` with the same layout as a Construct struct of fixed-width big-endian fields."""
-    codes = []
-    for sub in schema.subcons:
-        inner = sub.subcon if isinstance(sub, cs.Renamed) else sub
-        if not isinstance(inner, cs.FormatField):
-            raise TypeError(f"{sub.name}: not a fixed-width field")
-        codes.append(inner.fmtstr.lstrip("<>=!"))
-    return struct.Struct(">" + "".join(codes))
-
-
-HEADER_STRUCT = derive_struct(BatchHeaderV2)
+HEADER_STRUCT = struct_of(BatchHeaderV2)
 HEADER_FIELDS = tuple(sub.name for sub in BatchHeaderV2.subcons)
 assert HEADER_STRUCT.size == RECORD_BATCH_OVERHEAD
 
@@ -234,9 +224,8 @@ def records_payload(batch: RecordBatch, raw: bytes | memoryview, *, max_bytes: i
     try:
         return codecs.decompress(batch.compression, raw, magic=MAGIC_V2, limit=max_bytes)
     except ParseError as exc:
-        raise ParseError(
-            f"cannot decompress the {batch.compression_name} records section: {exc.message}", offset=start
-        ) from None
+        where = start + (exc.offset or 0)
+        raise ParseError(f"cannot decompress the records section: {exc.message}", offset=where) from None
 
 
 def decode_records(batch: RecordBatch, payload: bytes | memoryview) -> list[Record]:

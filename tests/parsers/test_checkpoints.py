@@ -310,9 +310,9 @@ def test_corpus_every_checkpoint_parses(corpus):
             path = Path(root) / name
             data = path.read_bytes()
             if name in CHECKPOINT_KINDS and not data:  # created empty by Kafka, never written yet
-                cp = (parse_offset_checkpoint if name in OFFSET_CHECKPOINT_FILES else parse_leader_epoch_checkpoint)(
-                    data, str(path)
-                )
+                offsets = name in OFFSET_CHECKPOINT_FILES
+                parse = parse_offset_checkpoint if offsets else parse_leader_epoch_checkpoint
+                cp = parse(data, str(path))
                 assert (cp.version, cp.count, cp.entries) == (None, None, [])
                 counts["empty"] += 1
             elif name in OFFSET_CHECKPOINT_FILES:
@@ -328,4 +328,4 @@ def test_corpus_every_checkpoint_parses(corpus):
                 normalized = cp.normalized()
                 assert normalized.entries == cp.entries and not normalized.dropped, path
                 counts["epochs"] += 1
-    assert counts["offsets"] >= 30 and counts["epochs"] > 150 and counts["empty"] >= 10
+    assert counts["offsets"] >= 25 and counts["epochs"] > 150 and counts["empty"] >= 10

@@ -464,6 +464,17 @@ def test_limits_checked_before_decompressing():
             decompress(codec, compress(codec, BIG), limit=len(BIG) - 1)
 
 
+def test_highly_compressible_streams_decode_completely():
+    zeros = bytes(10 << 20)
+    # zstd: far above the first 16x output guess, so the output buffer must grow.
+    assert decompress(ZSTD, zstd_stream(zeros)) == zeros
+    assert decompress(ZSTD, zstandard.ZstdCompressor().compress(zeros)) == zeros
+    # lz4: 4 MiB blocks of zeros are ~16 KiB each (the ~255x bound on a block's expansion).
+    assert decompress(LZ4, lz4_frame(zeros, block_size=lz4.frame.BLOCKSIZE_MAX4MB)) == zeros
+    assert decompress(SNAPPY, compress(SNAPPY, zeros)) == zeros
+    assert decompress(GZIP, compress(GZIP, zeros)) == zeros
+
+
 # --------------------------------------------------------------------------------------------- fuzzing
 
 

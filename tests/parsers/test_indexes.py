@@ -23,7 +23,6 @@ from parsers.indexes import (
     AbortedTxnEntry,
     OffsetIndexEntry,
     TimeIndexEntry,
-    _struct_of,
     build_offset_index,
     build_time_index,
     build_txn_index,
@@ -33,6 +32,7 @@ from parsers.indexes import (
     sanity_check_offset_index,
     sanity_check_time_index,
     sanity_check_txn_index,
+    struct_of,
 )
 
 # ------------------------------------------------------------------------------- schema == fast path
@@ -45,13 +45,13 @@ def test_fast_path_agrees_with_construct(data):
         size = schema.sizeof()
         usable = data[: len(data) // size * size]
         slow = [tuple(e.values())[1:] for e in cs.GreedyRange(schema).parse(usable)]
-        fast = list(_struct_of(schema).iter_unpack(usable))
+        fast = list(struct_of(schema).iter_unpack(usable))
         assert slow == fast
 
 
 def test_struct_of_rejects_non_integer_fields():
     with pytest.raises(TypeError):
-        _struct_of(cs.Struct("a" / cs.Bytes(3)))
+        struct_of(cs.Struct("a" / cs.Bytes(3)))
 
 
 def test_spec_examples():

@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from parsers.errors import ParseError
+from parsers.primitives import struct_of
 from parsers.record_batch import (
     HEADER_FIELDS,
     HEADER_STRUCT,
@@ -17,7 +18,6 @@ from parsers.record_batch import (
     RecordV2,
     build_batch,
     decode_records,
-    derive_struct,
     last_sequence,
     parse_header,
     parse_records_with_schema,
@@ -81,7 +81,7 @@ def test_header_fields_and_crc_of_the_spec_example():
 
 
 def test_struct_fast_path_is_derived_from_the_construct_schema():
-    assert derive_struct(BatchHeaderV2).format == HEADER_STRUCT.format
+    assert struct_of(BatchHeaderV2).format == HEADER_STRUCT.format
     assert tuple(sc.name for sc in BatchHeaderV2.subcons) == HEADER_FIELDS
     parsed = BatchHeaderV2.parse(SPEC_EXAMPLE[:61])
     assert HEADER_STRUCT.unpack_from(SPEC_EXAMPLE) == tuple(parsed[name] for name in HEADER_FIELDS)
