@@ -120,6 +120,11 @@ def dump(
         raise typer.Exit(EXIT_ERROR)
 
 
+from auditor.cli_simulate import SIMULATE_HELP, simulate_command  # noqa: E402
+
+app.command("simulate", help=SIMULATE_HELP)(simulate_command)
+
+
 def main() -> None:
     """Console-script entry point: no traceback reaches the user unless KAFKA_AUDITOR_DEBUG is set."""
     try:

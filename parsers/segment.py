@@ -153,14 +153,26 @@ class SegmentWalker:
         self.window = max(window, 1 << 16)
         self.stop: WalkStop | None = None
         self.invalid_count = 0
+        self._read_fd: int | None = None
 
     # ------------------------------------------------------------------------------- file access
 
     def read(self, position: int, size: int) -> bytes:
         """Bytes ``[position, position+size)`` of the file, clipped to its end (never past it)."""
         size = max(0, min(size, self.file_size - position))
-        with open(self.path, "rb", buffering=0) as fh:
-            return os.pread(fh.fileno(), size, position) if size else b""
+        if not size:
+            return b""
+        if self._read_fd is None:
+            self._read_fd = os.open(self.path, os.O_RDONLY)
+        return os.pread(self._read_fd, size, position)
+
+    def close(self) -> None:
+        if self._read_fd is not None:
+            os.close(self._read_fd)
+            self._read_fd = None
+
+    def __del__(self) -> None:
+        self.close()
 
     def _crc_of(self, fd: int, start: int, end: int) -> int:
         """CRC-32C of file bytes ``[start, end)`` read in chunks (for entries larger than the window)."""
