@@ -18,8 +18,8 @@ install: $(STAMP)
 demo: $(STAMP)
 	rm -rf $(DEMO)
 	$(BIN)/kafka-auditor simulate unclean-election --out $(DEMO)/cluster --seed 7
-	$(BIN)/kafka-auditor dump $(DEMO)/cluster/broker-1/orders-0/00000000000000000000.log \
-	    $(DEMO)/cluster/broker-3/orders-0/00000000000000000000.log
+	$(BIN)/kafka-auditor dump $(DEMO)/cluster/broker-1/t0-0/00000000000000000360.log \
+	    $(DEMO)/cluster/broker-2/t0-0/00000000000000000360.log
 
 test: $(STAMP)
 	$(BIN)/ruff check auditor parsers tests bench fixtures

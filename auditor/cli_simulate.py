@@ -33,8 +33,14 @@ def simulate_command(
     brokers: int = typer.Option(3, "--brokers", help="Number of brokers."),
     topics: int = typer.Option(1, "--topics", help="Number of topics."),
     partitions: int = typer.Option(1, "--partitions", help="Partitions per topic."),
-    records: int = typer.Option(1000, "--records", help="Records produced per partition."),
-    segment_bytes: int = typer.Option(16384, "--segment-bytes", help="segment.bytes of every topic."),
+    records: int = typer.Option(
+        1000,
+        "--records",
+        help="Records produced per partition (with --scale: one-record batches per partition).",
+    ),
+    segment_bytes: int | None = typer.Option(
+        None, "--segment-bytes", help="segment.bytes of every topic [default: 16384, or 1 MiB with --scale]."
+    ),
     compression: str = typer.Option("none", "--compression", help="none, gzip, snappy, lz4 or zstd."),
     truncation: str | None = typer.Option(
         None, "--truncation", help="Force follower truncation: hw (pre-0.11) or epoch (KIP-101/KIP-279)."
@@ -42,7 +48,6 @@ def simulate_command(
     scale: bool = typer.Option(
         False, "--scale", help="Benchmark mode: many partitions of many batches, fast."
     ),
-    scale_batches: int = typer.Option(50000, "--scale-batches", help="Batches per partition with --scale."),
     list_: bool = typer.Option(False, "--list", callback=_list, is_eager=True, help="List the scenarios."),
 ) -> None:
     """Write simulated broker log directories and their ground truth."""
@@ -61,11 +66,10 @@ def simulate_command(
         topics=topics,
         partitions=partitions,
         records=records,
-        segment_bytes=segment_bytes,
+        segment_bytes=segment_bytes or (1 << 20 if scale else 16384),
         compression=compression,
         truncation=truncation,
         scale=scale,
-        scale_batches=scale_batches,
     )
     try:
         truth = run_scenario(scenario, out, options)

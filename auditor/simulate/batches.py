@@ -51,8 +51,14 @@ def encode_data_batch(
 
 
 def encode_marker_batch(
-    *, commit: bool, coordinator_epoch: int, base_offset: int, epoch: int, producer_id: int,
-    producer_epoch: int, timestamp: int,
+    *,
+    commit: bool,
+    coordinator_epoch: int,
+    base_offset: int,
+    epoch: int,
+    producer_id: int,
+    producer_epoch: int,
+    timestamp: int,
 ) -> tuple[bytes, SimRecord]:
     """A COMMIT/ABORT marker batch (``writeEndTransactionalMarker``, spec §4.1): 78 bytes."""
     key, value = encode_end_txn_marker(commit, coordinator_epoch)
@@ -69,24 +75,36 @@ def encode_marker_batch(
     return data, rec
 
 
-def encode_leader_change_batch(*, leader_id: int, voters: list[int], base_offset: int, epoch: int,
-                               timestamp: int) -> tuple[bytes, SimRecord]:
+def encode_leader_change_batch(
+    *, leader_id: int, voters: list[int], base_offset: int, epoch: int, timestamp: int
+) -> tuple[bytes, SimRecord]:
     """The KRaft LEADER_CHANGE control batch a new metadata-log leader writes first (spec §4.2)."""
-    key, value = encode_control_record("LEADER_CHANGE", {
-        "version": 0, "leaderId": leader_id,
-        "voters": [{"voterId": v} for v in voters],
-        "grantingVoters": [{"voterId": v} for v in voters],
-    })
+    key, value = encode_control_record(
+        "LEADER_CHANGE",
+        {
+            "version": 0,
+            "leaderId": leader_id,
+            "voters": [{"voterId": v} for v in voters],
+            "grantingVoters": [{"voterId": v} for v in voters],
+        },
+    )
     rec = SimRecord(key, value, timestamp)
-    data = build_batch([RecordSpec(key, value, timestamp)], base_offset=base_offset,
-                       partition_leader_epoch=epoch, control=True)
+    data = build_batch(
+        [RecordSpec(key, value, timestamp)],
+        base_offset=base_offset,
+        partition_leader_epoch=epoch,
+        control=True,
+    )
     return data, rec
 
 
 def encode_metadata_batch(values: list[bytes], *, base_offset: int, epoch: int, timestamp: int) -> bytes:
     """A KRaft data batch: null keys, framed metadata record values (spec §14.1)."""
-    return build_batch([RecordSpec(None, v, timestamp) for v in values], base_offset=base_offset,
-                       partition_leader_epoch=epoch)
+    return build_batch(
+        [RecordSpec(None, v, timestamp) for v in values],
+        base_offset=base_offset,
+        partition_leader_epoch=epoch,
+    )
 
 
 _CRC_AT = struct.Struct(">I")
@@ -104,7 +122,9 @@ class FastBatchEncoder:
         if len(keys) != len(values) or not keys:
             raise ValueError("keys and values must be non-empty and of equal length")
         self.count = len(keys)
-        self.body = b"".join(encode_record(i, 0, k, v) for i, (k, v) in enumerate(zip(keys, values, strict=True)))
+        self.body = b"".join(
+            encode_record(i, 0, k, v) for i, (k, v) in enumerate(zip(keys, values, strict=True))
+        )
         self.batch_length = RECORD_BATCH_OVERHEAD - LOG_OVERHEAD + len(self.body)
         self.size = LOG_OVERHEAD + self.batch_length
         self._pack = HEADER_STRUCT.pack
@@ -112,10 +132,25 @@ class FastBatchEncoder:
 
     def encode(self, base_offset: int, epoch: int, timestamp: int) -> bytes:
         """One batch; byte-identical to ``build_batch`` of the same records."""
-        header = self._pack(base_offset, self.batch_length, epoch, MAGIC_V2, 0, 0, self.count - 1,
-                            timestamp, timestamp, -1, -1, -1, self.count)
+        header = self._pack(
+            base_offset,
+            self.batch_length,
+            epoch,
+            MAGIC_V2,
+            0,
+            0,
+            self.count - 1,
+            timestamp,
+            timestamp,
+            -1,
+            -1,
+            -1,
+            self.count,
+        )
         crc = self._crc(self.body, self._crc(header[CRC_START:]))
         return b"".join((header[:17], _CRC_AT.pack(crc), header[CRC_START:], self.body))
 
-    def records(self, keys: list[bytes | None], values: list[bytes | None], timestamp: int) -> list[RecordSpec]:
+    def records(
+        self, keys: list[bytes | None], values: list[bytes | None], timestamp: int
+    ) -> list[RecordSpec]:
         return [RecordSpec(k, v, timestamp) for k, v in zip(keys, values, strict=True)]

@@ -66,31 +66,46 @@ class SimOptions:
 
     def validate(self) -> None:
         """Raise ``ValueError`` with a clear message for options a run cannot honour."""
+
         def need(cond: bool, msg: str) -> None:
             if not cond:
                 raise ValueError(msg)
 
-        need(self.compression in COMPRESSION_IDS,
-             f"unknown compression {self.compression!r} (expected one of {', '.join(COMPRESSION_IDS)})")
-        need(self.truncation is None or self.truncation in TRUNCATION_MODES,
-             f"unknown truncation mode {self.truncation!r} (expected 'hw' or 'epoch')")
+        need(
+            self.compression in COMPRESSION_IDS,
+            f"unknown compression {self.compression!r} (expected one of {', '.join(COMPRESSION_IDS)})",
+        )
+        need(
+            self.truncation is None or self.truncation in TRUNCATION_MODES,
+            f"unknown truncation mode {self.truncation!r} (expected 'hw' or 'epoch')",
+        )
         need(1 <= self.brokers <= 64, f"--brokers must be between 1 and 64, got {self.brokers}")
         need(1 <= self.topics <= 1000, f"--topics must be between 1 and 1000, got {self.topics}")
-        need(1 <= self.partitions <= 10000, f"--partitions must be between 1 and 10000, got {self.partitions}")
+        need(
+            1 <= self.partitions <= 10000, f"--partitions must be between 1 and 10000, got {self.partitions}"
+        )
         need(self.records >= 0, f"--records must not be negative, got {self.records}")
-        need(1 <= self.rf <= self.brokers,
-             f"replication factor {self.rf} must be between 1 and the number of brokers ({self.brokers})")
-        need(1 <= self.min_insync_replicas, "min.insync.replicas must be at least 1")
+        need(
+            1 <= self.rf <= self.brokers,
+            f"replication factor {self.rf} must be between 1 and the number of brokers ({self.brokers})",
+        )
+        need(self.min_insync_replicas >= 1, "min.insync.replicas must be at least 1")
         need(self.segment_bytes >= 14 + 61, f"--segment-bytes must be at least 75, got {self.segment_bytes}")
         need(self.segment_index_bytes >= 24, "segment.index.bytes must be at least 24")
         need(self.index_interval_bytes >= 0, "index.interval.bytes must not be negative")
         need(1 <= self.batch_records <= 10000, "batch_records must be between 1 and 10000")
         need(0 <= self.value_bytes <= 1 << 20, "value_bytes must be between 0 and 1 MiB")
-        need(self.hw_checkpoint_interval_ms > 0 and self.recovery_checkpoint_interval_ms > 0,
-             "checkpoint intervals must be positive")
+        need(
+            self.hw_checkpoint_interval_ms > 0 and self.recovery_checkpoint_interval_ms > 0,
+            "checkpoint intervals must be positive",
+        )
         need(self.replica_lag_time_max_ms > 0, "replica.lag.time.max.ms must be positive")
-        need(all(k in PRODUCER_KINDS for k in self.producer_kinds) and len(self.producer_kinds) > 0,
-             f"producer_kinds must be a non-empty subset of {PRODUCER_KINDS}")
-        need(self.controller_id not in range(1, self.brokers + 1),
-             f"controller id {self.controller_id} collides with a broker id")
+        need(
+            all(k in PRODUCER_KINDS for k in self.producer_kinds) and len(self.producer_kinds) > 0,
+            f"producer_kinds must be a non-empty subset of {PRODUCER_KINDS}",
+        )
+        need(
+            self.controller_id not in range(1, self.brokers + 1),
+            f"controller id {self.controller_id} collides with a broker id",
+        )
         need(self.scale_batches >= 1, "scale_batches must be at least 1")

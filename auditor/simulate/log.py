@@ -88,9 +88,16 @@ class ProducerEntry:
     current_txn_first_offset: int = -1
 
     def copy(self) -> ProducerEntry:
-        return ProducerEntry(self.producer_id, self.epoch, self.last_sequence, self.last_offset,
-                             self.offset_delta, self.timestamp, self.coordinator_epoch,
-                             self.current_txn_first_offset)
+        return ProducerEntry(
+            self.producer_id,
+            self.epoch,
+            self.last_sequence,
+            self.last_offset,
+            self.offset_delta,
+            self.timestamp,
+            self.coordinator_epoch,
+            self.current_txn_first_offset,
+        )
 
 
 @dataclass(slots=True)
@@ -110,9 +117,23 @@ class Segment:
     last complete one.
     """
 
-    __slots__ = ("base_offset", "batches", "bases", "positions", "size", "index", "time_index",
-                 "bytes_since_last_index_entry", "max_ts", "offset_of_max_ts", "txn_index", "preallocated",
-                 "damaged", "tail", "created_ms")
+    __slots__ = (
+        "base_offset",
+        "batches",
+        "bases",
+        "positions",
+        "size",
+        "index",
+        "time_index",
+        "bytes_since_last_index_entry",
+        "max_ts",
+        "offset_of_max_ts",
+        "txn_index",
+        "preallocated",
+        "damaged",
+        "tail",
+        "created_ms",
+    )
 
     def __init__(self, base_offset: int, created_ms: int = 0) -> None:
         self.base_offset = base_offset
@@ -302,10 +323,12 @@ class ReplicaLog:
         if seg.size == 0:
             return False
         cfg = self.config
-        return (seg.size > cfg.segment_bytes - size
-                or len(seg.index) >= cfg.max_offset_index_entries
-                or len(seg.time_index) >= cfg.max_time_index_entries - 1
-                or max_offset - seg.base_offset > 0x7FFFFFFF)
+        return (
+            seg.size > cfg.segment_bytes - size
+            or len(seg.index) >= cfg.max_offset_index_entries
+            or len(seg.time_index) >= cfg.max_time_index_entries - 1
+            or max_offset - seg.base_offset > 0x7FFFFFFF
+        )
 
     def roll(self, now_ms: int) -> None:
         """Roll: the active segment becomes inactive (final time index entry, trimmed indexes), a new one
@@ -361,9 +384,14 @@ class ReplicaLog:
                 entry = ProducerEntry(b.producer_id, b.producer_epoch, -1, -1, 0, NO_TIMESTAMP)
                 self.producers[b.producer_id] = entry
             if b.control == "ABORT":
-                first = entry.current_txn_first_offset if entry.current_txn_first_offset >= 0 else b.base_offset
-                others = [p.current_txn_first_offset for pid, p in self.producers.items()
-                          if pid != b.producer_id and p.current_txn_first_offset >= 0]
+                first = (
+                    entry.current_txn_first_offset if entry.current_txn_first_offset >= 0 else b.base_offset
+                )
+                others = [
+                    p.current_txn_first_offset
+                    for pid, p in self.producers.items()
+                    if pid != b.producer_id and p.current_txn_first_offset >= 0
+                ]
                 lso = min(others) if others else b.last_offset + 1
                 seg.txn_index.append(AbortedTxn(b.producer_id, first, b.last_offset, lso))
             entry.epoch = b.producer_epoch
@@ -383,7 +411,9 @@ class ReplicaLog:
 
     def take_snapshot(self, offset: int) -> None:
         """Persist producer state as of (exclusive) ``offset`` as ``<offset>.snapshot``."""
-        self.snapshots[offset] = [e.copy() for e in sorted(self.producers.values(), key=lambda e: e.producer_id)]
+        self.snapshots[offset] = [
+            e.copy() for e in sorted(self.producers.values(), key=lambda e: e.producer_id)
+        ]
 
     def flush(self, now_ms: int, upto: int | None = None) -> None:
         """fsync up to ``upto`` (default: the log end offset); advances the recovery point."""
@@ -495,11 +525,33 @@ class ReplicaLog:
             return None
         n = max(1, min(torn_bytes, first_lost.size - 1))
         seg.tail = first_lost.data[:n]
-        return {"position": seg.size, "bytes": n, "batch_base_offset": first_lost.base_offset,
-                "batch_size": first_lost.size}
+        return {
+            "position": seg.size,
+            "bytes": n,
+            "batch_base_offset": first_lost.base_offset,
+            "batch_size": first_lost.size,
+        }
 
-    def recover(self, recovery_point: int, clean: bool, now_ms: int,
-                disk_epoch_cache: list[tuple[int, int]]) -> RecoveryReport:
+    def tear_last_batch(self, keep_bytes: int) -> dict | None:
+        """The last batch only partly reached the disk: keep its first ``keep_bytes`` bytes as a tail."""
+        seg = self.active
+        if not seg.batches:
+            return None
+        last = seg.batches[-1]
+        self._truncate_segment(seg, last.base_offset)
+        n = max(1, min(keep_bytes, last.size - 1))
+        seg.tail = last.data[:n]
+        self.recovery_point = min(self.recovery_point, self.leo)
+        return {
+            "position": seg.size,
+            "bytes": n,
+            "batch_base_offset": last.base_offset,
+            "batch_size": last.size,
+        }
+
+    def recover(
+        self, recovery_point: int, clean: bool, now_ms: int, disk_epoch_cache: list[tuple[int, int]]
+    ) -> RecoveryReport:
         """``LogLoader.load`` after a restart (spec §17.3).
 
         Without a clean shutdown marker every segment from the one containing the checkpointed recovery
@@ -518,10 +570,12 @@ class ReplicaLog:
                 bad = self._recover_segment(seg)
                 if bad is not None:
                     report.truncated_at, report.reason = bad
-                    doomed = self.segments[si + 1:]
+                    doomed = self.segments[si + 1 :]
                     self.segments = self.segments[: si + 1]
                     for d in doomed:
-                        self.deleted.append(DeletedSegment(d, now_ms, self.snapshots.pop(d.base_offset, None)))
+                        self.deleted.append(
+                            DeletedSegment(d, now_ms, self.snapshots.pop(d.base_offset, None))
+                        )
                         report.deleted_segments.append(d.base_offset)
                     break
                 if si + 1 < len(self.segments):

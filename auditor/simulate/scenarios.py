@@ -1,0 +1,439 @@
+"""Named scenarios: scripted event sequences on a simulated cluster, each with a one-paragraph description
+for ``kafka-auditor simulate --list``.
+
+Conventions: ``--records`` counts records per partition; scenario topics are named ``t0``, ``t1``...; in
+the fault scenarios every partition has the replicas ``[1, 2, ..., rf]`` so broker 1 starts as the leader
+of all of them and the story is the same for each partition. ``--truncation`` overrides a scenario's
+follower truncation mode.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from auditor.simulate.cluster import TP, Cluster
+from auditor.simulate.config import SimOptions
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    description: str
+    build: Callable[[SimOptions], Cluster]
+    default_truncation: str = "epoch"
+    min_brokers: int = 1
+    scale: bool = False
+
+
+def _cluster(opts: SimOptions, default_mode: str) -> Cluster:
+    return Cluster(opts, truncation=opts.truncation or default_mode, rng=random.Random(opts.seed))
+
+
+def _topics(
+    c: Cluster,
+    *,
+    fixed: bool,
+    unclean: bool = False,
+    min_insync: int | None = None,
+    replicas: list[int] | None = None,
+) -> list[TP]:
+    """Create ``--topics`` topics of ``--partitions`` partitions (producer kinds cycle through
+    ``producer_kinds``); ``fixed`` gives every partition the replicas ``[1..rf]`` (or ``replicas``)."""
+    opts = c.options
+    rf = len(replicas) if replicas else opts.rf
+    reps = replicas or list(range(1, rf + 1))
+    mi = min(opts.min_insync_replicas if min_insync is None else min_insync, rf)
+    tps: list[TP] = []
+    for i in range(opts.topics):
+        kind = opts.producer_kinds[i % len(opts.producer_kinds)]
+        assignment = {p: list(reps) for p in range(opts.partitions)} if fixed else None
+        spec = c.add_topic(
+            f"t{i}",
+            opts.partitions,
+            kind=kind,
+            unclean=unclean,
+            min_insync=mi,
+            replicas=assignment,
+            topic_index=i,
+        )
+        tps += [(spec.name, p) for p in range(opts.partitions)]
+    return tps
+
+
+def _records(c: Cluster, tps: list[TP], fraction: float) -> int:
+    """``fraction`` of ``--records`` per partition, as a total over ``tps`` (at least one per partition)."""
+    per = max(1, int(c.options.records * fraction)) if c.options.records else 0
+    return per * len(tps)
+
+
+def _settle(c: Cluster, rounds: int = 3) -> None:
+    """Let followers catch up and the HW propagate, then pass one HW checkpoint interval."""
+    c.replicate(rounds)
+    c.tick(c.options.hw_checkpoint_interval_ms)
+    c.replicate(rounds)
+
+
+def _shutdown_all(c: Cluster) -> None:
+    for b in sorted(c.brokers):
+        if c.brokers[b].alive:
+            c.shutdown(b)
+
+
+def _need(opts: SimOptions, brokers: int, name: str) -> None:
+    if opts.brokers < brokers:
+        raise ValueError(f"scenario {name!r} needs at least {brokers} brokers (got --brokers {opts.brokers})")
+    if opts.rf < min(brokers, 2):
+        raise ValueError(f"scenario {name!r} needs a replication factor of at least 2")
+
+
+# ------------------------------------------------------------------------------------------- scenarios
+
+
+def clean(opts: SimOptions) -> Cluster:
+    c = _cluster(opts, "epoch")
+    tps = _topics(c, fixed=False)
+    c.run_traffic(tps, _records(c, tps, 1.0), acks="all", label="A")
+    _settle(c)
+    c.tick(INITIAL_CHECKPOINT_WAIT)
+    _shutdown_all(c)
+    return c
+
+
+INITIAL_CHECKPOINT_WAIT = 30000
+
+
+def follower_crash(opts: SimOptions) -> Cluster:
+    _need(opts, 2, "follower-crash")
+    c = _cluster(opts, "epoch")
+    tps = _topics(c, fixed=True)
+    follower = opts.rf
+    c.run_traffic(tps, _records(c, tps, 0.5), acks="all", label="A")
+    c.crash(follower, lose_unflushed=True, torn_bytes=23)
+    c.run_traffic(tps, _records(c, tps, 0.25), acks="all", label="B")
+    c.tick(1000)
+    c.restart(follower)
+    _settle(c)
+    c.run_traffic(tps, _records(c, tps, 0.25), acks="all", label="C")
+    _settle(c)
+    _shutdown_all(c)
+    return c
+
+
+def _classic(opts: SimOptions, mode: str) -> Cluster:
+    """KIP-101's first scenario: A (leader) and B hold offsets 0 and 1, A's HW is 2 but B's is 1."""
+    _need(opts, 2, "hw-truncation-loss")
+    c = _cluster(opts, mode)
+    a, b = 1, 2
+    tps = _topics(c, fixed=True, min_insync=1, replicas=[a, b])
+    for label in ("m", "m"):
+        for tp in tps:
+            c.produce(tp[0], tp[1], 1, acks="all", label=label)
+        for tp in tps:
+            c.fetch(b, tp)  # B fetches the record: its HW is min(leader HW, own LEO)
+        c.tick(opts.produce_interval_ms)
+    for tp in tps:
+        c.fetch(b, tp, deliver=False)  # the leader sees B's LEO 2 (HW -> 2), B never gets the response
+    c.checkpoint_hw(c.brokers[a])  # the HW checkpoint threads run: A writes HW 2,
+    c.checkpoint_hw(c.brokers[b])  # B (which never saw the response) writes HW 1
+    c.crash(b, fence=False)  # B restarts before the controller notices: it stays in the ISR
+    c.restart(b)  # mode a: B truncates to its HW (1); mode b: OffsetsForLeaderEpoch keeps offset 1
+    for tp in tps:
+        c.fetch(b, tp, deliver=False)  # the restarted follower's first fetch (epoch validation)
+    c.crash(a)  # A dies; B, still in the ISR, becomes leader in epoch 1
+    c.tick(1000)
+    c.restart(a)  # A comes back as follower of B and truncates
+    _settle(c)
+    rest = max(0, opts.records - 2)
+    c.run_traffic(tps, rest * len(tps), acks="all", label="n")
+    _settle(c)
+    _shutdown_all(c)
+    return c
+
+
+def unclean_election(opts: SimOptions) -> Cluster:
+    _need(opts, 2, "unclean-election")
+    c = _cluster(opts, "epoch")
+    tps = _topics(c, fixed=True, unclean=True, min_insync=1)
+    leader, stale = 1, 2
+    others = list(range(2, opts.rf + 1))
+    c.run_traffic(tps, _records(c, tps, 0.5), acks="all", label="A")
+    _settle(c)
+    for f in others:
+        c.crash(f)  # kill -9: the followers are fenced, the ISR shrinks to the leader
+    c.run_traffic(tps, _records(c, tps, 0.25), acks="1", label="B")  # acknowledged and committed (ISR = [1])
+    c.tick(opts.hw_checkpoint_interval_ms)
+    c.crash(leader)  # the partition is leaderless
+    c.tick(60000)
+    c.restart(stale)  # unclean election: the stale broker becomes leader, leaderRecoveryState=1
+    c.run_traffic(tps, _records(c, tps, 0.15), acks="1", label="C")
+    _settle(c)
+    for f in others[1:]:
+        c.restart(f)  # the other follower catches up from the new leader
+        _settle(c)
+    c.tick(opts.hw_checkpoint_interval_ms)
+    return c  # the old leader stays down with its committed epoch-0 tail
+
+
+def acks1_leader_crash(opts: SimOptions) -> Cluster:
+    _need(opts, 2, "acks1-leader-crash")
+    c = _cluster(opts, "epoch")
+    tps = _topics(c, fixed=True, min_insync=1)
+    followers = set(range(2, opts.rf + 1))
+    c.run_traffic(tps, _records(c, tps, 0.6), acks="all", label="A")
+    _settle(c)
+    c.run_traffic(tps, _records(c, tps, 0.2), acks="1", label="B", skip=followers)  # never replicated
+    c.crash(1)  # clean election of a follower from the ISR
+    c.run_traffic(tps, _records(c, tps, 0.2), acks="all", label="C")
+    _settle(c)
+    return c
+
+
+def torn_tail(opts: SimOptions) -> Cluster:
+    _need(opts, 2, "torn-tail")
+    c = _cluster(opts, "epoch")
+    tps = _topics(c, fixed=True)
+    followers = set(range(2, opts.rf + 1))
+    c.run_traffic(tps, _records(c, tps, 0.8), acks="all", label="A")
+    _settle(c)
+    for tp in tps:
+        c.produce(tp[0], tp[1], opts.batch_records, acks="all", label="T")  # in flight when the crash hits
+    tear = {}
+    for tp in tps:
+        last = c.replica(1, tp).log.active.batches[-1]
+        tear[tp] = c.rng.randrange(1, last.size)
+    c.crash(1, tear_last=tear)
+    c.run_traffic(tps, _records(c, tps, 0.2), acks="all", label="B")
+    _settle(c)
+    del followers
+    return c
+
+
+def corrupt_batch(opts: SimOptions) -> Cluster:
+    _need(opts, 2, "corrupt-batch")
+    c = _cluster(opts, "epoch")
+    tps = _topics(c, fixed=True)
+    victim = opts.rf
+    c.run_traffic(tps, _records(c, tps, 0.6), acks="all", label="A")
+    c.tick(INITIAL_CHECKPOINT_WAIT)  # the recovery-point checkpoint is written
+    c.run_traffic(tps, _records(c, tps, 0.4), acks="all", label="B")
+    _settle(c)
+    c.crash(victim)
+    for tp in tps:
+        c.corrupt(victim, tp)
+    return c
+
+
+def _fill_active_segment(c: Cluster, tps: list[TP], broker: int, min_entries: int, label: str) -> None:
+    """Produce until ``broker``'s active segments hold at least ``min_entries`` offset index entries
+    (and some data), keeping the segment below its roll size."""
+    for _ in range(100000):
+        if all(
+            len(c.replica(broker, tp).log.active.index) >= min_entries
+            and c.replica(broker, tp).log.active.batches
+            for tp in tps
+        ):
+            return
+        c.run_traffic(tps, len(tps), acks="all", label=label)
+
+
+def stale_index(opts: SimOptions) -> Cluster:
+    _need(opts, 2, "stale-index")
+    c = _cluster(opts, "epoch")
+    tps = _topics(c, fixed=True)
+    victim = opts.rf
+    c.run_traffic(tps, _records(c, tps, 1.0), acks="all", label="A")
+    _fill_active_segment(c, tps, victim, 1, "F")
+    _settle(c)
+    # power loss: the unflushed active segment's data is gone, its mmap'd index pages survived
+    c.crash(victim, lose_unflushed=True, keep_index=True)
+    return c
+
+
+def hw_ahead_of_log(opts: SimOptions) -> Cluster:
+    _need(opts, 2, "hw-ahead-of-log")
+    c = _cluster(opts, "epoch")
+    tps = _topics(c, fixed=True)
+    victim = opts.rf
+    c.run_traffic(tps, _records(c, tps, 1.0), acks="all", label="A")
+    _fill_active_segment(c, tps, victim, 0, "F")
+    _settle(c)  # the HW checkpoint (fsynced every 5 s) covers the unflushed active segment
+    c.crash(victim, lose_unflushed=True)
+    return c
+
+
+def random_scenario(opts: SimOptions) -> Cluster:
+    c = _cluster(opts, "epoch")
+    rng = random.Random(opts.seed * 7919 + 17)
+    unclean = rng.random() < 0.4
+    tps = _topics(c, fixed=False, unclean=unclean, min_insync=rng.choice([1, 2]))
+    random_events(c, tps, rng, allow_power_loss=True, allow_corrupt=True)
+    return c
+
+
+def random_events(
+    c: Cluster,
+    tps: list[TP],
+    rng: random.Random,
+    *,
+    allow_power_loss: bool = True,
+    allow_corrupt: bool = True,
+    steps: int | None = None,
+    final_shutdown: float = 0.3,
+) -> None:
+    """Random produce bursts (acks 0/1/all), follower stalls, crashes (kill -9 or power loss with
+    torn tails and surviving index pages), clean restarts, waits and disk corruption, from ``rng``."""
+    opts = c.options
+    total = _records(c, tps, 1.0)
+    steps = steps or max(6, min(40, 4 + total // max(1, 25 * len(tps))))
+    chunk = max(len(tps), total // steps)
+    ids = sorted(c.brokers)
+    for _ in range(steps):
+        alive = [b for b in ids if c.brokers[b].alive]
+        down = [b for b in ids if not c.brokers[b].alive]
+        action = rng.choices(
+            ["traffic", "crash", "restart", "shutdown", "tick"],
+            weights=[6, 1.2 if len(alive) > 1 else 0.2, 2 if down else 0, 0.6, 1],
+        )[0]
+        if action == "traffic":
+            acks = rng.choices(["all", "1", "0"], weights=[5, 3, 1])[0]
+            skip = set(rng.sample(ids, rng.randint(0, 1))) if rng.random() < 0.3 else set()
+            c.run_traffic(tps, chunk, acks=acks, label=rng.choice("ABCDEFGH"), skip=skip)
+        elif action == "crash" and alive:
+            b = rng.choice(alive)
+            power = allow_power_loss and rng.random() < 0.5
+            c.crash(
+                b,
+                lose_unflushed=power,
+                torn_bytes=rng.randint(1, 60) if power and rng.random() < 0.5 else None,
+                keep_index=power and rng.random() < 0.5,
+                fence_after_ms=rng.choice([0, 0, 9000]),
+            )
+            if allow_corrupt and rng.random() < 0.25:
+                tp = rng.choice([tp for tp in tps if tp in c.brokers[b].replicas] or [None])
+                if tp is not None and _has_batch_above_recovery_point(c, b, tp):
+                    c.corrupt(b, tp)
+        elif action == "restart" and down:
+            c.restart(rng.choice(down))
+            c.replicate(rng.randint(1, 3))
+        elif action == "shutdown" and alive:
+            c.shutdown(rng.choice(alive))
+        else:
+            c.tick(rng.choice([100, 1000, 5000, 12000, 31000]))
+    c.replicate(3)
+    c.tick(opts.hw_checkpoint_interval_ms)
+    if rng.random() < final_shutdown:
+        _shutdown_all(c)
+
+
+def _has_batch_above_recovery_point(c: Cluster, b: int, tp: TP) -> bool:
+    br = c.brokers[b]
+    rp = 0 if br.ckpt_recovery is None else br.ckpt_recovery.get(tp, 0)
+    return any(bt.base_offset >= rp and bt.size > 61 for bt in br.replicas[tp].log.all_batches())
+
+
+SCENARIOS: dict[str, Scenario] = {
+    s.name: s
+    for s in [
+        Scenario(
+            "clean",
+            "Healthy cluster: every record is produced with acks=all and replicated to the whole "
+            "ISR, HW checkpoints catch up, then the brokers shut down cleanly one after the other "
+            "(leadership moves during the shutdown, leaving benign trailing leader-epoch entries at the "
+            "log end). "
+            "Expected findings: none.",
+            clean,
+            scale=True,
+        ),
+        Scenario(
+            "follower-crash",
+            "A follower loses power halfway through: its unflushed tail is gone (with a "
+            "torn partial batch). It is fenced, the ISR shrinks, production goes on with acks=all; it "
+            "restarts, recovery truncates the torn tail, epoch-based truncation and re-fetching bring it "
+            "back into the ISR, and everything shuts down cleanly. Expected findings: none; no record lost.",
+            follower_crash,
+            min_brokers=2,
+        ),
+        Scenario(
+            "hw-truncation-loss",
+            "KIP-101's classic data loss in HW truncation mode (Kafka before 0.11): "
+            "leader A and follower B hold offsets 0 and 1, A's HW is 2 but B's is still 1; B restarts and "
+            "truncates to its HW (1); A dies; B becomes leader; A returns and truncates to 1: offset 1, "
+            "acknowledged with acks=all, is lost on both replicas (then overwritten by newer records).",
+            lambda o: _classic(o, "hw"),
+            default_truncation="hw",
+            min_brokers=2,
+        ),
+        Scenario(
+            "epoch-truncation-safe",
+            "The same events as hw-truncation-loss with leader-epoch truncation "
+            "(KIP-101/KIP-279): the restarted follower asks the leader for the end offset of its epoch "
+            "instead of trusting its HW, so offset 1 is kept on both replicas. Nothing is lost.",
+            lambda o: _classic(o, "epoch"),
+            default_truncation="epoch",
+            min_brokers=2,
+        ),
+        Scenario(
+            "unclean-election",
+            "Unclean leader election (like the corpus scenario): phase A is "
+            "replicated with acks=all; the followers are killed; phase B (acks=1) is committed by the lone "
+            "leader; the leader is killed; a stale follower restarts and is elected uncleanly "
+            "(leaderRecoveryState=1) and takes phase C at the same offsets. The old leader stays down "
+            "holding committed phase-B records: divergence at the start of phase B, HW above the new "
+            "leader's LEO, committed truncation loss.",
+            unclean_election,
+            min_brokers=2,
+            scale=True,
+        ),
+        Scenario(
+            "acks1-leader-crash",
+            "Records acknowledged with acks=1 by the leader before any follower "
+            "fetched them: the leader is killed, a follower from the ISR is elected cleanly and the next "
+            "records reuse those offsets. The old leader (down) keeps the acknowledged but never committed "
+            "tail: divergence, divergent uncommitted data, acknowledged records lost.",
+            acks1_leader_crash,
+            min_brokers=2,
+        ),
+        Scenario(
+            "torn-tail",
+            "The leader crashes in the middle of appending a batch: only a prefix of the batch "
+            "reached its active segment (a torn tail). A follower takes over; the crashed leader stays down "
+            "with the partial batch at the end of its .log, which recovery would truncate.",
+            torn_tail,
+            min_brokers=2,
+        ),
+        Scenario(
+            "corrupt-batch",
+            "After a recovery-point checkpoint, more data is written; a follower is "
+            "killed and one bit inside a batch above its checkpointed recovery point is flipped on disk "
+            "(the CRC-32C no longer matches). Kafka's recovery would truncate the segment at that batch.",
+            corrupt_batch,
+            min_brokers=2,
+        ),
+        Scenario(
+            "stale-index",
+            "A follower loses power: its active segment's data was never flushed and is "
+            "gone, but the memory-mapped offset/time index pages were written back, so the index holds "
+            "entries pointing beyond the end of the .log (an unclean-shutdown artefact).",
+            stale_index,
+            min_brokers=2,
+        ),
+        Scenario(
+            "hw-ahead-of-log",
+            "A follower loses power after its replication-offset-checkpoint (fsynced "
+            "every 5 s) recorded a high watermark covering data that was never flushed: the checkpoint "
+            "claims more than the log holds (HW above LEO).",
+            hw_ahead_of_log,
+            min_brokers=2,
+        ),
+        Scenario(
+            "random",
+            "Composes random faults from the seed: produce bursts with acks 0/1/all, stalled "
+            "followers (ISR shrink/expand), kill -9 and power-loss crashes with torn tails and surviving "
+            "index pages, delayed fencing, restarts with recovery, controlled shutdowns, bit flips, and "
+            "sometimes unclean leader election. The ground truth records whatever resulted.",
+            random_scenario,
+        ),
+    ]
+}

@@ -1,0 +1,592 @@
+"""``ground-truth.json``: what really happened in a simulation and what an auditor must find on disk.
+
+Schema (``"version": 1``), one object per run::
+
+    version, generator, scenario, description, truncation_mode, options{...}, cluster_id,
+    controller {id, dir} | null, brokers [{id, dir, state, crash_kind, clean_shutdown, fenced}],
+    topics [{name, topic_id, partitions, producer, unclean_leader_election, min_insync_replicas,
+             compression}],
+    partitions [{
+      topic, partition, dir, replicas,
+      final {leader, leader_epoch, isr, leader_recovery_state},
+      reference {broker, source}        # "metadata": the controller's leader; "inferred": highest last
+                                        # epoch in leader-epoch-checkpoint, then highest LEO, then lowest id
+      leader_history [{epoch, leader, start_offset, time_ms, isr, unclean, reason}],
+      replica_state {"<broker>": {
+          online,
+          disk {log_start_offset, log_end_offset, recovered_log_end_offset, high_watermark_checkpoint,
+                recovery_point_checkpoint, log_start_offset_checkpoint, leader_epoch_checkpoint,
+                segments, batches, latest_epoch},
+          memory {log_end_offset, high_watermark, recovery_point, leader_epoch_cache, is_leader} | null}},
+      writes [{first_offset, last_offset, records, acks, status, error, leader, epoch, control, committed}],
+      committed_lost [{offset, key, value, epoch, acks, acknowledged, still_on}],
+      acknowledged_lost [... same fields, also not-yet-committed acks=1 writes ...],
+      divergence [{replicas: [a, b], first_divergent_offset}],
+      epoch_truncation [{follower, leader, truncation_offset}],
+      expected_findings {hw_violations [{broker, kind, high_watermark, compared_to}],
+                         truncation_loss [{offset, key, value, epoch, holders}],
+                         divergent_uncommitted [{broker, first_offset, last_offset}]}}],
+    faults [{kind, file, position, broker, topic, partition, ...}],
+    events [{time_ms, event, ...}]
+
+``faults`` kinds (``file`` relative to the output directory, ``position`` a byte position in it):
+``torn-tail`` (+ length), ``crc-flip`` (+ bit, batch_position, batch_base_offset, batch_last_offset),
+``index-entry-beyond-log`` (+ offset, log_position, log_size), ``time-index-entry-beyond-log``,
+``hw-checkpoint-beyond-log`` / ``recovery-point-beyond-log`` (position of the partition's line; + value,
+log_end_offset), ``epoch-entry-beyond-log`` (position of the line), ``snapshot-beyond-log``.
+``--scale`` runs use the same schema with ``"compact": true`` and a ``stats`` object: ``writes`` is null and
+``committed_lost``/``acknowledged_lost``/``truncation_loss`` hold offset ranges
+``{first_offset, last_offset, records, ...}`` instead of one entry per record.
+
+Definitions, all computed from the files as written:
+* ``log_end_offset``: next offset after the last complete batch of the log (CRC not checked; a torn
+  partial batch does not count); ``recovered_log_end_offset``: what Kafka's recovery would leave
+  (truncation at the first invalid batch at/above the checkpointed recovery point, or at a torn tail;
+  no recovery after a clean shutdown).
+* Two replicas diverge at the first batch where their batch sequences differ (base or last offset,
+  stored CRC, partitionLeaderEpoch; a batch present on one and missing on the other inside both logs);
+  ``null`` when one log is a prefix of the other.
+* ``truncation_loss``: records held by some replica but absent from, or different on, the reference
+  replica, whose offset is below the highest HW checkpointed by a replica holding that same batch (so
+  they were once committed); ``divergent_uncommitted``: the other differing batches, as offset ranges.
+* ``committed_lost``/``acknowledged_lost`` are the simulation's own truth (records the leader once
+  committed, or acknowledged, that the reference replica no longer has), whether or not the files can
+  still show it; ``still_on`` lists the brokers whose files hold the identical batch.
+* Keys and values are text (the simulator writes ASCII only).
+"""
+
+from __future__ import annotations
+
+from auditor.simulate.cluster import Cluster, Replica
+from auditor.simulate.log import SimBatch, end_offset_for
+from auditor.simulate.writer import broker_dir_name, partition_dir_name
+from parsers.dirfiles import segment_file_name
+from parsers.record_batch import parse_header
+
+GROUND_TRUTH_VERSION = 1
+TP = tuple[str, int]
+
+
+def _text(b: bytes | None) -> str | None:
+    return None if b is None else b.decode("utf-8", "replace")
+
+
+def disk_batches(rep: Replica) -> list[tuple[int, int, int, int, int | None]]:
+    """(base offset, last offset, stored crc, partitionLeaderEpoch, batch id) of every complete batch in
+    the files; the batch id is None when the on-disk bytes differ from the batch as written."""
+    out = []
+    for seg in rep.log.segments:
+        for i, b in enumerate(seg.batches):
+            if i in seg.damaged:
+                h = parse_header(seg.damaged[i])
+                out.append((h.base_offset, h.last_offset, h.crc, h.partition_leader_epoch, None))
+            else:
+                out.append((b.base_offset, b.last_offset, _crc(b), b.epoch, b.batch_id))
+    return out
+
+
+def _crc(b: SimBatch) -> int:
+    return int.from_bytes(b.data[17:21], "big")
+
+
+def first_divergence(a: list[tuple], b: list[tuple]) -> int | None:
+    """First offset where two batch sequences disagree inside both logs (None: one is a prefix)."""
+    i = j = 0
+    while i < len(a) and j < len(b):
+        if a[i][:4] == b[j][:4]:
+            i += 1
+            j += 1
+            continue
+        if a[i][1] < b[j][0]:  # a's batch ends before b's starts: b is missing it
+            return a[i][0]
+        if b[j][1] < a[i][0]:
+            return b[j][0]
+        return min(a[i][0], b[j][0])
+    return None
+
+
+def normalised_cache(cache: list[tuple[int, int]], leo: int) -> list[tuple[int, int]]:
+    """The leader-epoch cache Kafka would load: monotonic repair, then entries at or beyond LEO dropped."""
+    out: list[tuple[int, int]] = []
+    for e, s in cache:
+        while out and (out[-1][0] >= e or out[-1][1] >= s):
+            out.pop()
+        out.append((e, s))
+    return [(e, s) for e, s in out if s < leo]
+
+
+def epoch_truncation_offset(
+    f_cache: list[tuple[int, int]], f_leo: int, f_hw: int, l_cache: list[tuple[int, int]], l_leo: int
+) -> int:
+    """The follower's truncation point by OffsetsForLeaderEpoch against a leader (spec §17.6)."""
+    cache, leo = list(f_cache), f_leo
+    requested = cache[-1][0] if cache else -1
+    for _ in range(1000):
+        if requested < 0:
+            return min(f_hw, leo)
+        e_l, o_l = end_offset_for(l_cache, requested, l_leo)
+        if o_l < 0:
+            return min(f_hw, leo)
+        if e_l < 0:
+            return min(o_l, leo)
+        e_f, o_f = end_offset_for(cache, e_l, leo)
+        if e_f < 0:
+            return min(o_l, leo)
+        if e_f != e_l:
+            leo = min(o_f, leo)
+            cache = [(e, s) for e, s in cache if s < leo]
+            requested = e_f
+            continue
+        return min(o_l, o_f, leo)
+    raise RuntimeError("OffsetsForLeaderEpoch did not converge")
+
+
+class _ReplicaView:
+    """A replica as the files show it."""
+
+    def __init__(self, cluster: Cluster, broker: int, tp: TP) -> None:
+        br = cluster.brokers[broker]
+        rep = br.replicas[tp]
+        self.broker = broker
+        self.rep = rep
+        self.batches = disk_batches(rep)
+        self.by_base = {t[0]: t for t in self.batches}
+        self.leo = self.batches[-1][1] + 1 if self.batches else rep.log.segments[-1].base_offset
+        self.log_start = rep.log.log_start_offset
+        self.hw_ckpt = None if br.ckpt_hw is None else br.ckpt_hw.get(tp)
+        self.rp_ckpt = None if br.ckpt_recovery is None else br.ckpt_recovery.get(tp)
+        self.ls_ckpt = None if br.ckpt_log_start is None else br.ckpt_log_start.get(tp)
+        self.epoch_file = list(rep.disk_epoch_cache)
+        self.cache = normalised_cache(self.epoch_file, self.leo)
+        self.file_latest_epoch = self.epoch_file[-1][0] if self.epoch_file else -1
+        self.recovered_leo = self._recovered_leo(br.clean_marker)
+        self._objects: dict[int, SimBatch] | None = None
+
+    def _recovered_leo(self, clean: bool) -> int:
+        """Where Kafka's recovery would end the log: no recovery after a clean shutdown; otherwise every
+        segment from the one holding the checkpointed recovery point is re-read up to the first invalid
+        batch or torn tail."""
+        if clean:
+            return self.leo
+        rp = self.rp_ckpt or 0
+        segs = self.rep.log.segments
+        start = max(i for i, seg in enumerate(segs) if i == 0 or seg.base_offset <= rp)
+        for seg in segs[start:]:
+            for i, b in enumerate(seg.batches):
+                if not seg.batch_valid(i):
+                    return b.base_offset
+            if seg.tail:
+                return seg.next_offset
+        return self.leo
+
+    def batch(self, base_offset: int) -> SimBatch | None:
+        """The batch as written (records included) starting at ``base_offset``."""
+        if self._objects is None:
+            self._objects = {b.base_offset: b for b in self.rep.log.all_batches()}
+        return self._objects.get(base_offset)
+
+
+def _reference(cluster: Cluster, tp: TP, views: dict[int, _ReplicaView]) -> tuple[int, str]:
+    ps = cluster.partitions[tp]
+    if cluster.options.kraft and ps.leader >= 0:
+        return ps.leader, "metadata"
+    best = sorted(views.values(), key=lambda v: (-v.file_latest_epoch, -v.leo, v.broker))
+    return best[0].broker, "inferred"
+
+
+def _record_entries(batch: SimBatch, lo: int = 0, hi: int | None = None) -> list[tuple[int, SimBatch, int]]:
+    out = []
+    for k in range(len(batch.records)):
+        off = batch.base_offset + k
+        if off >= lo and (hi is None or off < hi):
+            out.append((off, batch, k))
+    return out
+
+
+def partition_truth(cluster: Cluster, tp: TP) -> dict:
+    ps = cluster.partitions[tp]
+    views = {b: _ReplicaView(cluster, b, tp) for b in ps.replicas}
+    ref_id, ref_source = _reference(cluster, tp, views)
+    ref = views[ref_id]
+
+    # ------------------------------------------------------------ simulation truth: writes and losses
+    ref_ids = {t[4] for t in ref.batches if t[4] is not None}
+    holders_of: dict[int, list[int]] = {}
+    for v in views.values():
+        for t in v.batches:
+            if t[4] is not None:
+                holders_of.setdefault(t[4], []).append(v.broker)
+    writes, committed_lost, acked_lost = [], [], []
+    for w in cluster.writes:
+        if w.tp != tp:
+            continue
+        b = w.batch
+        committed = b is not None and cluster.committed_ms(b) is not None
+        writes.append(
+            {
+                "first_offset": b.base_offset if b else None,
+                "last_offset": b.last_offset if b else None,
+                "records": len(b.records) if b else 0,
+                "acks": w.acks,
+                "status": w.status,
+                "error": w.error,
+                "leader": w.leader,
+                "epoch": w.epoch,
+                "control": b.control if b else None,
+                "committed": committed,
+            }
+        )
+        if b is None or b.control is not None or b.batch_id in ref_ids:
+            continue
+        for off, bt, k in _record_entries(b):
+            rec = bt.records[k]
+            item = {
+                "offset": off,
+                "key": _text(rec.key),
+                "value": _text(rec.value),
+                "epoch": bt.epoch,
+                "acks": w.acks,
+                "acknowledged": w.acknowledged,
+                "still_on": sorted(holders_of.get(bt.batch_id, [])),
+            }
+            if committed:
+                committed_lost.append(item)
+            if w.acknowledged:
+                acked_lost.append(item)
+
+    # -------------------------------------------------------------------- on-disk expectations
+    ids = sorted(views)
+    divergence = []
+    for i, a in enumerate(ids):
+        for b in ids[i + 1 :]:
+            divergence.append(
+                {
+                    "replicas": [a, b],
+                    "first_divergent_offset": first_divergence(views[a].batches, views[b].batches),
+                }
+            )
+    epoch_trunc = []
+    for b in ids:
+        if b == ref_id:
+            continue
+        v = views[b]
+        hw = min(max(v.hw_ckpt or 0, v.log_start), v.leo)
+        epoch_trunc.append(
+            {
+                "follower": b,
+                "leader": ref_id,
+                "truncation_offset": epoch_truncation_offset(v.cache, v.leo, hw, ref.cache, ref.leo),
+            }
+        )
+
+    hw_violations = []
+    for b in ids:
+        v = views[b]
+        if v.hw_ckpt is None:
+            continue
+        if v.hw_ckpt > v.leo:
+            hw_violations.append(
+                {"broker": b, "kind": "hw_above_leo", "high_watermark": v.hw_ckpt, "compared_to": v.leo}
+            )
+        if v.hw_ckpt < v.log_start:
+            hw_violations.append(
+                {
+                    "broker": b,
+                    "kind": "hw_below_log_start",
+                    "high_watermark": v.hw_ckpt,
+                    "compared_to": v.log_start,
+                }
+            )
+        if b != ref_id:
+            if v.hw_ckpt > ref.leo:
+                hw_violations.append(
+                    {
+                        "broker": b,
+                        "kind": "hw_above_leader_leo",
+                        "high_watermark": v.hw_ckpt,
+                        "compared_to": ref.leo,
+                    }
+                )
+            if ref.hw_ckpt is not None and v.hw_ckpt > ref.hw_ckpt:
+                hw_violations.append(
+                    {
+                        "broker": b,
+                        "kind": "follower_hw_above_leader_hw",
+                        "high_watermark": v.hw_ckpt,
+                        "compared_to": ref.hw_ckpt,
+                    }
+                )
+
+    # A record held by a replica but absent from / different on the reference was committed if some
+    # replica holding that same batch checkpointed an HW above its offset (a follower's HW never covers
+    # data it did not copy from the then-leader, so the batch was below that leader's HW).
+    committed_hw: dict[tuple, int] = {}
+    for v in views.values():
+        for t in v.batches:
+            committed_hw[t[:4]] = max(committed_hw.get(t[:4], 0), v.hw_ckpt or 0)
+    loss: dict[int, dict] = {}
+    uncommitted = []
+    for b in ids:
+        if b == ref_id:
+            continue
+        v = views[b]
+        run: list[int] | None = None
+        for t in v.batches:
+            differs = ref.by_base.get(t[0], (None,))[:4] != t[:4]
+            hw = committed_hw[t[:4]]
+            batch = v.batch(t[0]) if differs else None
+            if differs and t[0] < hw and batch is not None:
+                for off, bt, k in _record_entries(batch, hi=hw):
+                    rec = bt.records[k]
+                    item = loss.setdefault(
+                        off,
+                        {
+                            "offset": off,
+                            "key": _text(rec.key),
+                            "value": _text(rec.value),
+                            "epoch": bt.epoch,
+                            "holders": [],
+                        },
+                    )
+                    if b not in item["holders"]:
+                        item["holders"].append(b)
+            if differs and t[1] >= hw:
+                lo = max(t[0], hw)
+                run = [run[0], t[1]] if run else [lo, t[1]]
+            elif run:
+                uncommitted.append({"broker": b, "first_offset": run[0], "last_offset": run[1]})
+                run = None
+        if run:
+            uncommitted.append({"broker": b, "first_offset": run[0], "last_offset": run[1]})
+
+    state = {}
+    for b in ids:
+        v = views[b]
+        br = cluster.brokers[b]
+        rep = v.rep
+        state[str(b)] = {
+            "online": br.alive,
+            "disk": {
+                "log_start_offset": v.log_start,
+                "log_end_offset": v.leo,
+                "recovered_log_end_offset": v.recovered_leo,
+                "high_watermark_checkpoint": v.hw_ckpt,
+                "recovery_point_checkpoint": v.rp_ckpt,
+                "log_start_offset_checkpoint": v.ls_ckpt,
+                "leader_epoch_checkpoint": [list(e) for e in v.epoch_file],
+                "segments": [s.base_offset for s in rep.log.segments],
+                "batches": len(v.batches),
+                "latest_epoch": v.cache[-1][0] if v.cache else None,
+            },
+            "memory": None
+            if not br.alive
+            else {
+                "log_end_offset": rep.log.leo,
+                "high_watermark": rep.hw,
+                "recovery_point": rep.log.recovery_point,
+                "leader_epoch_cache": [list(e) for e in rep.log.epoch_cache],
+                "is_leader": rep.is_leader,
+            },
+        }
+    return {
+        "topic": tp[0],
+        "partition": tp[1],
+        "dir": partition_dir_name(*tp),
+        "replicas": list(ps.replicas),
+        "final": {
+            "leader": ps.leader,
+            "leader_epoch": ps.leader_epoch,
+            "isr": list(ps.isr),
+            "leader_recovery_state": ps.leader_recovery_state,
+        },
+        "reference": {"broker": ref_id, "source": ref_source},
+        "leader_history": [
+            {
+                "epoch": h.epoch,
+                "leader": h.leader,
+                "start_offset": h.start_offset,
+                "time_ms": h.time_ms,
+                "isr": h.isr,
+                "unclean": h.unclean,
+                "reason": h.reason,
+            }
+            for h in cluster.leader_history[tp]
+        ],
+        "replica_state": state,
+        "writes": writes,
+        "committed_lost": committed_lost,
+        "acknowledged_lost": acked_lost,
+        "divergence": divergence,
+        "epoch_truncation": epoch_trunc,
+        "expected_findings": {
+            "hw_violations": hw_violations,
+            "truncation_loss": [loss[k] for k in sorted(loss)],
+            "divergent_uncommitted": uncommitted,
+        },
+    }
+
+
+def collect_faults(cluster: Cluster) -> list[dict]:
+    """Every anomaly present in the final files, with its file (relative to the output dir) and byte
+    position: torn tails, CRC flips, index entries beyond the log, checkpoints beyond the log end."""
+    faults: list[dict] = []
+    flips = {
+        (f["broker"], f["topic"], f["partition"], f["batch_position"], f["segment_base_offset"]): f
+        for f in cluster.faults
+        if f["kind"] == "crc-flip"
+    }
+    for b, br in sorted(cluster.brokers.items()):
+        root = broker_dir_name(b)
+        for tp, rep in sorted(br.replicas.items()):
+            pdir = f"{root}/{partition_dir_name(*tp)}"
+            where = {"broker": b, "topic": tp[0], "partition": tp[1]}
+            leo = rep.log.leo
+            for seg in rep.log.segments:
+                log_name = f"{pdir}/{segment_file_name(seg.base_offset, '.log')}"
+                for i in sorted(seg.damaged):
+                    f = flips.get((b, tp[0], tp[1], seg.positions[i], seg.base_offset), {})
+                    faults.append(
+                        {
+                            "kind": "crc-flip",
+                            "file": log_name,
+                            "position": f.get("position"),
+                            "bit": f.get("bit"),
+                            "batch_position": seg.positions[i],
+                            "batch_base_offset": seg.batches[i].base_offset,
+                            "batch_last_offset": seg.batches[i].last_offset,
+                            **where,
+                        }
+                    )
+                if seg.tail:
+                    faults.append(
+                        {
+                            "kind": "torn-tail",
+                            "file": log_name,
+                            "position": seg.size,
+                            "length": len(seg.tail),
+                            **where,
+                        }
+                    )
+                for k, (off, pos) in enumerate(seg.index):
+                    if pos >= seg.size or off >= seg.next_offset:
+                        faults.append(
+                            {
+                                "kind": "index-entry-beyond-log",
+                                "file": f"{pdir}/{segment_file_name(seg.base_offset, '.index')}",
+                                "position": 8 * k,
+                                "offset": off,
+                                "log_position": pos,
+                                "log_size": seg.size,
+                                **where,
+                            }
+                        )
+                for k, (ts, off) in enumerate(seg.time_index):
+                    if off >= seg.next_offset:
+                        faults.append(
+                            {
+                                "kind": "time-index-entry-beyond-log",
+                                "file": f"{pdir}/{segment_file_name(seg.base_offset, '.timeindex')}",
+                                "position": 12 * k,
+                                "offset": off,
+                                "timestamp": ts,
+                                **where,
+                            }
+                        )
+            for name, values, kind in (
+                ("replication-offset-checkpoint", br.ckpt_hw, "hw-checkpoint-beyond-log"),
+                ("recovery-point-offset-checkpoint", br.ckpt_recovery, "recovery-point-beyond-log"),
+            ):
+                if values and values.get(tp, 0) > leo:
+                    faults.append(
+                        {
+                            "kind": kind,
+                            "file": f"{root}/{name}",
+                            "position": _ckpt_line_pos(values, tp),
+                            "value": values[tp],
+                            "log_end_offset": leo,
+                            **where,
+                        }
+                    )
+            line_pos = len(f"0\n{len(rep.disk_epoch_cache)}\n")
+            for e, s in rep.disk_epoch_cache:
+                pos, line_pos = line_pos, line_pos + len(f"{e} {s}\n")
+                if s > leo:
+                    faults.append(
+                        {
+                            "kind": "epoch-entry-beyond-log",
+                            "file": f"{pdir}/leader-epoch-checkpoint",
+                            "epoch": e,
+                            "start_offset": s,
+                            "log_end_offset": leo,
+                            "position": pos,
+                            **where,
+                        }
+                    )
+            for off in sorted(rep.log.snapshots):
+                if off > leo:
+                    faults.append(
+                        {
+                            "kind": "snapshot-beyond-log",
+                            "file": f"{pdir}/{segment_file_name(off, '.snapshot')}",
+                            "position": 0,
+                            "snapshot_offset": off,
+                            "log_end_offset": leo,
+                            **where,
+                        }
+                    )
+    return faults
+
+
+def _ckpt_line_pos(values: dict[TP, int], tp: TP) -> int:
+    """Byte position of ``tp``'s line in an offset checkpoint written by ``writer._offset_checkpoint``."""
+    pos = len(f"0\n{len(values)}\n")
+    for key, off in sorted(values.items()):
+        if key == tp:
+            return pos
+        pos += len(f"{key[0]} {key[1]} {off}\n")
+    return pos
+
+
+def ground_truth(cluster: Cluster, *, scenario: str, description: str, options: dict) -> dict:
+    opts = cluster.options
+    brokers = []
+    for b, br in sorted(cluster.brokers.items()):
+        state = "running" if br.alive else ("shutdown" if br.clean_marker else "crashed")
+        brokers.append(
+            {
+                "id": b,
+                "dir": broker_dir_name(b),
+                "state": state,
+                "crash_kind": br.crash_kind if state == "crashed" else None,
+                "clean_shutdown": br.clean_marker,
+                "fenced": b in cluster.fenced,
+            }
+        )
+    return {
+        "version": GROUND_TRUTH_VERSION,
+        "generator": "kafka-auditor simulate",
+        "scenario": scenario,
+        "description": description,
+        "truncation_mode": cluster.truncation,
+        "options": options,
+        "cluster_id": cluster.cluster_id,
+        "controller": {"id": opts.controller_id, "dir": f"controller-{opts.controller_id}"}
+        if opts.kraft
+        else None,
+        "brokers": brokers,
+        "topics": [
+            {
+                "name": t.name,
+                "topic_id": t.topic_id,
+                "partitions": t.partitions,
+                "producer": t.kind,
+                "unclean_leader_election": t.unclean,
+                "min_insync_replicas": t.min_insync,
+                "compression": t.compression,
+            }
+            for t in cluster.topics.values()
+        ],
+        "partitions": [partition_truth(cluster, tp) for tp in cluster.partitions],
+        "faults": collect_faults(cluster),
+        "events": cluster.events,
+    }
