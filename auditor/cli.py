@@ -124,6 +124,15 @@ from auditor.cli_simulate import SIMULATE_HELP, simulate_command  # noqa: E402
 
 app.command("simulate", help=SIMULATE_HELP)(simulate_command)
 
+from auditor.cli_scan import scan_command  # noqa: E402
+
+app.command("scan")(scan_command)
+
+from auditor.cli_audit import audit_command, extract_command  # noqa: E402
+
+app.command("audit")(audit_command)
+app.command("extract")(extract_command)
+
 
 def main() -> None:
     """Console-script entry point: no traceback reaches the user unless KAFKA_AUDITOR_DEBUG is set."""

@@ -276,7 +276,12 @@ class SegmentWalker:
                     if magic >= MAGIC_V2 and size >= RECORD_BATCH_OVERHEAD and h is not None:
                         continue  # the fast path takes it from the refilled window
                 if magic < MAGIC_V2:
-                    entry = self._legacy(fd, mv, rel, pos, size, buf_end)
+                    try:
+                        entry = self._legacy(fd, mv, rel, pos, size, buf_end)
+                    except ParseError as exc:
+                        # Not even a legacy message (e.g. a v2 batch whose magic byte was damaged).
+                        self._finish(pos, "corrupt", f"invalid magic {magic} entry: {exc.message}")
+                        return
                     yield (_LEGACY, entry)
                     if not entry.crc_valid:
                         self.invalid_count += 1

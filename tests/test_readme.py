@@ -36,3 +36,15 @@ def test_the_two_commands_and_ci_agree():
 def test_no_placeholder_left_in_the_readme():
     for marker in ("TODO", "TBD", "PERFORMANCE_TABLE", "XXX"):
         assert marker not in README
+
+
+def test_checks_table_is_the_registry():
+    import re
+
+    from auditor.rules.registry import markdown_table
+
+    block = re.search(r"<!-- checks:start -->\n(.*?)\n<!-- checks:end -->", README, re.S)
+    assert block, "README lacks the checks table markers"
+    assert block.group(1).strip() == markdown_table().strip(), (
+        "README checks table is stale: regenerate it with python -m auditor.rules.registry --markdown"
+    )

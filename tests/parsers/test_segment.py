@@ -209,3 +209,12 @@ def test_columnar_blocks_agree_with_tuples_and_with_the_construct_schema(tmp_pat
         for pos, h, _ok in tuples:
             parsed = BatchHeaderV2.parse(data[pos : pos + 61])
             assert tuple(parsed[f] for f in HEADER_FIELDS) == h[:13]
+
+
+@pytest.mark.parametrize("magic", [0, 1, 0xFF])
+def test_damaged_magic_byte_is_a_corrupt_stop_not_an_exception(seg, magic):
+    data = bytearray(make_segment(3))
+    size = parse_header(bytes(data)).size
+    data[size + 16] = magic  # the second batch now claims to be a legacy message
+    items, stop = walk(seg(bytes(data)))
+    assert len(items) >= 1 and stop.reason == "corrupt" and stop.position == size

@@ -1,0 +1,277 @@
+"""``kafka-auditor audit`` (cross-replica comparison on Spark) and ``kafka-auditor extract`` (parse one log
+directory into a Parquet extract, without Spark).
+
+Registered in ``auditor.cli`` with ``app.command("audit")(audit_command)`` and
+``app.command("extract")(extract_command)``. Same output options, rule selection and exit codes as
+``scan``: 0 clean, 1 when a finding reaches ``--fail-on`` (default error), 2 for usage errors or input that
+could not be read.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from auditor.cli_scan import ColorMode, FailOn, ReportFormat
+
+EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+
+AUDIT_COLUMNS = [
+    ("partitionKey", "partition"),
+    ("broker", "broker"),
+    ("role", "role"),
+    ("logEndOffset", "LEO"),
+    ("highWatermark", "HW"),
+    ("logStartOffset", "log start"),
+    ("latestEpoch", "epoch"),
+    ("divergence", "diverges at"),
+    ("truncationOffset", "truncates to"),
+    ("lostRecords", "lost"),
+]
+
+
+def _fail(message: str) -> typer.Exit:
+    typer.echo(f"kafka-auditor: error: {message}", err=True)
+    return typer.Exit(EXIT_ERROR)
+
+
+def _inside(path: Path, directories: list[str]) -> str | None:
+    target = os.path.realpath(path)
+    for d in directories:
+        real = os.path.realpath(d)
+        if target == real or target.startswith(real.rstrip(os.sep) + os.sep):
+            return d
+    return None
+
+
+def partition_rows(result) -> list[dict[str, Any]]:
+    """One report row per replica (camelCase, like ``scan``'s), with its epoch ranges when it diverged."""
+    import json
+
+    rows = []
+    for r in sorted(result.replicas, key=lambda r: (r["cluster"], r["topic"], r["partition"], r["broker"])):
+        key = (r["cluster"], r["topic"], r["partition"])
+        spans = [
+            {k: e[k] for k in ("epoch", "first", "last", "records", "bytes", "batches")}
+            for e in result.timelines.get(key, [])
+            if e["broker"] == r["broker"]
+        ]
+        rows.append(
+            {
+                "cluster": r["cluster"],
+                "topic": r["topic"],
+                "partition": r["partition"],
+                "partitionKey": f"{r['topic']}-{r['partition']}",
+                "broker": r["broker"],
+                "logDir": r["log_dir"],
+                "role": "leader" if r["is_leader"] else "follower",
+                "leader": r["leader"],
+                "leaderSource": r["leader_source"],
+                "logEndOffset": r["leo"],
+                "highWatermark": r["hw"],
+                "logStartOffset": r["log_start"],
+                "recoveryPoint": r["recovery_point"],
+                "cleanerOffset": r["cleaner_offset"],
+                "latestEpoch": r["latest_epoch"],
+                "cleanShutdown": r["clean_shutdown"],
+                "compacted": r["compacted"],
+                "tail": r["tail_state"],
+                "tailBytes": r["tail_bytes"],
+                "divergence": r["divergence"],
+                "truncationOffset": r["truncation_offset"],
+                "lostRecords": r["lost_records"],
+                "epochs": json.loads(r["epochs"] or "[]"),
+                "kraft": None
+                if r["kraft_leader"] is None
+                else {
+                    "leader": r["kraft_leader"],
+                    "leaderEpoch": r["kraft_leader_epoch"],
+                    "isr": json.loads(r["kraft_isr"] or "[]"),
+                    "leaderRecoveryState": r["kraft_leader_recovery_state"],
+                },
+                **({"timeline": spans} if spans else {}),
+            }
+        )
+    return rows
+
+
+def _write_text(render, report, output: Path | None, color: bool | None) -> None:
+    if output is None or str(output) == "-":
+        try:
+            render(report, sys.stdout, color=color)
+            sys.stdout.flush()
+        except BrokenPipeError:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return
+    buf = io.StringIO()
+    render(report, buf, color=False if color is None else color)
+    target = os.path.abspath(os.fspath(output))
+    fd, tmp = tempfile.mkstemp(prefix=".kafka-auditor-", suffix=".tmp", dir=os.path.dirname(target))
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(buf.getvalue())
+        os.replace(tmp, target)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def audit_command(
+    roots: list[Path] | None = typer.Argument(
+        None,
+        metavar="ROOT...",
+        help="Broker and controller log directories (meta.properties), folders holding several of them, "
+        "and/or Parquet extracts written by `kafka-auditor extract` on each broker. Read-only.",
+    ),
+    master: str | None = typer.Option(
+        None, "--master", help="Spark master URL (default local[*]; e.g. spark://host:7077, yarn, k8s://...)."
+    ),
+    save: Path | None = typer.Option(
+        None, "--save", help="Also write the findings and intermediate tables as Parquet under DIR."
+    ),
+    export_lost: Path | None = typer.Option(
+        None,
+        "--export-lost",
+        help="Write the lost committed records (offset, timestamp, key, value, headers) as "
+        "DIR/lost-records.jsonl and DIR/lost-records.parquet, read from a replica still holding them.",
+    ),
+    fmt: ReportFormat = typer.Option(ReportFormat.text, "--format", "-f", help="Report format."),
+    output: Path | None = typer.Option(
+        None, "--output", "-o", help="Write the report to FILE (atomically) instead of stdout."
+    ),
+    fail_on: FailOn = typer.Option(
+        FailOn.error, "--fail-on", help="Exit 1 when a finding has at least this severity ('never': only 0/2)."
+    ),
+    exit_zero: bool = typer.Option(
+        False, "--exit-zero", help="Exit 0 even when findings reach --fail-on (2 still means bad input)."
+    ),
+    select: list[str] | None = typer.Option(
+        None, "--select", help="Report only these checks: codes, code prefixes (KA6, KA710) or names; "
+        "comma-separated or repeated. Default: all stable cross-replica checks.",
+    ),
+    ignore: list[str] | None = typer.Option(None, "--ignore", help="Skip these checks (same syntax)."),
+    color: ColorMode = typer.Option(ColorMode.auto, "--color", help="Colour for text output."),
+    show_partitions: bool = typer.Option(
+        False, "--partitions", help="Text/HTML: add a table of every replica of every partition."
+    ),
+) -> None:
+    """Compare the replicas of every partition across brokers, on Spark: divergence (and where Kafka's
+    epoch-based truncation would cut), leader-epoch history, high-watermark violations and the committed
+    records truncation will destroy.
+
+    Exit status: 0 clean, 1 when a finding reaches --fail-on, 2 for usage errors or unreadable input.
+    """
+    from auditor.findings import Severity
+    from auditor.report import Report
+    from auditor.report.output import check_output_path, write_report
+    from auditor.rules import replication as _replication  # noqa: F401  (registers KA6xx/KA7xx)
+    from auditor.rules.registry import select_rules
+    from auditor.spark.extract import discover
+
+    if not roots:
+        raise _fail("missing ROOT (log directories or Parquet extracts); see `kafka-auditor audit --help`")
+    try:
+        selection = select_rules(select, ignore, scopes=("cluster",))
+    except ValueError as exc:
+        raise _fail(str(exc)) from None
+    inputs = discover(roots)
+    if inputs.problems:
+        for p in inputs.problems:
+            typer.echo(f"kafka-auditor: error: {p}", err=True)
+        raise typer.Exit(EXIT_ERROR)
+    evidence = [s.path for s in inputs.raw] + [str(r) for r in roots if Path(r).is_dir()]
+    problem = check_output_path(output, evidence)
+    if problem:
+        raise _fail(problem)
+    for option, path in (("--save", save), ("--export-lost", export_lost)):
+        if path is not None and _inside(path, evidence):
+            raise _fail(f"{option} {path} is inside an audited directory; write it elsewhere")
+
+    from auditor.spark.audit import run_audit
+    from auditor.spark.session import JavaNotFound, get_spark
+
+    try:
+        spark = get_spark(master)
+    except JavaNotFound as exc:
+        raise _fail(str(exc)) from None
+    result = run_audit(spark, inputs, save=save, export_lost=export_lost)
+    findings = [f for f in result.findings if f.code in selection]
+    fail_threshold = None if fail_on is FailOn.never else Severity.parse(fail_on.value)
+    stats = dict(result.stats)
+    if result.exported is not None:
+        stats["exportedRecords"] = result.exported["records"]
+        stats["exportedFiles"] = [result.exported["jsonl"], result.exported["parquet"]]
+    report = Report(
+        command="audit",
+        findings=sorted(findings, key=lambda f: f.sort_key()),
+        rules=selection.rules(),
+        fail_on=fail_threshold,
+        exit_zero=exit_zero,
+        incomplete=bool(result.problems),
+        partitions=partition_rows(result),
+        inputs=[{"kind": s.kind, "path": s.path} for s in inputs.sources],
+        stats=stats,
+        errors=result.problems,
+        partition_columns=AUDIT_COLUMNS if show_partitions else [],
+    )
+    colour = {ColorMode.auto: None, ColorMode.always: True, ColorMode.never: False}[color]
+    try:
+        if fmt is ReportFormat.text:
+            from auditor.report.audit_terminal import render_audit_text
+
+            _write_text(render_audit_text, report, output, colour)
+        elif fmt is ReportFormat.html:
+            from auditor.report.audit_terminal import render_audit_html
+
+            _write_text(lambda r, out, color=None: render_audit_html(r, out), report, output, colour)
+        else:
+            write_report(report, fmt.value, output, color=colour)
+    except OSError as exc:
+        raise _fail(f"cannot write {output}: {exc.strerror or exc}") from None
+    raise typer.Exit(report.exit_code)
+
+
+def extract_command(
+    logdir: Path = typer.Argument(..., metavar="LOGDIR", help="One broker (or controller) log directory."),
+    out: Path = typer.Option(..., "--out", "-o", help="The Parquet file to write (e.g. broker-1.parquet)."),
+    cluster: str | None = typer.Option(
+        None, "--cluster", help="Cluster label stored in the rows (default: cluster.id of meta.properties)."
+    ),
+) -> None:
+    """Parse a log directory into one Parquet extract (batch headers, leader-epoch caches, checkpoint offsets,
+    KRaft partition records, record hashes of compacted partitions), without Spark, so each broker can
+    extract locally and `kafka-auditor audit` can compare the extracts of many machines.
+
+    Exit status: 0 written, 2 for usage errors or a directory that is not a Kafka log directory.
+    """
+    from auditor.extract import extract_log_dir, is_log_dir
+    from parsers.errors import ParseError
+
+    if not logdir.is_dir() or not is_log_dir(logdir):
+        raise _fail(f"{logdir} is not a Kafka log directory (no meta.properties)")
+    if _inside(out, [str(logdir)]):
+        raise _fail(f"--out {out} is inside the log directory; write it elsewhere")
+    if out.exists() and out.is_dir():
+        raise _fail(f"--out {out} is a directory")
+    try:
+        counts = extract_log_dir(logdir, out, cluster=cluster)
+    except ParseError as exc:
+        raise _fail(str(exc)) from None
+    except OSError as exc:
+        raise _fail(f"cannot write {out}: {exc.strerror or exc}") from None
+    errors = counts.pop("errors", [])
+    for err in errors:
+        typer.echo(f"kafka-auditor: warning: {err}", err=True)
+    summary = ", ".join(f"{n} {kind} rows" for kind, n in counts.items())
+    typer.echo(f"{out}: {summary}", err=True)
+    raise typer.Exit(EXIT_OK)
+
+
+__all__ = ["audit_command", "extract_command", "partition_rows", "AUDIT_COLUMNS"]

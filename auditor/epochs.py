@@ -1,0 +1,188 @@
+"""Kafka's leader-epoch algorithms and the KRaft partition replay, as plain functions (no Spark).
+
+* :func:`end_offset_for` is the leader's answer to OffsetsForLeaderEpoch (``LeaderEpochFileCache.endOffsetFor``);
+* :func:`follower_truncation` is the follower's loop over those answers (spec §17.6), giving the offset Kafka's
+  epoch-based truncation (KIP-101, KIP-279) would truncate a follower to;
+* :func:`loaded_cache` applies the trimming Kafka does when it loads a log (entries at or beyond the log end
+  offset and entries below the log start offset);
+* :func:`replay_partitions` replays ``PartitionRecord``/``PartitionChangeRecord`` to the current leader, leader
+  epoch, ISR and leader recovery state, with every unclean election on the way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+UNDEFINED = -1
+NO_LEADER = -1
+NO_LEADER_CHANGE = -2
+RECOVERING = 1
+
+Cache = Sequence[tuple[int, int]]
+
+
+def loaded_cache(entries: Iterable[tuple[int, int]], log_start: int, leo: int) -> list[tuple[int, int]]:
+    """The cache after Kafka's load-time ``truncateFromEnd(LEO)`` and ``truncateFromStart(logStartOffset)``:
+    entries starting at or after the log end offset are removed; entries wholly below the log start offset
+    are removed and the first remaining one is moved up to start there."""
+    kept = [(e, s) for e, s in entries if s < leo]
+    if not kept:
+        return kept
+    # truncateFromStart: drop entries whose successor starts at or below the log start offset
+    while len(kept) > 1 and kept[1][1] <= log_start:
+        kept.pop(0)
+    if kept[0][1] < log_start:
+        kept[0] = (kept[0][0], log_start)
+    return kept
+
+
+def latest_epoch(cache: Cache) -> int:
+    return cache[-1][0] if cache else UNDEFINED
+
+
+def end_offset_for(cache: Cache, leo: int, requested: int) -> tuple[int, int]:
+    """``endOffsetFor(requestedEpoch)``: (epoch, end offset) the leader answers, (-1, -1) when undefined."""
+    if requested == UNDEFINED or not cache:
+        return UNDEFINED, UNDEFINED
+    if requested == latest_epoch(cache):
+        return requested, leo
+    higher = next(((e, s) for e, s in cache if e > requested), None)
+    if higher is None:
+        return UNDEFINED, UNDEFINED
+    floor = None
+    for e, s in cache:
+        if e <= requested:
+            floor = (e, s)
+    if floor is None:
+        return requested, higher[1]
+    return floor[0], higher[1]
+
+
+@dataclass
+class Truncation:
+    """Where Kafka's epoch-based truncation puts a follower, and the exchange that got there."""
+
+    offset: int
+    steps: list[dict] = field(default_factory=list)
+    fallback: str | None = None  # "high-watermark" when the leader cannot answer (pre-KIP-101 fallback)
+
+
+def follower_truncation(
+    leader_cache: Cache, leader_leo: int, follower_cache: Cache, follower_leo: int, follower_hw: int
+) -> Truncation:
+    """The follower loop of ``AbstractFetcherThread`` (spec §17.6) run to completion."""
+    steps: list[dict] = []
+    asked = latest_epoch(follower_cache)
+    for _ in range(len(follower_cache) + 2):
+        e_l, o_l = end_offset_for(leader_cache, leader_leo, asked)
+        step = {"asked": asked, "leader_epoch": e_l, "leader_end": o_l}
+        steps.append(step)
+        if o_l == UNDEFINED:
+            return Truncation(min(follower_hw, follower_leo), steps, "high-watermark")
+        if e_l == UNDEFINED:
+            return Truncation(min(o_l, follower_leo), steps)
+        e_f, o_f = end_offset_for(follower_cache, follower_leo, e_l)
+        step.update(follower_epoch=e_f, follower_end=o_f)
+        if e_f == UNDEFINED:
+            return Truncation(min(o_l, follower_leo), steps)
+        if e_f != e_l:
+            # the follower never saw e_l: truncate to the end of its floor epoch and ask again (KIP-279)
+            follower_leo = min(o_f, follower_leo)
+            follower_cache = [(e, s) for e, s in follower_cache if s < follower_leo]
+            step["truncated_to"] = follower_leo
+            asked = e_f
+            continue
+        return Truncation(min(o_l, o_f, follower_leo), steps)
+    return Truncation(min(follower_hw, follower_leo), steps, "no-convergence")
+
+
+# --------------------------------------------------------------------------------------------- KRaft replay
+
+
+@dataclass
+class PartitionState:
+    """A partition as the KRaft metadata describes it after replaying its records."""
+
+    topic: str
+    partition: int
+    topic_id: str | None = None
+    leader: int = NO_LEADER
+    leader_epoch: int = -1
+    isr: list[int] = field(default_factory=list)
+    replicas: list[int] = field(default_factory=list)
+    leader_recovery_state: int = 0
+    last_known_leader: int = NO_LEADER
+    history: list[dict] = field(default_factory=list)
+    unclean: list[dict] = field(default_factory=list)
+
+
+def replay_partitions(records: Iterable[dict]) -> dict[tuple[str, int], PartitionState]:
+    """Replay metadata rows (``rows.METADATA`` dicts, in ``seq`` order) of one node's metadata log.
+
+    ``PartitionRecord`` sets everything; ``PartitionChangeRecord`` changes the fields it carries and bumps the
+    leader epoch whenever it carries a leader (Kafka's ``PartitionRegistration.merge``). A change that makes
+    a leader out of a replica outside the previous ISR, or sets ``leaderRecoveryState`` to RECOVERING (1,
+    KIP-704), is recorded as an unclean election. A ``RemoveTopicRecord`` forgets the topic's partitions.
+    """
+    states: dict[tuple[str, int], PartitionState] = {}
+    for rec in records:
+        kind = rec["record_type"]
+        topic = rec.get("topic")
+        if kind == "REMOVE_TOPIC_RECORD":
+            for key in [k for k, s in states.items() if s.topic_id == rec.get("topic_id")]:
+                del states[key]
+            continue
+        if kind not in ("PARTITION_RECORD", "PARTITION_CHANGE_RECORD") or topic is None:
+            continue
+        key = (topic, int(rec["partition"]))
+        state = states.get(key)
+        event = {"offset": rec.get("offset"), "timestamp": rec.get("timestamp"), "type": kind}
+        if kind == "PARTITION_RECORD" or state is None or state.topic_id != rec.get("topic_id"):
+            state = PartitionState(topic, key[1], rec.get("topic_id"))
+            states[key] = state
+            state.leader = int(rec["leader"]) if rec.get("leader") is not None else NO_LEADER
+            if state.leader == NO_LEADER_CHANGE:
+                state.leader = NO_LEADER
+            epoch = rec.get("leader_epoch")
+            state.leader_epoch = int(epoch) if epoch is not None and epoch >= 0 else 0
+            state.isr = list(rec.get("isr") or [])
+            state.replicas = list(rec.get("replicas") or [])
+            lrs = rec.get("leader_recovery_state")
+            state.leader_recovery_state = int(lrs) if lrs is not None and lrs >= 0 else 0
+        else:
+            previous_isr = list(state.isr)
+            if rec.get("isr") is not None:
+                state.isr = list(rec["isr"])
+            if rec.get("replicas") is not None:
+                state.replicas = list(rec["replicas"])
+            lrs = rec.get("leader_recovery_state")
+            if lrs is not None and lrs >= 0:
+                state.leader_recovery_state = int(lrs)
+            leader = rec.get("leader")
+            if leader is not None and leader != NO_LEADER_CHANGE:
+                state.leader = int(leader)
+                state.leader_epoch += 1
+                recovering = lrs is not None and lrs == RECOVERING
+                outside = state.leader != NO_LEADER and state.leader not in previous_isr
+                if recovering or outside:
+                    state.unclean.append(
+                        {
+                            "offset": rec.get("offset"),
+                            "timestamp": rec.get("timestamp"),
+                            "leader": state.leader,
+                            "leader_epoch": state.leader_epoch,
+                            "previous_isr": previous_isr,
+                            "leader_recovery_state": state.leader_recovery_state,
+                        }
+                    )
+        if state.leader != NO_LEADER:
+            state.last_known_leader = state.leader
+        event.update(
+            leader=state.leader,
+            leader_epoch=state.leader_epoch,
+            isr=list(state.isr),
+            leader_recovery_state=state.leader_recovery_state,
+        )
+        state.history.append(event)
+    return states

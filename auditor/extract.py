@@ -1,0 +1,781 @@
+"""Parsing broker log directories into the Arrow tables of :mod:`auditor.rows`, without Spark.
+
+The unit of work is one partition directory (:class:`PartitionTask`), so the same function runs in a
+single process (``kafka-auditor extract``) and on Spark executors (``auditor.spark.extract``). Batch
+headers come from the columnar walk (``SegmentWalker.header_blocks``): no Python object per batch.
+Records are decoded only for compacted partitions (offset + hash, for record-level comparison) and for
+the KRaft metadata log.
+
+The log end offset (LEO) is what the files hold: the next offset after the last complete batch, CRC not
+checked (a torn partial batch does not count; an empty last segment gives its base offset). The
+recovered LEO and ``live`` follow Kafka's log loading (spec §17.1, §17.3): without
+``.kafka_cleanshutdown``, recovery re-reads every segment from the one containing the recovery point and
+cuts the log at the first invalid batch or torn tail (later segments are deleted); batches past that point
+have ``live = false``. With a clean shutdown nothing is re-validated.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import struct
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+from auditor import rows
+from parsers.checkpoints import parse_leader_epoch_checkpoint, parse_offset_checkpoint
+from parsers.dirfiles import (
+    parse_clean_shutdown,
+    parse_kraft_snapshot_file_name,
+    parse_meta_properties,
+    parse_partition_dir_name,
+    parse_partition_metadata,
+    parse_segment_file_name,
+)
+from parsers.errors import ParseError
+from parsers.record_batch import (
+    ATTR_COMPRESSION_MASK,
+    ATTR_CONTROL,
+    ATTR_TRANSACTIONAL,
+    LOG_OVERHEAD,
+    decode_records,
+    parse_header,
+    records_payload,
+)
+from parsers.segment import HeaderBlock, SegmentWalker
+
+METADATA_TOPIC = "__cluster_metadata"
+INTERNAL_COMPACTED = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
+"""Kafka's internal topics, all ``cleanup.policy=compact``."""
+MAX_TEXT = 16 << 20
+_SEGMENT_LOG = re.compile(r"^[0-9]+\.log$")
+
+
+# ------------------------------------------------------------------------------------------------ log dirs
+
+
+@dataclass
+class LogDirInfo:
+    """The root files of one log directory (meta.properties and the four offset checkpoints)."""
+
+    path: str
+    node: int | None
+    cluster_id: str | None
+    clean_shutdown: bool
+    hw: dict[tuple[str, int], int] = field(default_factory=dict)
+    recovery: dict[tuple[str, int], int] = field(default_factory=dict)
+    log_start: dict[tuple[str, int], int] = field(default_factory=dict)
+    cleaner: dict[tuple[str, int], int] = field(default_factory=dict)
+    partition_dirs: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+    @property
+    def has_metadata(self) -> bool:
+        return f"{METADATA_TOPIC}-0" in self.partition_dirs
+
+
+def is_log_dir(path: Path) -> bool:
+    """A Kafka log directory: ``meta.properties`` or an offset checkpoint at its root."""
+    return (path / "meta.properties").is_file() or (path / "replication-offset-checkpoint").is_file()
+
+
+def _read_small(path: Path) -> bytes:
+    with open(path, "rb") as fh:
+        return fh.read(MAX_TEXT)
+
+
+def read_log_dir(path: str | os.PathLike) -> LogDirInfo:
+    """Read the root files of a log directory; problems are collected in ``errors``, never raised."""
+    root = Path(path)
+    info = LogDirInfo(str(root), None, None, (root / ".kafka_cleanshutdown").exists())
+    meta = root / "meta.properties"
+    if meta.is_file():
+        try:
+            props = parse_meta_properties(_read_small(meta), str(meta))
+            info.node = props.node_id if props.node_id is not None else props.broker_id
+            info.cluster_id = props.cluster_id
+        except (ParseError, OSError) as exc:
+            info.errors.append(f"meta.properties: {exc}")
+    for name, attr in (
+        ("replication-offset-checkpoint", "hw"),
+        ("recovery-point-offset-checkpoint", "recovery"),
+        ("log-start-offset-checkpoint", "log_start"),
+        ("cleaner-offset-checkpoint", "cleaner"),
+    ):
+        file = root / name
+        if not file.is_file():
+            continue
+        try:
+            setattr(info, attr, parse_offset_checkpoint(_read_small(file), str(file)).as_dict())
+        except (ParseError, OSError) as exc:
+            info.errors.append(f"{name}: {exc}")
+    if info.clean_shutdown:
+        try:
+            parse_clean_shutdown(_read_small(root / ".kafka_cleanshutdown"))
+        except OSError:
+            pass
+    try:
+        entries = sorted(os.listdir(root))
+    except OSError as exc:
+        info.errors.append(f"cannot list {root}: {exc}")
+        entries = []
+    for name in entries:
+        if not (root / name).is_dir():
+            continue
+        try:
+            _topic, _partition, kind, _ = parse_partition_dir_name(name)
+        except ParseError:
+            continue
+        if kind == "live":
+            info.partition_dirs.append(name)
+    return info
+
+
+# ------------------------------------------------------------------------------------------------ tasks
+
+
+@dataclass
+class PartitionTask:
+    """Everything an executor needs to extract one partition directory (JSON-serialisable)."""
+
+    cluster: str
+    log_dir: str
+    broker: int
+    dir_name: str
+    topic: str
+    partition: int
+    hw: int | None = None
+    recovery_point: int | None = None
+    log_start_checkpoint: int | None = None
+    cleaner_offset: int | None = None
+    clean_shutdown: bool = False
+    compacted: bool = False
+    size: int = 0
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def plan_tasks(
+    infos: list[LogDirInfo],
+    clusters: list[str] | None = None,
+    compacted_topics: dict[str, set[str]] | None = None,
+) -> list[PartitionTask]:
+    """One task per live partition directory of ``infos`` (biggest first).
+
+    A partition is treated as compacted on every replica when any log directory of its cluster has a
+    cleaner-offset-checkpoint entry for it, its topic is an internal compacted topic, or the KRaft
+    metadata configures ``cleanup.policy=compact`` (``compacted_topics``: cluster -> topics).
+    """
+    labels = clusters or [info.cluster_id or "" for info in infos]
+    cleaned: set[tuple[str, str, int]] = set()
+    for info, label in zip(infos, labels, strict=True):
+        cleaned.update((label, t, p) for (t, p) in info.cleaner)
+    tasks = []
+    for info, label in zip(infos, labels, strict=True):
+        for name in info.partition_dirs:
+            topic, partition, _kind, _ = parse_partition_dir_name(name)
+            key = (topic, partition)
+            compacted = (
+                (label, topic, partition) in cleaned
+                or topic in INTERNAL_COMPACTED
+                or topic in (compacted_topics or {}).get(label, set())
+            )
+            tasks.append(
+                PartitionTask(
+                    cluster=label,
+                    log_dir=info.path,
+                    broker=info.node if info.node is not None else -1,
+                    dir_name=name,
+                    topic=topic,
+                    partition=partition,
+                    hw=info.hw.get(key),
+                    recovery_point=info.recovery.get(key),
+                    log_start_checkpoint=info.log_start.get(key),
+                    cleaner_offset=info.cleaner.get(key),
+                    clean_shutdown=info.clean_shutdown,
+                    compacted=compacted and topic != METADATA_TOPIC,
+                    size=_dir_size(Path(info.path) / name),
+                )
+            )
+    tasks.sort(key=lambda t: -t.size)
+    return tasks
+
+
+def _dir_size(path: Path) -> int:
+    total = 0
+    try:
+        with os.scandir(path) as it:
+            for entry in it:
+                if entry.name.endswith(".log"):
+                    total += entry.stat().st_size
+    except OSError:
+        pass
+    return total
+
+
+# ------------------------------------------------------------------------------------------------ batches
+
+
+def _segments(part_dir: Path) -> list[tuple[int, Path]]:
+    """Live ``.log`` segments of a partition directory, by base offset (no .deleted/.cleaned/.swap)."""
+    out = []
+    for name in os.listdir(part_dir):
+        if _SEGMENT_LOG.match(name):
+            try:
+                base, _suffix, _state = parse_segment_file_name(name)
+            except ParseError:
+                continue
+            out.append((base, part_dir / name))
+    out.sort()
+    return out
+
+
+def _concat(blocks: list[HeaderBlock]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    if not blocks:
+        empty = np.zeros(0, dtype=np.int64)
+        from parsers.segment import HEADER_DTYPE
+
+        return empty, np.zeros(0, dtype=HEADER_DTYPE), np.zeros(0, dtype=np.uint32)
+    if len(blocks) == 1:
+        b = blocks[0]
+        return b.positions, b.headers, b.computed_crc
+    return (
+        np.concatenate([b.positions for b in blocks]),
+        np.concatenate([b.headers for b in blocks]),
+        np.concatenate([b.computed_crc for b in blocks]),
+    )
+
+
+def _batch_table(task: PartitionTask, segment: int, positions, headers, computed, live) -> pa.Table:
+    n = len(positions)
+    base = headers["base_offset"].astype(np.int64)
+    attributes = headers["attributes"].astype(np.int16)
+    crc = headers["crc"].astype(np.int64)
+    columns = {
+        "cluster": rows.repeat_string(task.cluster, n),
+        "topic": rows.repeat_string(task.topic, n),
+        "partition": np.full(n, task.partition, dtype=np.int32),
+        "broker": np.full(n, task.broker, dtype=np.int32),
+        "log_dir": rows.repeat_string(task.log_dir, n),
+        "segment": np.full(n, segment, dtype=np.int64),
+        "position": positions.astype(np.int64),
+        "base_offset": base,
+        "last_offset": base + headers["last_offset_delta"].astype(np.int64),
+        "partition_leader_epoch": headers["partition_leader_epoch"].astype(np.int32),
+        "magic": headers["magic"].astype(np.int8),
+        "crc": crc,
+        "valid": computed.astype(np.int64) == crc,
+        "live": live,
+        "size": headers["batch_length"].astype(np.int32) + LOG_OVERHEAD,
+        "attributes": attributes,
+        "max_timestamp": headers["max_timestamp"].astype(np.int64),
+        "producer_id": headers["producer_id"].astype(np.int64),
+        "producer_epoch": headers["producer_epoch"].astype(np.int16),
+        "base_sequence": headers["base_sequence"].astype(np.int32),
+        "records_count": headers["records_count"].astype(np.int32),
+        "is_control": (attributes & ATTR_CONTROL) != 0,
+        "is_transactional": (attributes & ATTR_TRANSACTIONAL) != 0,
+        "codec": (attributes & ATTR_COMPRESSION_MASK).astype(np.int8),
+    }
+    return pa.Table.from_arrays(
+        [pa.array(columns[f.name], type=f.type) for f in rows.BATCH], schema=rows.BATCH
+    )
+
+
+@dataclass
+class _LogState:
+    """Running totals while walking the segments of one replica."""
+
+    leo: int | None = None
+    recovered_leo: int | None = None
+    batch_count: int = 0
+    record_count: int = 0
+    nbytes: int = 0
+    first_offset: int | None = None
+    max_epoch: int = -1
+    invalid: int = 0
+    tail_state: str = "end"
+    tail_segment: int | None = None
+    tail_position: int | None = None
+    tail_bytes: int = 0
+    tail_message: str | None = None
+    recovered: bool = False
+    cut: bool = False
+    live_batches: list[tuple[int, int, int]] = field(default_factory=list)  # (segment, position, size)
+
+
+def _walk_partition(task: PartitionTask, part_dir: Path, state: _LogState, keep_positions: bool):
+    """Yield batch tables segment by segment, updating ``state`` (LEO, tail, totals)."""
+    segments = _segments(part_dir)
+    rp = task.recovery_point if task.recovery_point is not None else 0
+    recover_from = None
+    if not task.clean_shutdown and segments:
+        below = [base for base, _ in segments if base <= rp]
+        recover_from = below[-1] if below else segments[0][0]
+    for base, path in segments:
+        walker = SegmentWalker(path, stop_on_invalid=False)
+        positions, headers, computed = _concat(list(walker.header_blocks()))
+        stop = walker.stop
+        deleted = state.cut
+        valid = computed.astype(np.int64) == headers["crc"].astype(np.int64)
+        # recovery deletes the segments after the one it cut: their rows are evidence, not log
+        live = np.full(len(positions), not state.cut, dtype=bool)
+        recovering = recover_from is not None and base >= recover_from and not state.cut
+        if recovering:
+            bad = np.flatnonzero(~valid)
+            cut_at = int(bad[0]) if len(bad) else None
+            if cut_at is not None or (stop is not None and not stop.clean):
+                state.cut = True
+                state.recovered = True
+                if cut_at is not None:
+                    live[cut_at:] = False
+                    state.tail_state = "corrupt"
+                    state.tail_segment = base
+                    state.tail_position = int(positions[cut_at])
+                    state.tail_bytes = walker.file_size - int(positions[cut_at])
+                    state.tail_message = (
+                        f"Record is corrupt (stored crc = {int(headers['crc'][cut_at])}, "
+                        f"computed crc = {int(computed[cut_at])})"
+                    )
+                else:
+                    state.tail_state = stop.reason
+                    state.tail_segment = base
+                    state.tail_position = stop.position
+                    state.tail_bytes = stop.trailing_bytes
+                    state.tail_message = stop.message
+        elif stop is not None and not stop.clean and state.tail_segment is None:
+            state.tail_state = stop.reason
+            state.tail_segment = base
+            state.tail_position = stop.position
+            state.tail_bytes = stop.trailing_bytes
+            state.tail_message = stop.message
+        state.invalid += int((~valid).sum())
+        if len(positions):
+            last = headers[-1]
+            state.leo = int(last["base_offset"]) + int(last["last_offset_delta"]) + 1
+            state.batch_count += len(positions)
+            state.record_count += int(headers["records_count"].astype(np.int64).sum())
+            state.nbytes += int((headers["batch_length"].astype(np.int64) + LOG_OVERHEAD).sum())
+            if state.first_offset is None:
+                state.first_offset = int(headers["base_offset"][0])
+            state.max_epoch = max(state.max_epoch, int(headers["partition_leader_epoch"].max()))
+            if keep_positions:
+                sizes = headers["batch_length"].astype(np.int64) + LOG_OVERHEAD
+                state.live_batches.extend(
+                    (base, int(p), int(s)) for p, s, v in zip(positions, sizes, valid, strict=True) if v
+                )
+        else:
+            state.leo = base  # an empty last segment: the LEO is its base offset
+        idx = np.flatnonzero(live)
+        if len(idx):
+            h = headers[idx[-1]]
+            state.recovered_leo = int(h["base_offset"]) + int(h["last_offset_delta"]) + 1
+        elif not deleted:
+            state.recovered_leo = base  # empty, or emptied by recovery
+        if len(positions):
+            yield _batch_table(task, base, positions, headers, computed, live)
+
+
+# ------------------------------------------------------------------------------------------------ records
+
+
+def record_hash(key: bytes | None, value: bytes | None, headers) -> int:
+    """A 64-bit hash of a record's key, value and headers (nulls distinct from empty)."""
+    h = hashlib.blake2b(digest_size=8)
+    for part in (key, value):
+        if part is None:
+            h.update(b"\xff\xff\xff\xff")
+        else:
+            h.update(struct.pack(">i", len(part)))
+            h.update(part)
+    h.update(struct.pack(">i", len(headers)))
+    for header in headers:
+        k = header.key.encode("utf-8", "surrogatepass")
+        h.update(struct.pack(">i", len(k)))
+        h.update(k)
+        if header.value is None:
+            h.update(b"\xff\xff\xff\xff")
+        else:
+            h.update(struct.pack(">i", len(header.value)))
+            h.update(header.value)
+    return int.from_bytes(h.digest(), "big", signed=True)
+
+
+def read_batch_records(path: str | os.PathLike, position: int, size: int):
+    """Decode the records of the batch at ``position`` in a segment (ParseError on bad data)."""
+    with open(path, "rb", buffering=0) as fh:
+        raw = os.pread(fh.fileno(), size, position)
+    batch = parse_header(raw, 0)
+    if batch.computed_crc != batch.crc:
+        raise ParseError("batch CRC mismatch", path=str(path), offset=position)
+    return batch, decode_records(batch, records_payload(batch, raw))
+
+
+def _record_table(task: PartitionTask, part_dir: Path, live_batches) -> tuple[pa.Table, list[str]]:
+    offsets, bases, stamps, hashes, controls, sizes = [], [], [], [], [], []
+    errors: list[str] = []
+    for segment, position, size in live_batches:
+        path = part_dir / f"{segment:020d}.log"
+        try:
+            batch, records = read_batch_records(path, position, size)
+        except (ParseError, OSError) as exc:
+            errors.append(f"{path.name}@{position}: {exc}")
+            continue
+        for rec in records:
+            offsets.append(rec.offset)
+            bases.append(batch.base_offset)
+            stamps.append(rec.timestamp)
+            hashes.append(record_hash(rec.key, rec.value, rec.headers))
+            controls.append(batch.is_control)
+            sizes.append(rec.size)
+    n = len(offsets)
+    table = pa.Table.from_arrays(
+        [
+            pa.array([task.cluster] * n, pa.string()),
+            pa.array([task.topic] * n, pa.string()),
+            pa.array(np.full(n, task.partition, np.int32)),
+            pa.array(np.full(n, task.broker, np.int32)),
+            pa.array([task.log_dir] * n, pa.string()),
+            pa.array(offsets, pa.int64()),
+            pa.array(bases, pa.int64()),
+            pa.array(stamps, pa.int64()),
+            pa.array(hashes, pa.int64()),
+            pa.array(controls, pa.bool_()),
+            pa.array(sizes, pa.int32()),
+        ],
+        schema=rows.RECORD,
+    )
+    return table, errors
+
+
+# ------------------------------------------------------------------------------------------------ epochs
+
+
+def _epochs(task: PartitionTask, part_dir: Path) -> tuple[list[tuple[int, int]], int, str | None]:
+    file = part_dir / "leader-epoch-checkpoint"
+    if not file.is_file():
+        return [], 0, None
+    try:
+        normalized = parse_leader_epoch_checkpoint(_read_small(file), str(file)).normalized()
+    except (ParseError, OSError) as exc:
+        return [], 0, f"leader-epoch-checkpoint: {exc}"
+    return normalized.entries, len(normalized.dropped), None
+
+
+def _epoch_table(task: PartitionTask, entries: list[tuple[int, int]]) -> pa.Table:
+    n = len(entries)
+    return pa.Table.from_pydict(
+        {
+            "cluster": [task.cluster] * n,
+            "topic": [task.topic] * n,
+            "partition": [task.partition] * n,
+            "broker": [task.broker] * n,
+            "log_dir": [task.log_dir] * n,
+            "epoch": [e for e, _ in entries],
+            "start_offset": [s for _, s in entries],
+            "ordinal": list(range(n)),
+        },
+        schema=rows.EPOCH,
+    )
+
+
+# ------------------------------------------------------------------------------------------------ metadata
+
+
+@dataclass
+class _MetaRow:
+    seq: int
+    offset: int
+    from_snapshot: bool
+    timestamp: int
+    record_type: str
+    topic: str | None = None
+    topic_id: str | None = None
+    partition: int | None = None
+    leader: int = -2
+    leader_epoch: int = -1
+    isr: list[int] | None = None
+    replicas: list[int] | None = None
+    leader_recovery_state: int = -1
+    config_name: str | None = None
+    config_value: str | None = None
+
+
+_META_TYPES = {
+    "TOPIC_RECORD",
+    "PARTITION_RECORD",
+    "PARTITION_CHANGE_RECORD",
+    "REMOVE_TOPIC_RECORD",
+    "CONFIG_RECORD",
+}
+
+
+def _metadata_records(path: Path, start: int = 0) -> Iterator[tuple[int, int, object]]:
+    """(offset, batch max timestamp, MetadataRecord) of the data batches of a metadata log or snapshot."""
+    from parsers.metadata import decode_metadata_record
+
+    walker = SegmentWalker(path)
+    for block in walker.header_blocks():
+        for i in range(len(block)):
+            h = block.headers[i]
+            if int(h["attributes"]) & ATTR_CONTROL or block.computed_crc[i] != h["crc"]:
+                continue
+            last = int(h["base_offset"]) + int(h["last_offset_delta"])
+            if last < start:
+                continue
+            size = int(h["batch_length"]) + LOG_OVERHEAD
+            raw = walker.read(int(block.positions[i]), size)
+            try:
+                batch = parse_header(raw, 0)
+                records = decode_records(batch, records_payload(batch, raw))
+            except ParseError:
+                continue
+            for rec in records:
+                if rec.offset < start:
+                    continue
+                try:
+                    yield rec.offset, int(h["max_timestamp"]), decode_metadata_record(rec.value)
+                except ParseError:
+                    continue
+
+
+def extract_metadata(log_dir: str, node: int, cluster: str) -> pa.Table:
+    """Topic and partition records of a node's ``__cluster_metadata-0``, in replay order: the earliest KRaft
+    snapshot that bridges the log's start (if the log does not start at 0), then the log."""
+    part_dir = Path(log_dir) / f"{METADATA_TOPIC}-0"
+    segments = _segments(part_dir)
+    log_start = segments[0][0] if segments else 0
+    end = log_start
+    for _base, path in segments:
+        walker = SegmentWalker(path)
+        for block in walker.header_blocks():
+            if len(block):
+                h = block.headers[-1]
+                end = max(end, int(h["base_offset"]) + int(h["last_offset_delta"]) + 1)
+    snapshot: tuple[int, Path] | None = None
+    if log_start > 0:
+        candidates = []
+        for name in os.listdir(part_dir):
+            try:
+                snap_end, _epoch, state = parse_kraft_snapshot_file_name(name)
+            except ParseError:
+                continue
+            if state is None and log_start <= snap_end <= end:
+                candidates.append((snap_end, part_dir / name))
+        if candidates:
+            snapshot = min(candidates)
+    out: list[_MetaRow] = []
+    names: dict[str, str] = {}
+
+    def add(offset: int, ts: int, rec, from_snapshot: bool) -> None:
+        if rec.type_name not in _META_TYPES or rec.data is None:
+            return
+        d = rec.data
+        row = _MetaRow(len(out), offset, from_snapshot, ts, rec.type_name)
+        if rec.type_name == "TOPIC_RECORD":
+            names[d["topicId"]] = d["name"]
+            row.topic, row.topic_id = d["name"], d["topicId"]
+        elif rec.type_name == "REMOVE_TOPIC_RECORD":
+            row.topic_id = d["topicId"]
+            row.topic = names.get(d["topicId"])
+        elif rec.type_name == "CONFIG_RECORD":
+            if d.get("resourceType") != 2:
+                return
+            row.topic = d.get("resourceName")
+            row.config_name, row.config_value = d.get("name"), d.get("value")
+        else:
+            row.topic_id = d["topicId"]
+            row.topic = names.get(d["topicId"])
+            row.partition = d.get("partitionId")
+            row.leader = d.get("leader", -2 if rec.type_name == "PARTITION_CHANGE_RECORD" else -1)
+            row.isr = d.get("isr")
+            row.replicas = d.get("replicas")
+            if rec.type_name == "PARTITION_RECORD":
+                row.leader_epoch = d.get("leaderEpoch", -1)
+                row.leader_recovery_state = d.get("leaderRecoveryState", 0)
+            else:
+                row.leader_recovery_state = d.get("leaderRecoveryState", -1)
+        out.append(row)
+
+    start = 0
+    if snapshot is not None:
+        for _offset, ts, rec in _metadata_records(snapshot[1]):
+            add(-1, ts, rec, True)
+        start = snapshot[0]
+    for _base, path in segments:
+        for offset, ts, rec in _metadata_records(path, start):
+            add(offset, ts, rec, False)
+    n = len(out)
+    columns = {f.name: [getattr(r, f.name, None) for r in out] for f in rows.METADATA}
+    columns.update(
+        cluster=[cluster] * n, node=[node] * n, log_dir=[log_dir] * n, end_offset=[end] * n
+    )
+    return pa.Table.from_pydict(columns, schema=rows.METADATA)
+
+
+def compacted_topics(metadata: pa.Table) -> set[str]:
+    """Topics whose latest ``cleanup.policy`` config in the metadata includes ``compact``."""
+    policy: dict[str, str | None] = {}
+    for rec in metadata.select(["record_type", "topic", "config_name", "config_value"]).to_pylist():
+        if rec["record_type"] == "CONFIG_RECORD" and rec["config_name"] == "cleanup.policy":
+            policy[rec["topic"]] = rec["config_value"]
+    return {t for t, v in policy.items() if v and "compact" in v}
+
+
+# ------------------------------------------------------------------------------------------------ one partition
+
+
+def extract_partition(task: PartitionTask) -> Iterator[tuple[str, pa.Table]]:
+    """``(kind, table)`` pieces for one partition directory: batches segment by segment, then the epoch
+    entries, record rows (compacted partitions), metadata rows (``__cluster_metadata``) and the replica row.
+    """
+    part_dir = Path(task.log_dir) / task.dir_name
+    errors: list[str] = []
+    state = _LogState()
+    segments: list[tuple[int, Path]] = []
+    try:
+        segments = _segments(part_dir)
+        walk = _walk_partition(task, part_dir, state, keep_positions=task.compacted)
+        for table in walk:
+            yield "batch", table
+    except (ParseError, OSError) as exc:
+        errors.append(f"segments: {exc}")
+    leo = state.leo if state.leo is not None else (task.log_start_checkpoint or 0)
+    entries, dropped, epoch_error = _epochs(task, part_dir)
+    if epoch_error:
+        errors.append(epoch_error)
+    if entries:
+        yield "epoch", _epoch_table(task, entries)
+    has_records = False
+    if task.compacted:
+        table, rec_errors = _record_table(task, part_dir, state.live_batches)
+        errors.extend(rec_errors[:5])
+        has_records = True
+        if table.num_rows:
+            yield "record", table
+    if task.topic == METADATA_TOPIC:
+        try:
+            yield "metadata", extract_metadata(task.log_dir, task.broker, task.cluster)
+        except (ParseError, OSError) as exc:
+            errors.append(f"metadata: {exc}")
+    topic_id = None
+    pm = part_dir / "partition.metadata"
+    if pm.is_file():
+        try:
+            topic_id = parse_partition_metadata(_read_small(pm), str(pm)).topic_id
+        except (ParseError, OSError) as exc:
+            errors.append(f"partition.metadata: {exc}")
+    first_base = segments[0][0] if segments else None
+    log_start = max(
+        x for x in (task.log_start_checkpoint, first_base, 0) if x is not None
+    )
+    replica = {
+        "cluster": task.cluster,
+        "topic": task.topic,
+        "partition": task.partition,
+        "broker": task.broker,
+        "log_dir": task.log_dir,
+        "topic_id": topic_id,
+        "hw": task.hw,
+        "recovery_point": task.recovery_point,
+        "log_start_checkpoint": task.log_start_checkpoint,
+        "log_start": log_start,
+        "cleaner_offset": task.cleaner_offset,
+        "leo": leo,
+        "recovered_leo": state.recovered_leo if state.recovered_leo is not None else leo,
+        "clean_shutdown": task.clean_shutdown,
+        "compacted": task.compacted,
+        "has_records": has_records,
+        "segment_count": len(segments),
+        "first_segment": first_base,
+        "last_segment": segments[-1][0] if segments else None,
+        "batch_count": state.batch_count,
+        "record_count": state.record_count,
+        "bytes": state.nbytes,
+        "first_offset": state.first_offset,
+        "max_batch_epoch": state.max_epoch,
+        "latest_epoch": entries[-1][0] if entries else None,
+        "epoch_entries": len(entries),
+        "epoch_dropped": dropped,
+        "invalid_batches": state.invalid,
+        "tail_state": state.tail_state,
+        "tail_segment": state.tail_segment,
+        "tail_position": state.tail_position,
+        "tail_bytes": state.tail_bytes,
+        "tail_message": state.tail_message,
+        "recovered": state.recovered,
+        "error": "; ".join(errors) if errors else None,
+    }
+    yield "replica", pa.Table.from_pylist([replica], schema=rows.REPLICA)
+
+
+def extract_partition_wrapped(task: PartitionTask) -> Iterator[pa.RecordBatch]:
+    """:func:`extract_partition` in the one extract layout (``rows.EXTRACT``), as record batches."""
+    for kind, table in extract_partition(task):
+        for batch in rows.wrap(kind, table).to_batches(max_chunksize=1 << 16):
+            yield batch
+
+
+# ------------------------------------------------------------------------------------------------ one log dir
+
+
+def metadata_for(info: LogDirInfo, cluster: str) -> pa.Table | None:
+    if not info.has_metadata or info.node is None:
+        return None
+    try:
+        return extract_metadata(info.path, info.node, cluster)
+    except (ParseError, OSError):
+        return None
+
+
+def extract_log_dir(path: str | os.PathLike, out: str | os.PathLike, cluster: str | None = None) -> dict:
+    """Write one Parquet file (layout ``rows.EXTRACT``) for a broker log directory; return counts."""
+    import pyarrow.parquet as pq
+
+    info = read_log_dir(path)
+    if info.node is None:
+        raise ParseError("no meta.properties node.id or broker.id: not a broker log directory", path=str(path))
+    label = cluster if cluster is not None else (info.cluster_id or "")
+    meta = metadata_for(info, label)
+    compacted = {label: compacted_topics(meta)} if meta is not None else None
+    tasks = plan_tasks([info], [label], compacted)
+    counts = dict.fromkeys(rows.TABLES, 0)
+    metadata = {b"kafka-auditor.schema-version": str(rows.SCHEMA_VERSION).encode()}
+    schema = rows.EXTRACT.with_metadata(metadata)
+    with pq.ParquetWriter(str(out), schema, compression="zstd") as writer:
+        for task in tasks:
+            for kind, table in extract_partition(task):
+                counts[kind] += table.num_rows
+                writer.write_table(rows.wrap(kind, table).replace_schema_metadata(metadata))
+    counts["errors"] = info.errors
+    return counts
+
+
+def read_extract(path: str | os.PathLike) -> dict[str, pa.Table]:
+    """The tables of an extract Parquet file (for tests and small tools; Spark reads it directly)."""
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(str(path))
+    return {kind: rows.unwrap(table, kind) for kind in rows.TABLES}
+
+
+def extract_tables(path: str | os.PathLike, cluster: str | None = None) -> dict[str, pa.Table]:
+    """All tables of one log directory in memory (no Parquet, no Spark)."""
+    info = read_log_dir(path)
+    label = cluster if cluster is not None else (info.cluster_id or "")
+    meta = metadata_for(info, label)
+    compacted = {label: compacted_topics(meta)} if meta is not None else None
+    parts: dict[str, list[pa.Table]] = {kind: [] for kind in rows.TABLES}
+    for task in plan_tasks([info], [label], compacted):
+        for kind, table in extract_partition(task):
+            parts[kind].append(table)
+    return {
+        kind: pa.concat_tables(tables) if tables else rows.TABLES[kind].empty_table()
+        for kind, tables in parts.items()
+    }

@@ -1,0 +1,240 @@
+"""What every check reports: a :class:`Finding` with a :class:`Severity` and a location in Kafka's terms.
+
+Findings are plain data. Checks yield them, renderers (``auditor.report``) print them, and the cross-replica
+``audit`` command keeps them in Spark DataFrames through :data:`FINDING_COLUMNS` / :meth:`Finding.to_row`
+(the evidence travels as a JSON string there). Nothing here prints or touches files.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field, fields
+from enum import IntEnum
+from typing import Any
+
+
+class Severity(IntEnum):
+    """How bad a finding is; ordered so that ``Severity.ERROR >= Severity.WARNING``.
+
+    * ``info``: a fact worth knowing that needs no action (pending deletions, recovery that will run);
+    * ``warning``: something Kafka tolerates or repairs by itself but that is evidence of a crash or a bug;
+    * ``error``: data or metadata that is wrong: Kafka will truncate, refuse to load, or serve wrong data;
+    * ``critical``: committed data is corrupt or will be destroyed when the broker starts.
+    """
+
+    INFO = 10
+    WARNING = 20
+    ERROR = 30
+    CRITICAL = 40
+
+    @property
+    def label(self) -> str:
+        return self.name.lower()
+
+    @classmethod
+    def parse(cls, text: str | Severity) -> Severity:
+        if isinstance(text, Severity):
+            return text
+        try:
+            return cls[str(text).strip().upper()]
+        except KeyError:
+            names = ", ".join(s.label for s in cls)
+            raise ValueError(f"unknown severity {text!r} (expected one of {names})") from None
+
+    def __str__(self) -> str:
+        return self.label
+
+
+@dataclass(slots=True)
+class Finding:
+    """One problem (or fact) found by a rule, located as precisely as the evidence allows.
+
+    ``offset_start``/``offset_end`` are an inclusive range of Kafka offsets; ``position`` is a byte position
+    in ``file``; ``epoch`` a leader epoch; ``evidence`` holds at least ``expected`` and ``found`` when the
+    rule
+    compares two values, plus whatever else explains the finding (JSON-serialisable values only).
+    ``related`` lists other locations involved (e.g. the same offset on another replica), each a dict with
+    the same location keys as :meth:`to_dict`.
+    """
+
+    code: str
+    severity: Severity
+    message: str
+    name: str = ""
+    broker: int | None = None
+    log_dir: str | None = None
+    topic: str | None = None
+    partition: int | None = None
+    file: str | None = None
+    position: int | None = None
+    offset_start: int | None = None
+    offset_end: int | None = None
+    epoch: int | None = None
+    evidence: dict[str, Any] = field(default_factory=dict)
+    related: list[dict[str, Any]] = field(default_factory=list)
+
+    # ------------------------------------------------------------------------------- identity
+
+    @property
+    def partition_key(self) -> str | None:
+        """``topic-partition`` as Kafka names the directory, or None for log-dir level findings."""
+        if self.topic is None:
+            return None
+        return f"{self.topic}-{self.partition}" if self.partition is not None else self.topic
+
+    def fingerprint(self) -> str:
+        """A stable id (code + location, not the message): equal findings of two runs share it."""
+        key = "|".join(
+            str(v)
+            for v in (
+                self.code,
+                self.broker,
+                self.log_dir,
+                self.topic,
+                self.partition,
+                self.file,
+                self.position,
+                self.offset_start,
+                self.offset_end,
+                self.epoch,
+            )
+        )
+        return hashlib.sha256(key.encode()).hexdigest()[:32]
+
+    def sort_key(self) -> tuple:
+        """Log dir, partition, file, position, then most severe first."""
+        return (
+            self.log_dir or "",
+            self.broker if self.broker is not None else -1,
+            self.topic or "",
+            self.partition if self.partition is not None else -1,
+            self.file or "",
+            self.position if self.position is not None else -1,
+            self.offset_start if self.offset_start is not None else -1,
+            -int(self.severity),
+            self.code,
+        )
+
+    # ---------------------------------------------------------------------------- serialising
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form (camelCase keys, severity as its label), the one used by every machine format."""
+        return {
+            "code": self.code,
+            "name": self.name,
+            "severity": self.severity.label,
+            "message": self.message,
+            "broker": self.broker,
+            "logDir": self.log_dir,
+            "topic": self.topic,
+            "partition": self.partition,
+            "file": self.file,
+            "position": self.position,
+            "offsetStart": self.offset_start,
+            "offsetEnd": self.offset_end,
+            "epoch": self.epoch,
+            "evidence": _jsonable(self.evidence),
+            "related": _jsonable(self.related),
+            "fingerprint": self.fingerprint(),
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Finding:
+        return cls(
+            code=data["code"],
+            severity=Severity.parse(data["severity"]),
+            message=data["message"],
+            name=data.get("name", ""),
+            broker=data.get("broker"),
+            log_dir=data.get("logDir"),
+            topic=data.get("topic"),
+            partition=data.get("partition"),
+            file=data.get("file"),
+            position=data.get("position"),
+            offset_start=data.get("offsetStart"),
+            offset_end=data.get("offsetEnd"),
+            epoch=data.get("epoch"),
+            evidence=dict(data.get("evidence") or {}),
+            related=list(data.get("related") or []),
+        )
+
+    def to_row(self) -> dict[str, Any]:
+        """Flat row for Arrow/Spark (:data:`FINDING_COLUMNS`): severity as its label, evidence and related as
+        JSON strings."""
+        row = {f.name: getattr(self, f.name) for f in fields(self)}
+        row["severity"] = self.severity.label
+        row["evidence"] = json.dumps(_jsonable(self.evidence), sort_keys=True)
+        row["related"] = json.dumps(_jsonable(self.related), sort_keys=True)
+        return row
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> Finding:
+        data = dict(row)
+        data["severity"] = Severity.parse(data["severity"])
+        data["evidence"] = json.loads(data.get("evidence") or "{}")
+        data["related"] = json.loads(data.get("related") or "[]")
+        return cls(**{f.name: data.get(f.name) for f in fields(cls) if f.name in data})
+
+
+FINDING_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("code", "string"),
+    ("severity", "string"),
+    ("message", "string"),
+    ("name", "string"),
+    ("broker", "int"),
+    ("log_dir", "string"),
+    ("topic", "string"),
+    ("partition", "int"),
+    ("file", "string"),
+    ("position", "bigint"),
+    ("offset_start", "bigint"),
+    ("offset_end", "bigint"),
+    ("epoch", "int"),
+    ("evidence", "string"),
+    ("related", "string"),
+)
+"""Column names and Spark SQL types of :meth:`Finding.to_row` (a DDL string is ``", ".join(f"{n} {t}")``)."""
+
+
+def _jsonable(value: Any) -> Any:
+    """Evidence values as JSON-ready data: tuples to lists, bytes to hex, sets sorted, numpy scalars to
+    int."""
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, (set, frozenset)):
+        return sorted(_jsonable(v) for v in value)
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value).hex()
+    if isinstance(value, Severity):
+        return value.label
+    if hasattr(value, "item") and callable(value.item):  # numpy scalar
+        return value.item()
+    return value
+
+
+def counts_by_severity(findings: list[Finding]) -> dict[str, int]:
+    """``{"critical": n, "error": n, "warning": n, "info": n}`` (every severity present, most severe
+    first)."""
+    out = {s.label: 0 for s in sorted(Severity, reverse=True)}
+    for f in findings:
+        out[f.severity.label] += 1
+    return out
+
+
+def counts_by_code(findings: list[Finding]) -> dict[str, dict[str, Any]]:
+    """Per code: its name, worst severity and count, sorted by code."""
+    out: dict[str, dict[str, Any]] = {}
+    for f in findings:
+        entry = out.setdefault(f.code, {"name": f.name, "severity": f.severity, "count": 0})
+        entry["count"] += 1
+        entry["severity"] = max(entry["severity"], f.severity)
+    return {
+        code: {**v, "severity": v["severity"].label} for code, v in sorted(out.items(), key=lambda kv: kv[0])
+    }
+
+
+def worst(findings: list[Finding]) -> Severity | None:
+    return max((f.severity for f in findings), default=None)

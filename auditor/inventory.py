@@ -1,0 +1,402 @@
+"""Inventory of a Kafka log directory: every file and directory classified, nothing ignored (spec §12, §13).
+
+Kinds follow Kafka's own naming rules (``LocalLog.parseTopicPartitionName``, segment and snapshot file names
+through :mod:`parsers.dirfiles`). Files pending deletion (``.deleted``), cleaner output (``.cleaned``),
+half-finished replacements (``.swap``), interrupted checkpoint writes (``.tmp``) and partial KRaft snapshots
+(``.checkpoint.part``) are kept as leftovers with their state; names Kafka does not know are listed as
+unknown. Only ``os.scandir``/``stat`` are used: the tree is never opened for writing.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from parsers.checkpoints import OFFSET_CHECKPOINT_FILES
+from parsers.dirfiles import (
+    parse_kraft_snapshot_file_name,
+    parse_partition_dir_name,
+    parse_segment_file_name,
+    segment_file_name,
+)
+from parsers.errors import ParseError
+
+METADATA_DIR = "__cluster_metadata-0"
+REMOTE_INDEX_CACHE = "remote-log-index-cache"
+PARTITION_FILES = ("leader-epoch-checkpoint", "partition.metadata", "quorum-state")
+SEGMENT_KINDS = {
+    ".log": "log",
+    ".index": "offset-index",
+    ".timeindex": "time-index",
+    ".txnindex": "txn-index",
+    ".snapshot": "producer-snapshot",
+}
+ROOT_FILES = {
+    "meta.properties": "meta-properties",
+    ".lock": "lock",
+    ".kafka_cleanshutdown": "clean-shutdown",
+    "bootstrap.checkpoint": "bootstrap-checkpoint",
+    **{name: "offset-checkpoint" for name in OFFSET_CHECKPOINT_FILES},
+}
+
+
+@dataclass(slots=True)
+class FileInfo:
+    """One file (or unknown directory). ``state``: None, ``deleted``, ``cleaned``, ``swap``, ``tmp`` or
+    ``partial``; ``canonical`` is False for a segment name whose offset is not written with 20 digits."""
+
+    path: str
+    name: str
+    kind: str
+    size: int = 0
+    mtime_ns: int = 0
+    state: str | None = None
+    base_offset: int | None = None
+    epoch: int | None = None
+    canonical: bool = True
+    is_dir: bool = False
+
+
+@dataclass(slots=True)
+class SegmentFiles:
+    """The live files of one segment (by base offset); any of them may be missing."""
+
+    base_offset: int
+    log: FileInfo | None = None
+    index: FileInfo | None = None
+    timeindex: FileInfo | None = None
+    txnindex: FileInfo | None = None
+
+    @property
+    def files(self) -> list[FileInfo]:
+        return [f for f in (self.log, self.index, self.timeindex, self.txnindex) if f is not None]
+
+
+@dataclass
+class PartitionDir:
+    """A partition directory: ``kind`` is ``live``, ``future``, ``delete``, ``stray`` or ``metadata``
+    (``__cluster_metadata-0``). ``segments`` holds every base offset with at least one live file, sorted."""
+
+    path: str
+    name: str
+    topic: str
+    partition: int
+    kind: str
+    unique_id: str | None = None
+    segments: list[SegmentFiles] = field(default_factory=list)
+    producer_snapshots: list[FileInfo] = field(default_factory=list)
+    kraft_snapshots: list[FileInfo] = field(default_factory=list)
+    leader_epoch_checkpoint: FileInfo | None = None
+    partition_metadata: FileInfo | None = None
+    quorum_state: FileInfo | None = None
+    leftovers: list[FileInfo] = field(default_factory=list)
+    unknown: list[FileInfo] = field(default_factory=list)
+    duplicates: list[FileInfo] = field(default_factory=list)
+    """Segment files naming the same base offset and kind as another one (e.g. ``15.log`` beside
+    ``00000000000000000015.log``): Kafka would load both spellings as one segment."""
+    unreadable: list[tuple[str, str]] = field(default_factory=list)
+
+    @property
+    def is_metadata(self) -> bool:
+        return self.kind == "metadata"
+
+    @property
+    def log_segments(self) -> list[SegmentFiles]:
+        """Segments that have a ``.log`` file (what Kafka loads)."""
+        return [s for s in self.segments if s.log is not None]
+
+    @property
+    def orphan_indexes(self) -> list[FileInfo]:
+        """Index files without a ``.log`` of the same base offset (Kafka deletes them at load)."""
+        return [f for s in self.segments if s.log is None for f in s.files]
+
+    @property
+    def size_bytes(self) -> int:
+        return sum(s.log.size for s in self.segments if s.log is not None) + sum(
+            f.size for f in self.kraft_snapshots
+        )
+
+    def files(self) -> list[FileInfo]:
+        out: list[FileInfo] = [f for s in self.segments for f in s.files]
+        out += (
+            self.producer_snapshots + self.kraft_snapshots + self.leftovers + self.unknown + self.duplicates
+        )
+        out += [f for f in (self.leader_epoch_checkpoint, self.partition_metadata, self.quorum_state) if f]
+        return out
+
+
+@dataclass
+class LogDirInventory:
+    """Everything in one log directory: root files, partition directories, leftovers and unknown entries.
+
+    ``invalid_dirs`` are directories whose name Kafka cannot parse as ``topic-partition`` (Kafka refuses to
+    load such a log dir), with Kafka's message.
+    """
+
+    path: str
+    meta_properties: FileInfo | None = None
+    clean_shutdown: FileInfo | None = None
+    lock: FileInfo | None = None
+    bootstrap: FileInfo | None = None
+    checkpoints: dict[str, FileInfo] = field(default_factory=dict)
+    partitions: list[PartitionDir] = field(default_factory=list)
+    leftovers: list[FileInfo] = field(default_factory=list)
+    unknown: list[FileInfo] = field(default_factory=list)
+    invalid_dirs: list[tuple[FileInfo, str]] = field(default_factory=list)
+    unreadable: list[tuple[str, str]] = field(default_factory=list)
+    remote_index_cache: FileInfo | None = None
+
+    @property
+    def metadata_partition(self) -> PartitionDir | None:
+        return next((p for p in self.partitions if p.is_metadata), None)
+
+    @property
+    def data_partitions(self) -> list[PartitionDir]:
+        return [p for p in self.partitions if not p.is_metadata]
+
+    def files(self) -> list[FileInfo]:
+        out = [f for f in (self.meta_properties, self.clean_shutdown, self.lock, self.bootstrap) if f]
+        out += list(self.checkpoints.values()) + self.leftovers + self.unknown
+        for part in self.partitions:
+            out += part.files()
+        return out
+
+
+# ------------------------------------------------------------------------------------------ scanning
+
+
+def _info(entry: os.DirEntry, kind: str, **kw) -> FileInfo:
+    try:
+        st = entry.stat()
+        size, mtime = st.st_size, st.st_mtime_ns
+    except OSError:
+        size, mtime = 0, 0
+    is_dir = _is_dir(entry)
+    return FileInfo(entry.path, entry.name, kind, size, mtime, is_dir=is_dir, **kw)
+
+
+def _entries(path: str, unreadable: list[tuple[str, str]]) -> list[os.DirEntry]:
+    try:
+        with os.scandir(path) as it:
+            return sorted(it, key=lambda e: e.name)
+    except OSError as exc:
+        unreadable.append((path, exc.strerror or str(exc)))
+        return []
+
+
+def _is_dir(entry: os.DirEntry) -> bool:
+    try:
+        return entry.is_dir()
+    except OSError:
+        return False
+
+
+def classify_partition_file(entry: os.DirEntry, part: PartitionDir) -> None:
+    """File the entry under ``part`` (segment file, snapshot, checkpoint, leftover or unknown)."""
+    name = entry.name
+    if _is_dir(entry):
+        part.unknown.append(_info(entry, "directory"))
+        return
+    if name in PARTITION_FILES:
+        info = _info(entry, name.replace(".", "-"))
+        if name == "leader-epoch-checkpoint":
+            part.leader_epoch_checkpoint = info
+        elif name == "partition.metadata":
+            part.partition_metadata = info
+        elif part.is_metadata:
+            part.quorum_state = info
+        else:
+            info.kind = "unknown"
+            part.unknown.append(info)
+        return
+    if name.endswith(".tmp") and name[:-4] in PARTITION_FILES:
+        part.leftovers.append(_info(entry, name[:-4].replace(".", "-"), state="tmp"))
+        return
+    try:
+        base, suffix, state = parse_segment_file_name(name)
+    except ParseError:
+        base = None
+    if base is not None:
+        kind = SEGMENT_KINDS[suffix]
+        info = _info(entry, kind, state=state, base_offset=base)
+        info.canonical = name.split(".", 1)[0] == segment_file_name(base, suffix).split(".", 1)[0]
+        if state is not None:
+            part.leftovers.append(info)
+        elif kind == "producer-snapshot":
+            part.producer_snapshots.append(info)
+        else:
+            seg = _segment(part, base)
+            attr = {"log": "log", "offset-index": "index", "time-index": "timeindex"}.get(kind, "txnindex")
+            current = getattr(seg, attr)
+            if current is None:
+                setattr(seg, attr, info)
+            elif (
+                info.canonical and not current.canonical
+            ):  # the canonical name wins, the other is a duplicate
+                setattr(seg, attr, info)
+                part.duplicates.append(current)
+            else:
+                part.duplicates.append(info)
+        return
+    try:
+        end, epoch, state = parse_kraft_snapshot_file_name(name)
+    except ParseError:
+        end = None
+    if end is not None:
+        info = _info(entry, "kraft-snapshot", state=state, base_offset=end, epoch=epoch)
+        (part.leftovers if state else part.kraft_snapshots).append(info)
+        return
+    part.unknown.append(_info(entry, "unknown"))
+
+
+def _segment(part: PartitionDir, base: int) -> SegmentFiles:
+    for seg in part.segments:
+        if seg.base_offset == base:
+            return seg
+    seg = SegmentFiles(base)
+    part.segments.append(seg)
+    return seg
+
+
+def inventory_partition(path: str, name: str | None = None) -> PartitionDir | str:
+    """Classify one partition directory; returns Kafka's error message when the name does not parse."""
+    name = name or os.path.basename(path.rstrip(os.sep))
+    if name == METADATA_DIR:
+        topic, partition, kind, unique_id = "__cluster_metadata", 0, "metadata", None
+    else:
+        try:
+            topic, partition, kind, unique_id = parse_partition_dir_name(name)
+        except ParseError as exc:
+            return exc.message
+    part = PartitionDir(path, name, topic, partition, kind, unique_id)
+    for entry in _entries(path, part.unreadable):
+        classify_partition_file(entry, part)
+    part.segments.sort(key=lambda s: s.base_offset)
+    part.producer_snapshots.sort(key=lambda f: f.base_offset or 0)
+    part.kraft_snapshots.sort(key=lambda f: (f.base_offset or 0, f.epoch or 0))
+    return part
+
+
+def inventory(path: str | os.PathLike) -> LogDirInventory:
+    """Classify every entry of the log directory ``path`` (and of its partition directories)."""
+    root = os.path.abspath(os.fspath(path))
+    inv = LogDirInventory(root)
+    for entry in _entries(root, inv.unreadable):
+        name = entry.name
+        if _is_dir(entry):
+            if name == REMOTE_INDEX_CACHE:
+                inv.remote_index_cache = _info(entry, "remote-log-index-cache")
+                continue
+            result = inventory_partition(entry.path, name)
+            if isinstance(result, str):
+                inv.invalid_dirs.append((_info(entry, "directory"), result))
+            else:
+                inv.partitions.append(result)
+            continue
+        kind = ROOT_FILES.get(name)
+        if kind is not None:
+            info = _info(entry, kind)
+            if kind == "offset-checkpoint":
+                inv.checkpoints[name] = info
+            else:
+                setattr(
+                    inv,
+                    {
+                        "meta-properties": "meta_properties",
+                        "clean-shutdown": "clean_shutdown",
+                        "bootstrap-checkpoint": "bootstrap",
+                        "lock": "lock",
+                    }[kind],
+                    info,
+                )
+            continue
+        if name.endswith(".tmp") and name[:-4] in ROOT_FILES:
+            inv.leftovers.append(_info(entry, ROOT_FILES[name[:-4]], state="tmp"))
+            continue
+        inv.unknown.append(_info(entry, "unknown"))
+    inv.partitions.sort(key=lambda p: (p.topic, p.partition, p.kind, p.name))
+    return inv
+
+
+# ------------------------------------------------------------------------------------------ discovery
+
+
+def _is_partition_dir(path: str, name: str) -> bool:
+    """A child directory that is a partition: a parseable name and at least one partition file inside."""
+    if name != METADATA_DIR:
+        try:
+            parse_partition_dir_name(name)
+        except ParseError:
+            return False
+    try:
+        with os.scandir(path) as it:
+            for entry in it:
+                if entry.name in PARTITION_FILES or entry.name.endswith((".log", ".index", ".log.deleted")):
+                    return True
+    except OSError:
+        return False
+    return False
+
+
+def looks_like_logdir(path: str | os.PathLike) -> bool:
+    """True when ``path`` has a Kafka marker: meta.properties, an offset checkpoint, the clean-shutdown
+    marker,
+    or a subdirectory that is a partition directory (a topic-partition name with segment files inside)."""
+    root = Path(path)
+    if not root.is_dir():
+        return False
+    if any((root / name).is_file() for name in ROOT_FILES if name not in (".lock",)):
+        return True
+    try:
+        children = list(os.scandir(root))
+    except OSError:
+        return False
+    return any(_is_dir(e) and _is_partition_dir(e.path, e.name) for e in children)
+
+
+def _looks_like_partition(path: str) -> bool:
+    return _is_partition_dir(path, os.path.basename(path.rstrip(os.sep)))
+
+
+def discover(paths: Iterable[str | os.PathLike]) -> tuple[list[str], list[str]]:
+    """Log directories to scan: each path that is one, else its immediate children that are (so that a
+    directory holding ``broker-1/ broker-2/ controller-100/`` copies can be given). Returns (log dirs,
+    problems) where problems are usage errors (missing path, not a directory, no log dir found)."""
+    found: list[str] = []
+    problems: list[str] = []
+    for raw in paths:
+        path = os.path.abspath(os.fspath(raw))
+        if not os.path.exists(path):
+            problems.append(f"{raw}: no such file or directory")
+            continue
+        if not os.path.isdir(path):
+            problems.append(f"{raw}: not a directory (give a Kafka log directory)")
+            continue
+        if not os.access(path, os.R_OK | os.X_OK):
+            problems.append(f"{raw}: permission denied")
+            continue
+        if looks_like_logdir(path):
+            found.append(path)
+            continue
+        children = []
+        try:
+            children = sorted(e.path for e in os.scandir(path) if _is_dir(e) and looks_like_logdir(e.path))
+        except OSError as exc:
+            problems.append(f"{raw}: {exc.strerror or exc}")
+            continue
+        if children:
+            found.extend(children)
+        elif _looks_like_partition(path):
+            problems.append(f"{raw}: this is a partition directory; give the log directory that holds it")
+        else:
+            problems.append(
+                f"{raw}: not a Kafka log directory (no meta.properties, no checkpoint files, no partition "
+                "directories) and none of its subdirectories is one"
+            )
+    unique: list[str] = []
+    for p in found:
+        if p not in unique:
+            unique.append(p)
+    return unique, problems

@@ -1,0 +1,211 @@
+"""The ``audit`` report for people: the ``scan`` terminal layout plus, for every partition whose replicas
+diverge or violate a high watermark, the replicas side by side and an epoch timeline.
+
+Uses the pieces of :mod:`auditor.report.terminal` (header, summary, detail, verdict) and the report's
+``partitions`` rows (one per replica, built by ``auditor.cli_audit``); the machine formats (json, jsonl,
+sarif, junit, prometheus) stay those of :mod:`auditor.report`.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterable
+from typing import IO, Any
+
+from rich import box
+from rich.console import Group
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from auditor.findings import Severity
+from auditor.report.model import TOOL_NAME, Report
+from auditor.report.terminal import (
+    STYLES,
+    detail,
+    header,
+    make_console,
+    partitions_table,
+    summary_tables,
+    verdict,
+)
+
+TIMELINE_WIDTH = 48
+_EPOCH_CHARS = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+_SOURCES = {
+    "kraft": "KRaft metadata",
+    "kraft-last-known": "last known KRaft leader (partition offline)",
+    "inferred-kraft-leader-absent": "inferred (KRaft leader not among the inputs)",
+    "inferred": "inferred (highest latest epoch, then LEO)",
+}
+
+
+def _partition_groups(rows: Iterable[dict[str, Any]]) -> dict[tuple, list[dict[str, Any]]]:
+    out: dict[tuple, list[dict[str, Any]]] = {}
+    for row in rows:
+        out.setdefault((row.get("cluster") or "", row["topic"], row["partition"]), []).append(row)
+    for replicas in out.values():
+        replicas.sort(key=lambda r: (not r.get("role") == "leader", r["broker"]))
+    return out
+
+
+def _flagged(report: Report) -> dict[tuple, Severity]:
+    """Partitions with a cross-replica finding above info, with their worst severity."""
+    out: dict[tuple, Severity] = {}
+    for f in report.findings:
+        if f.topic is None or f.severity <= Severity.INFO:
+            continue
+        key = (f.evidence.get("cluster") or "", f.topic, f.partition)
+        out[key] = max(out.get(key, f.severity), f.severity)
+    return out
+
+
+def _cell(value: Any) -> str:
+    return "" if value is None else str(value)
+
+
+def replicas_table(replicas: list[dict[str, Any]]) -> Table:
+    """The replicas of one partition side by side."""
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+    for head, justify in (
+        ("broker", "left"),
+        ("role", "left"),
+        ("LEO", "right"),
+        ("HW", "right"),
+        ("log start", "right"),
+        ("latest epoch", "right"),
+        ("diverges at", "right"),
+        ("Kafka truncates to", "right"),
+        ("lost records", "right"),
+        ("tail", "left"),
+    ):
+        table.add_column(head, justify=justify, no_wrap=True)
+    for r in replicas:
+        lost = r.get("lostRecords") or 0
+        table.add_row(
+            str(r["broker"]),
+            r.get("role", ""),
+            _cell(r.get("logEndOffset")),
+            _cell(r.get("highWatermark")),
+            _cell(r.get("logStartOffset")),
+            _cell(r.get("latestEpoch")),
+            _cell(r.get("divergence")),
+            _cell(r.get("truncationOffset")),
+            Text(str(lost), style=STYLES[Severity.CRITICAL] if lost else ""),
+            _cell(r.get("tail")) if r.get("tail") not in (None, "end") else "",
+        )
+    return table
+
+
+def timeline(replicas: list[dict[str, Any]], width: int = TIMELINE_WIDTH) -> Table:
+    """Leader epochs along the offsets of each replica: one character per offset bucket (the epoch of the
+    batches there, ``.`` nothing), the leader-epoch cache entries and the first divergent offset."""
+    spans = [e for r in replicas for e in r.get("timeline") or []]
+    starts = [r.get("logStartOffset") or 0 for r in replicas]
+    lo = min([e["first"] for e in spans] + starts) if spans else min(starts, default=0)
+    hi = max([e["last"] + 1 for e in spans] + [r.get("logEndOffset") or 0 for r in replicas])
+    step = max(1, -(-(hi - lo) // width))
+    table = Table(box=None, show_header=True, show_edge=False, pad_edge=False)
+    table.add_column("broker", no_wrap=True)
+    table.add_column(f"offsets {lo}..{hi - 1} ({step}/char)", no_wrap=True)
+    table.add_column("epochs in batches", overflow="fold")
+    table.add_column("leader-epoch cache", overflow="fold")
+    for r in replicas:
+        cells = ["."] * width
+        for e in sorted(r.get("timeline") or [], key=lambda e: e["first"]):
+            a = max(0, (e["first"] - lo) // step)
+            b = min(width - 1, (e["last"] - lo) // step)
+            ch = _EPOCH_CHARS[e["epoch"] % len(_EPOCH_CHARS)] if e["epoch"] >= 0 else "-"
+            for i in range(a, b + 1):
+                cells[i] = ch
+        bar = Text("".join(cells))
+        div = r.get("divergence")
+        if div is not None and lo <= div < hi:
+            i = min(width - 1, (div - lo) // step)
+            bar.stylize("reverse", i, i + 1)
+        ranges = ", ".join(
+            f"e{e['epoch']} {e['first']}..{e['last']} ({e['records']} rec)"
+            for e in sorted(r.get("timeline") or [], key=lambda e: e["first"])
+        )
+        cache = " ".join(f"({e},{s})" for e, s in r.get("epochs") or [])
+        who = f"{r['broker']}{'*' if r.get('role') == 'leader' else ''}"
+        table.add_row(who, bar, ranges, cache)
+    return table
+
+
+def diverged_panels(report: Report) -> list:
+    flagged = _flagged(report)
+    groups = _partition_groups(report.partitions)
+    panels: list = []
+    for key in sorted(flagged):
+        replicas = groups.get(key)
+        if not replicas:
+            continue
+        cluster, topic, partition = key
+        leader = next((r for r in replicas if r.get("role") == "leader"), replicas[0])
+        source = _SOURCES.get(leader.get("leaderSource"), leader.get("leaderSource"))
+        title = Text(f"{topic}-{partition}", style="bold")
+        title.append(f" · leader {leader['broker']} ({source})")
+        if len({k[0] for k in groups}) > 1:
+            title.append(f" · cluster {cluster}")
+        body: list = [replicas_table(replicas)]
+        if any(r.get("timeline") for r in replicas):
+            body.append(
+                Text("Epoch timeline (* = current leader; highlighted: first divergent offset)", style="dim")
+            )
+            body.append(timeline(replicas))
+        panels.append(
+            Panel(
+                Group(*body),
+                title=title,
+                title_align="left",
+                box=box.ROUNDED,
+                border_style=STYLES[flagged[key]],
+            )
+        )
+    return panels
+
+
+def leaders_line(report: Report) -> Text | None:
+    counts: dict[str, int] = {}
+    for key, replicas in _partition_groups(report.partitions).items():
+        if key[1] == "__cluster_metadata":
+            continue
+        source = next((r.get("leaderSource") for r in replicas if r.get("role") == "leader"), None)
+        counts[source or "?"] = counts.get(source or "?", 0) + 1
+    if not counts:
+        return None
+    parts = [f"{n} {_SOURCES.get(s, s)}" for s, n in sorted(counts.items(), key=lambda kv: -kv[1])]
+    return Text("Reference leaders: " + "; ".join(parts), style="dim")
+
+
+def build_audit(report: Report) -> Group:
+    parts: list = [header(report)]
+    for err in report.errors:
+        parts.append(Text(f"error: {err}", style="bold red"))
+    line = leaders_line(report)
+    if line is not None:
+        parts.append(line)
+    parts += summary_tables(report)
+    parts += diverged_panels(report)
+    table = partitions_table(report)
+    if table is not None:
+        parts.append(table)
+    parts += detail(report)
+    parts.append(verdict(report))
+    return Group(*parts)
+
+
+def render_audit_text(
+    report: Report, out: IO[str], *, color: bool | None = None, width: int | None = None
+) -> None:
+    make_console(out, color=color, width=width).print(build_audit(report))
+
+
+def render_audit_html(report: Report, out: IO[str]) -> None:
+    from rich.terminal_theme import DEFAULT_TERMINAL_THEME
+
+    console = make_console(io.StringIO(), color=True, width=140, record=True)
+    console.print(build_audit(report))
+    page = console.export_html(theme=DEFAULT_TERMINAL_THEME, inline_styles=True)
+    out.write(page.replace("<head>", f"<head>\n<title>{TOOL_NAME} audit report</title>", 1))

@@ -1,0 +1,21 @@
+"""HTML: the terminal report recorded by Rich (``Console(record=True)``) and exported as a standalone page."""
+
+from __future__ import annotations
+
+import io
+from typing import IO
+
+from rich.terminal_theme import DEFAULT_TERMINAL_THEME
+
+from auditor.report.model import TOOL_NAME, Report
+from auditor.report.terminal import build, make_console
+
+HTML_WIDTH = 140
+
+
+def render_html(report: Report, out: IO[str]) -> None:
+    console = make_console(io.StringIO(), color=True, width=HTML_WIDTH, record=True)
+    console.print(build(report))
+    page = console.export_html(theme=DEFAULT_TERMINAL_THEME, inline_styles=True)
+    title = f"<title>{TOOL_NAME} {report.command} report</title>"
+    out.write(page.replace("<head>", "<head>\n" + title, 1))

@@ -1,0 +1,96 @@
+"""The report every renderer consumes, and the exit-code contract shared by ``scan`` and ``audit``."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from auditor import __version__
+from auditor.findings import Finding, Severity, counts_by_code, counts_by_severity, worst
+from auditor.rules.registry import Rule
+
+SCHEMA_VERSION = 1
+"""Version of the JSON/JSONL/SARIF property layout; bumped on incompatible changes."""
+TOOL_NAME = "kafka-auditor"
+TOOL_URI = "https://github.com/kafka-auditor/kafka-auditor"
+
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+
+
+def exit_code(
+    findings: list[Finding], fail_on: Severity | None, *, exit_zero: bool = False, incomplete: bool = False
+) -> int:
+    """0 clean, 1 when a finding reaches ``fail_on`` (None: never), 2 when the input could not be fully read
+    (unreadable files, a failed check) — like ruff and sqlfluff. ``exit_zero`` turns 1 into 0, never 2."""
+    if incomplete:
+        return EXIT_ERROR
+    if exit_zero or fail_on is None:
+        return EXIT_CLEAN
+    return EXIT_FINDINGS if any(f.severity >= fail_on for f in findings) else EXIT_CLEAN
+
+
+@dataclass
+class Report:
+    """One command's results.
+
+    ``partitions``: one row per partition replica (``scan``) or per partition (``audit``), each a dict with at
+    least ``topic``, ``partition`` and optionally ``broker``/``logDir``; ``partition_columns`` lists
+    (key, header) pairs the terminal and HTML renderers show for them. ``inputs``: one row per log dir or
+    source. ``rules``: the enabled rules (SARIF and JUnit list them).
+    """
+
+    command: str
+    findings: list[Finding]
+    rules: list[Rule]
+    fail_on: Severity | None = Severity.ERROR
+    exit_zero: bool = False
+    incomplete: bool = False
+    partitions: list[dict[str, Any]] = field(default_factory=list)
+    inputs: list[dict[str, Any]] = field(default_factory=list)
+    stats: dict[str, Any] = field(default_factory=dict)
+    partition_columns: list[tuple[str, str]] = field(default_factory=list)
+    generated_at: float = field(default_factory=time.time)
+    tool_version: str = __version__
+    errors: list[str] = field(default_factory=list)
+
+    @property
+    def exit_code(self) -> int:
+        return exit_code(self.findings, self.fail_on, exit_zero=self.exit_zero, incomplete=self.incomplete)
+
+    @property
+    def failing(self) -> list[Finding]:
+        """Findings at or above the fail-on threshold."""
+        if self.fail_on is None:
+            return []
+        return [f for f in self.findings if f.severity >= self.fail_on]
+
+    def summary(self) -> dict[str, Any]:
+        w = worst(self.findings)
+        return {
+            "total": len(self.findings),
+            "bySeverity": counts_by_severity(self.findings),
+            "byCode": counts_by_code(self.findings),
+            "worst": w.label if w is not None else None,
+            "failing": len(self.failing),
+        }
+
+    def rule_index(self) -> dict[str, int]:
+        return {r.code: i for i, r in enumerate(self.rules)}
+
+    def groups(self) -> list[tuple[tuple, list[Finding]]]:
+        """Findings grouped for "detail per partition": log-dir findings first, then by partition replica."""
+        out: dict[tuple, list[Finding]] = {}
+        for f in self.findings:
+            key = (
+                f.topic is not None,
+                f.topic or "",
+                f.partition if f.partition is not None else -1,
+                f.broker if f.broker is not None else -1,
+                f.log_dir or "",
+            )
+            out.setdefault(key, []).append(f)
+        return sorted(out.items(), key=lambda kv: kv[0])
+
+    def iso_time(self) -> str:
+        return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.generated_at))

@@ -1,0 +1,64 @@
+"""Writing a report to stdout or ``--output FILE`` (shared by ``scan`` and ``audit``).
+
+A report file is written to a temporary name beside it and renamed into place (atomic for cron jobs and the
+Prometheus textfile collector). It is never written inside a directory being audited:
+:func:`check_output_path` refuses that before any work starts.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import sys
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+
+from auditor.report import render
+from auditor.report.model import Report
+
+
+def _inside(path: str, directory: str) -> bool:
+    path, directory = os.path.realpath(path), os.path.realpath(directory)
+    return path == directory or path.startswith(directory.rstrip(os.sep) + os.sep)
+
+
+def check_output_path(output: Path | None, protected: Iterable[str | os.PathLike]) -> str | None:
+    """A usage-error message when ``output`` would land inside one of the ``protected`` directories (the
+    evidence) or cannot be written; None when it is fine."""
+    if output is None or str(output) == "-":
+        return None
+    target = os.path.abspath(os.fspath(output))
+    for d in protected:
+        if _inside(target, os.fspath(d)):
+            return f"--output {output} is inside the scanned directory {d}; write the report elsewhere"
+    parent = os.path.dirname(target) or "."
+    if not os.path.isdir(parent):
+        return f"--output {output}: directory {parent} does not exist"
+    if os.path.isdir(target):
+        return f"--output {output} is a directory"
+    return None
+
+
+def write_report(report: Report, fmt: str, output: Path | None, *, color: bool | None = None) -> None:
+    """Render ``report`` to stdout (colour decided by the terminal) or atomically to ``output`` (no
+    colour)."""
+    if output is None or str(output) == "-":
+        try:
+            render(report, fmt, sys.stdout, color=color)
+            sys.stdout.flush()
+        except BrokenPipeError:  # `| head`: stop quietly
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return
+    buf = io.StringIO()
+    render(report, fmt, buf, color=False if color is None else color)
+    target = os.path.abspath(os.fspath(output))
+    fd, tmp = tempfile.mkstemp(prefix=".kafka-auditor-", suffix=".tmp", dir=os.path.dirname(target))
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(buf.getvalue())
+        os.replace(tmp, target)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise

@@ -1,0 +1,69 @@
+"""Prometheus textfile-collector format: finding counts and scan figures as gauges.
+
+Write it with ``--output <dir>/kafka_auditor.prom``; the CLI writes to a temporary file and renames it so that
+node_exporter never reads half a file.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import IO
+
+from auditor.findings import Severity
+from auditor.report.model import Report
+
+
+def _escape(value: object) -> str:
+    return str(value).replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+
+
+def _labels(**kw: object) -> str:
+    return "{" + ",".join(f'{k}="{_escape(v)}"' for k, v in kw.items() if v is not None) + "}"
+
+
+def render_prometheus(report: Report, out: IO[str]) -> None:
+    cmd = report.command
+    lines = [
+        "# HELP kafka_auditor_findings Findings of the last run, by severity and check.",
+        "# TYPE kafka_auditor_findings gauge",
+    ]
+    counts = Counter((f.broker, f.code, f.name, f.severity.label) for f in report.findings)
+    for (broker, code, name, sev), n in sorted(counts.items(), key=lambda kv: (str(kv[0][0]), kv[0][1])):
+        lines.append(
+            f"kafka_auditor_findings"
+            f"{_labels(command=cmd, broker=broker, code=code, name=name, severity=sev)} {n}"
+        )
+    lines += [
+        "# HELP kafka_auditor_findings_by_severity Findings of the last run, by severity.",
+        "# TYPE kafka_auditor_findings_by_severity gauge",
+    ]
+    sev_counts = Counter(f.severity for f in report.findings)
+    for s in sorted(Severity, reverse=True):
+        lines.append(
+            f"kafka_auditor_findings_by_severity{_labels(command=cmd, severity=s.label)} "
+            f"{sev_counts.get(s, 0)}"
+        )
+    stats = report.stats
+    figures = {
+        "kafka_auditor_partitions": ("Partition directories checked.", stats.get("partitions")),
+        "kafka_auditor_segments": ("Segments read.", stats.get("segments")),
+        "kafka_auditor_bytes": ("Bytes of segments read.", stats.get("bytes")),
+        "kafka_auditor_duration_seconds": ("Duration of the run.", stats.get("seconds")),
+        "kafka_auditor_exit_code": (
+            "Exit code of the run (0 clean, 1 findings, 2 incomplete).",
+            report.exit_code,
+        ),
+        "kafka_auditor_last_run_timestamp_seconds": (
+            "Unix time the report was generated.",
+            round(report.generated_at, 3),
+        ),
+    }
+    for name, (help_text, value) in figures.items():
+        if value is None:
+            continue
+        lines += [
+            f"# HELP {name} {help_text}",
+            f"# TYPE {name} gauge",
+            f"{name}{_labels(command=cmd)} {value}",
+        ]
+    out.write("\n".join(lines) + "\n")

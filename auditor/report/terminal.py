@@ -1,0 +1,225 @@
+"""The terminal report (Rich): header, summary by severity and by code, detail per partition, verdict.
+
+Colour only on a terminal without ``NO_COLOR``; when piped (or written to a file) the same layout is plain
+text at the width given by ``COLUMNS`` (default 100). Not a stable surface: machines read ``--format json``.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import IO
+
+from rich import box
+from rich.console import Console, Group
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from auditor.findings import Finding, Severity
+from auditor.report.model import TOOL_NAME, Report
+
+STYLES = {
+    Severity.CRITICAL: "bold white on red",
+    Severity.ERROR: "bold red",
+    Severity.WARNING: "yellow",
+    Severity.INFO: "cyan",
+}
+DEFAULT_WIDTH = 100
+
+
+def make_console(
+    out: IO[str], *, color: bool | None = None, width: int | None = None, record: bool = False
+) -> Console:
+    """A console for ``out``: colour when ``color`` (None: when ``out`` is a terminal and NO_COLOR is
+    unset)."""
+    is_tty = hasattr(out, "isatty") and out.isatty()
+    if color is None:
+        color = is_tty and not os.environ.get("NO_COLOR")
+    if width is None and not is_tty:
+        try:
+            width = int(os.environ.get("COLUMNS", DEFAULT_WIDTH))
+        except ValueError:
+            width = DEFAULT_WIDTH
+    return Console(
+        file=out,
+        width=width,
+        color_system="auto" if color else None,
+        no_color=not color,
+        force_terminal=color and not is_tty or None,
+        highlight=False,
+        emoji=False,
+        record=record,
+        soft_wrap=False,
+    )
+
+
+def _sev(severity: Severity) -> Text:
+    return Text(severity.label, style=STYLES[severity])
+
+
+def _human_bytes(n: int | float | None) -> str:
+    if not n:
+        return "0 B"
+    value = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if value < 1024 or unit == "TiB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{value:.1f} TiB"
+
+
+def _where(f: Finding) -> str:
+    parts = []
+    if f.file:
+        parts.append(os.path.basename(f.file) + (f"@{f.position}" if f.position is not None else ""))
+    if f.offset_start is not None:
+        end = f"..{f.offset_end}" if f.offset_end not in (None, f.offset_start) else ""
+        parts.append(f"offsets {f.offset_start}{end}")
+    if f.epoch is not None:
+        parts.append(f"epoch {f.epoch}")
+    return " ".join(parts)
+
+
+def header(report: Report) -> Text:
+    s = report.stats
+    text = Text(f"{TOOL_NAME} {report.command}", style="bold")
+    bits = []
+    if "logDirs" in s:
+        bits.append(f"{s['logDirs']} log dir(s)")
+    if "partitions" in s:
+        bits.append(f"{s['partitions']} partition(s)")
+    if "segments" in s:
+        bits.append(f"{s['segments']} segment(s)")
+    if "bytes" in s:
+        bits.append(_human_bytes(s["bytes"]))
+    if "seconds" in s:
+        bits.append(f"{s['seconds']:.2f} s")
+    if bits:
+        text.append(": " + ", ".join(bits))
+    return text
+
+
+def summary_tables(report: Report) -> list:
+    summary = report.summary()
+    line = Text("Findings: ")
+    for i, s in enumerate(sorted(Severity, reverse=True)):
+        if i:
+            line.append(", ")
+        n = summary["bySeverity"][s.label]
+        line.append(f"{n} {s.label}", style=STYLES[s] if n else "dim")
+    out: list = [line]
+    if summary["byCode"]:
+        titles = {r.code: r.title for r in report.rules}
+        codes = Table(title="Findings by check", box=box.SIMPLE_HEAD, title_justify="left", show_edge=False)
+        codes.add_column("code", no_wrap=True)
+        codes.add_column("check", no_wrap=True)
+        codes.add_column("severity", no_wrap=True)
+        codes.add_column("count", justify="right")
+        codes.add_column("meaning", overflow="fold")
+        for code, info in summary["byCode"].items():
+            codes.add_row(
+                code,
+                info["name"],
+                _sev(Severity.parse(info["severity"])),
+                str(info["count"]),
+                titles.get(code, ""),
+            )
+        out.append(codes)
+    return out
+
+
+def _short(path: str | None) -> str:
+    if not path:
+        return "?"
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:
+        rel = path
+    if rel.startswith(".."):
+        rel = path
+    if len(rel) <= 48:
+        return rel
+    parts = path.rstrip(os.sep).split(os.sep)
+    return os.sep.join(["…", *parts[-2:]])
+
+
+def _group_title(key: tuple, findings: list[Finding]) -> str:
+    f = findings[0]
+    who = f"broker {f.broker}" if f.broker is not None else "broker ?"
+    if f.topic is None:
+        return f"{who} · log dir {_short(f.log_dir)}"
+    return f"{who} · {f.partition_key} · {_short(f.log_dir)}"
+
+
+def detail(report: Report) -> list:
+    out: list = []
+    for key, findings in report.groups():
+        table = Table(box=None, show_header=False, show_edge=False, pad_edge=False, expand=True)
+        table.add_column("severity", no_wrap=True, width=8)
+        table.add_column("code", no_wrap=True, width=5)
+        table.add_column("finding", overflow="fold", ratio=1)
+        for f in sorted(findings, key=lambda x: (-int(x.severity), x.code, x.position or 0)):
+            text = Text(f.message)
+            where = _where(f)
+            if where:
+                text.append("\n" + where, style="dim")
+            table.add_row(_sev(f.severity), f.code, text)
+        out.append(
+            Panel(
+                table,
+                title=Text(_group_title(key, findings), style="bold"),
+                title_align="left",
+                box=box.ROUNDED,
+            )
+        )
+    return out
+
+
+def partitions_table(report: Report) -> Table | None:
+    if not report.partition_columns or not report.partitions:
+        return None
+    table = Table(title="Partitions", box=box.SIMPLE_HEAD, title_justify="left", show_edge=False)
+    for _key, head in report.partition_columns:
+        table.add_column(head, overflow="fold")
+    for row in report.partitions:
+        table.add_row(*("" if row.get(k) is None else str(row.get(k)) for k, _ in report.partition_columns))
+    return table
+
+
+def verdict(report: Report) -> Text:
+    code = report.exit_code
+    failing = len(report.failing)
+    threshold = report.fail_on.label if report.fail_on is not None else "never"
+    if report.incomplete:
+        return Text(
+            f"exit 2: the input could not be read completely ({len(report.errors)} input error(s); see "
+            "KA001/KA002)",
+            style="bold red",
+        )
+    if not report.findings:
+        return Text("exit 0: no findings", style="bold green")
+    if code == 0 and failing:
+        return Text(
+            f"exit 0 (--exit-zero): {failing} finding(s) at or above {threshold}", style="bold yellow"
+        )
+    if code == 0:
+        return Text(f"exit 0: no finding at or above {threshold}", style="bold green")
+    return Text(f"exit 1: {failing} finding(s) at or above {threshold}", style="bold red")
+
+
+def build(report: Report) -> Group:
+    parts: list = [header(report)]
+    for err in report.errors:
+        parts.append(Text(f"error: {err}", style="bold red"))
+    parts += summary_tables(report)
+    pt = partitions_table(report)
+    if pt is not None:
+        parts.append(pt)
+    parts += detail(report)
+    parts.append(verdict(report))
+    return Group(*parts)
+
+
+def render_text(report: Report, out: IO[str], *, color: bool | None = None, width: int | None = None) -> None:
+    console = make_console(out, color=color, width=width)
+    console.print(build(report))

@@ -1,0 +1,224 @@
+"""Arrow (and derived Spark) schemas of what extraction yields from broker log directories.
+
+One extract is a single table of rows tagged by ``kind``; each kind fills one struct column and leaves
+the others null. The same layout is used for ``kafka-auditor extract --out FILE.parquet`` (one Parquet
+file per log directory) and by the Spark executors that parse raw directories, so ``audit`` treats both
+sources alike:
+
+* ``batch``    one row per record batch of a live partition directory (the columnar header walk);
+* ``epoch``    one row per entry of a replica's leader-epoch cache (after Kafka's load-time ``assign``);
+* ``replica``  one row per partition replica: checkpointed high watermark, recovery point, log start
+  offset, cleaner offset, log end offset (LEO) and how the log ends (torn or corrupt tail);
+* ``record``   one row per record of a compacted partition: its offset and a hash of key, value, headers;
+* ``metadata`` one row per KRaft metadata record about topics and partitions (``TopicRecord``,
+  ``PartitionRecord``, ``PartitionChangeRecord``, ``RemoveTopicRecord``, topic ``ConfigRecord``), in
+  replay order (snapshot first, then the log).
+
+Unsigned 32-bit CRCs are stored as int64 (Spark has no unsigned types). ``cluster`` is the
+``cluster.id`` of ``meta.properties`` unless the audit assigns a label.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+SCHEMA_VERSION = 1
+KINDS = ("batch", "epoch", "replica", "record", "metadata")
+
+_KEY = [
+    pa.field("cluster", pa.string()),
+    pa.field("topic", pa.string()),
+    pa.field("partition", pa.int32()),
+    pa.field("broker", pa.int32()),
+    pa.field("log_dir", pa.string()),
+]
+
+BATCH = pa.schema(
+    _KEY
+    + [
+        pa.field("segment", pa.int64()),  # base offset in the segment's file name
+        pa.field("position", pa.int64()),  # byte position of the batch in the segment
+        pa.field("base_offset", pa.int64()),
+        pa.field("last_offset", pa.int64()),
+        pa.field("partition_leader_epoch", pa.int32()),
+        pa.field("magic", pa.int8()),
+        pa.field("crc", pa.int64()),  # stored CRC (unsigned 32 bits)
+        pa.field("valid", pa.bool_()),  # stored CRC == computed CRC and a known magic
+        pa.field("live", pa.bool_()),  # part of the log Kafka would load (not cut by recovery)
+        pa.field("size", pa.int32()),  # bytes including the 12-byte log overhead
+        pa.field("attributes", pa.int16()),
+        pa.field("max_timestamp", pa.int64()),
+        pa.field("producer_id", pa.int64()),
+        pa.field("producer_epoch", pa.int16()),
+        pa.field("base_sequence", pa.int32()),
+        pa.field("records_count", pa.int32()),
+        pa.field("is_control", pa.bool_()),
+        pa.field("is_transactional", pa.bool_()),
+        pa.field("codec", pa.int8()),
+    ]
+)
+
+EPOCH = pa.schema(
+    _KEY
+    + [
+        pa.field("epoch", pa.int32()),
+        pa.field("start_offset", pa.int64()),
+        pa.field("ordinal", pa.int32()),  # position in the normalised cache
+    ]
+)
+
+REPLICA = pa.schema(
+    _KEY
+    + [
+        pa.field("topic_id", pa.string()),  # partition.metadata
+        pa.field("hw", pa.int64()),  # replication-offset-checkpoint (null: no entry)
+        pa.field("recovery_point", pa.int64()),  # recovery-point-offset-checkpoint (null: no entry)
+        pa.field("log_start_checkpoint", pa.int64()),  # log-start-offset-checkpoint (null: no entry)
+        pa.field("log_start", pa.int64()),  # max(checkpoint, base offset of the first segment)
+        pa.field("cleaner_offset", pa.int64()),  # cleaner-offset-checkpoint (null: no entry)
+        pa.field("leo", pa.int64()),  # next offset after the last complete batch (CRC not checked)
+        pa.field("recovered_leo", pa.int64()),  # what Kafka's recovery would leave (spec §17.3)
+        pa.field("clean_shutdown", pa.bool_()),
+        pa.field("compacted", pa.bool_()),  # compacted topic (cleaner checkpoint, topic config, internal)
+        pa.field("has_records", pa.bool_()),  # record rows were extracted for this replica
+        pa.field("segment_count", pa.int32()),
+        pa.field("first_segment", pa.int64()),
+        pa.field("last_segment", pa.int64()),
+        pa.field("batch_count", pa.int64()),  # live batches
+        pa.field("record_count", pa.int64()),  # records in live batches
+        pa.field("bytes", pa.int64()),  # bytes of live batches
+        pa.field("first_offset", pa.int64()),  # base offset of the first live batch
+        pa.field("max_batch_epoch", pa.int32()),  # highest partitionLeaderEpoch of a live batch
+        pa.field("latest_epoch", pa.int32()),  # latest epoch of the normalised leader-epoch cache
+        pa.field("epoch_entries", pa.int32()),
+        pa.field("epoch_dropped", pa.int32()),  # checkpoint lines Kafka's load-time assign drops
+        pa.field("invalid_batches", pa.int32()),
+        pa.field("tail_state", pa.string()),  # end | torn-tail | corrupt (first non-clean segment end)
+        pa.field("tail_segment", pa.int64()),
+        pa.field("tail_position", pa.int64()),
+        pa.field("tail_bytes", pa.int64()),  # bytes recovery would truncate there
+        pa.field("tail_message", pa.string()),
+        pa.field("recovered", pa.bool_()),  # recovery (no clean shutdown) cuts the log at the tail
+        pa.field("error", pa.string()),  # what could not be read
+    ]
+)
+
+RECORD = pa.schema(
+    _KEY
+    + [
+        pa.field("offset", pa.int64()),
+        pa.field("batch_base_offset", pa.int64()),
+        pa.field("timestamp", pa.int64()),
+        pa.field("record_hash", pa.int64()),  # blake2b-64 of key, value and headers
+        pa.field("is_control", pa.bool_()),
+        pa.field("size", pa.int32()),
+    ]
+)
+
+METADATA = pa.schema(
+    [
+        pa.field("cluster", pa.string()),
+        pa.field("node", pa.int32()),  # node whose __cluster_metadata replica this came from
+        pa.field("log_dir", pa.string()),
+        pa.field("seq", pa.int64()),  # replay order within this node's metadata
+        pa.field("offset", pa.int64()),  # metadata log offset (-1 for snapshot records)
+        pa.field("from_snapshot", pa.bool_()),
+        pa.field("end_offset", pa.int64()),  # end offset of this node's metadata log
+        pa.field("timestamp", pa.int64()),  # batch max timestamp
+        pa.field("record_type", pa.string()),
+        pa.field("topic", pa.string()),
+        pa.field("topic_id", pa.string()),
+        pa.field("partition", pa.int32()),
+        pa.field("leader", pa.int32()),  # -2: unchanged (PartitionChangeRecord), -1: none
+        pa.field("leader_epoch", pa.int32()),  # PartitionRecord only, else -1
+        pa.field("isr", pa.list_(pa.int32())),
+        pa.field("replicas", pa.list_(pa.int32())),
+        pa.field("leader_recovery_state", pa.int8()),  # -1: unchanged
+        pa.field("config_name", pa.string()),
+        pa.field("config_value", pa.string()),
+    ]
+)
+
+TABLES: dict[str, pa.Schema] = {
+    "batch": BATCH,
+    "epoch": EPOCH,
+    "replica": REPLICA,
+    "record": RECORD,
+    "metadata": METADATA,
+}
+
+EXTRACT = pa.schema(
+    [pa.field("kind", pa.string())]
+    + [pa.field(kind, pa.struct(list(schema))) for kind, schema in TABLES.items()]
+)
+"""The one layout of an extract: ``kind`` plus one struct column per table."""
+
+FINDING = pa.schema(
+    [
+        pa.field("cluster", pa.string()),
+        pa.field("code", pa.string()),
+        pa.field("severity", pa.string()),
+        pa.field("topic", pa.string()),
+        pa.field("partition", pa.int32()),
+        pa.field("broker", pa.int32()),
+        pa.field("peer", pa.int32()),  # the other replica (leader or pair member)
+        pa.field("log_dir", pa.string()),
+        pa.field("offset_start", pa.int64()),
+        pa.field("offset_end", pa.int64()),  # inclusive, like auditor.findings.Finding
+        pa.field("epoch", pa.int32()),
+        pa.field("records", pa.int64()),
+        pa.field("bytes", pa.int64()),
+        pa.field("message", pa.string()),
+        pa.field("evidence", pa.string()),  # JSON object
+    ]
+)
+"""Findings of the cross-replica comparisons, as a Spark DataFrame and in ``--save`` Parquet."""
+
+
+def wrap(kind: str, table: pa.Table | pa.RecordBatch) -> pa.RecordBatch | pa.Table:
+    """Rows of one table in the extract layout (``kind`` set, the other struct columns null)."""
+    n = table.num_rows
+    columns = [_repeat(kind, n)]
+    for name, schema in TABLES.items():
+        struct_type = pa.struct(list(schema))
+        if name == kind:
+            arrays = [_combined(table.column(f.name)) for f in schema]
+            columns.append(pa.StructArray.from_arrays(arrays, fields=list(schema)))
+        else:
+            columns.append(pa.nulls(n, struct_type))
+    cls = pa.RecordBatch if isinstance(table, pa.RecordBatch) else pa.Table
+    return cls.from_arrays(columns, schema=EXTRACT)
+
+
+def _combined(column) -> pa.Array:
+    return column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+
+
+def _repeat(text: str, n: int) -> pa.Array:
+    """A string array holding ``text`` ``n`` times, built from buffers (no Python objects per row)."""
+    import numpy as np
+
+    data = text.encode()
+    offsets = (np.arange(n + 1, dtype=np.int32) * len(data)).tobytes()
+    return pa.StringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(data * n))
+
+
+repeat_string = _repeat
+
+
+def unwrap(table: pa.Table, kind: str) -> pa.Table:
+    """The rows of one kind of an extract table, as a flat table of that kind's schema."""
+    import pyarrow.compute as pc
+
+    rows = table.filter(pc.equal(table.column("kind"), kind))
+    struct = rows.column(kind).combine_chunks()
+    if len(struct) == 0:
+        return TABLES[kind].empty_table()
+    return pa.Table.from_arrays(struct.flatten(), schema=TABLES[kind])
+
+
+def spark_schema(schema: pa.Schema):
+    """The Spark ``StructType`` equivalent of an Arrow schema (imports pyspark)."""
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    return from_arrow_schema(schema)

@@ -1,0 +1,418 @@
+"""The one registry of checks: code -> :class:`Rule`, with lifecycle, selection by prefix and doc tables.
+
+A rule is a small function registered with :func:`rule`; its docstring has four sections, in this order::
+
+    What it finds: ...
+    Why it matters: ... (the Kafka mechanism: high watermark, log end offset, leader epoch, recovery ...)
+    What to do: ...
+    References: KIP-..., KAFKA-...
+
+Codes are stable: ``KA`` + three digits, the first digit naming the family (:data:`FAMILIES`). A rule's
+``check`` yields :class:`Violation` objects; the engine turns them into :class:`~auditor.findings.Finding`
+objects with the rule's code, name and severity and the location it is checking (:meth:`Rule.finding`).
+
+Check signatures by ``scope``:
+
+* ``segment``:   ``check(seg: SegmentFacts, part: PartitionContext)``, once per ``.log`` (or KRaft snapshot);
+* ``partition``: ``check(part: PartitionContext)``, once per partition directory;
+* ``logdir``:    ``check(logdir: LogDirContext)``, once per log directory;
+* ``cluster``:   cross-replica checks of ``kafka-auditor audit`` (KA6xx-KA7xx), run by that command;
+* ``engine``:    emitted by the scan engine itself (unreadable files, a check that failed), no ``check``.
+
+``python -m auditor.rules.registry --markdown`` prints the README's table of checks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import re
+import sys
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from auditor.findings import Finding, Severity
+
+FAMILIES: dict[str, str] = {
+    "KA0": "scan",
+    "KA1": "segment",
+    "KA2": "index",
+    "KA3": "checkpoint",
+    "KA4": "partition",
+    "KA5": "inventory",
+    "KA6": "replication",
+    "KA7": "replication",
+}
+"""Code prefix -> family. KA6xx-KA7xx are reserved for the cross-replica checks of ``audit``."""
+
+RULE_MODULES: list[str] = [
+    "auditor.rules.engine",
+    "auditor.rules.segment",
+    "auditor.rules.index",
+    "auditor.rules.snapshot",
+    "auditor.rules.checkpoint",
+    "auditor.rules.partition",
+    "auditor.rules.inventory",
+]
+"""Modules that register rules when imported."""
+OPTIONAL_RULE_MODULES: list[str] = ["auditor.rules.replication"]
+"""Rule modules of other commands (``audit``'s KA6xx/KA7xx declarations), loaded when present so that the
+README table lists every check."""
+
+SCOPES = ("segment", "partition", "logdir", "cluster", "engine")
+LIFECYCLES = ("stable", "preview", "deprecated")
+DOC_SECTIONS = ("What it finds", "Why it matters", "What to do", "References")
+_CODE = re.compile(r"KA[0-9]{3}")
+_NAME = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*\.[a-z0-9]+(?:-[a-z0-9]+)*")
+_SECTION = re.compile(r"^(" + "|".join(DOC_SECTIONS) + r"):\s*", re.MULTILINE)
+
+_UNSET: Any = object()
+
+
+@dataclass(slots=True)
+class Violation:
+    """What a check yields: a message plus whatever locates and proves it.
+
+    ``expected``/``found`` land in the finding's evidence (when given); ``evidence`` adds more keys;
+    ``severity`` overrides the rule's default for this one occurrence (e.g. a stale index entry is only a
+    warning on an active segment that recovery will rebuild). ``topic``/``partition``/``broker`` override the
+    location of the context (a log-dir check pointing at one partition's checkpoint line).
+    """
+
+    message: str
+    severity: Severity | None = None
+    file: str | None = None
+    position: int | None = None
+    offset_start: int | None = None
+    offset_end: int | None = None
+    epoch: int | None = None
+    expected: Any = _UNSET
+    found: Any = _UNSET
+    evidence: dict[str, Any] = field(default_factory=dict)
+    related: list[dict[str, Any]] = field(default_factory=list)
+    topic: str | None = None
+    partition: int | None = None
+    broker: int | None = None
+
+
+@dataclass(slots=True)
+class Location:
+    """Where a check runs: the finding fields a context fills in."""
+
+    broker: int | None = None
+    log_dir: str | None = None
+    topic: str | None = None
+    partition: int | None = None
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A registered check. ``severity`` is its default severity; ``doc`` the full docstring."""
+
+    code: str
+    name: str
+    severity: Severity
+    title: str
+    scope: str
+    lifecycle: str = "stable"
+    check: Callable[..., Iterable[Violation]] | None = None
+    doc: str = ""
+    aliases: tuple[str, ...] = ()
+
+    @property
+    def family(self) -> str:
+        return FAMILIES.get(self.code[:3], "other")
+
+    @property
+    def sections(self) -> dict[str, str]:
+        """The docstring's four sections, whitespace-normalised."""
+        return parse_doc(self.doc)
+
+    def finding(self, violation: Violation, where: Location) -> Finding:
+        """The finding for ``violation`` found at ``where``."""
+        evidence = dict(violation.evidence)
+        if violation.expected is not _UNSET:
+            evidence["expected"] = violation.expected
+        if violation.found is not _UNSET:
+            evidence["found"] = violation.found
+        return Finding(
+            code=self.code,
+            name=self.name,
+            severity=violation.severity if violation.severity is not None else self.severity,
+            message=violation.message,
+            broker=violation.broker if violation.broker is not None else where.broker,
+            log_dir=where.log_dir,
+            topic=violation.topic if violation.topic is not None else where.topic,
+            partition=violation.partition if violation.partition is not None else where.partition,
+            file=violation.file,
+            position=violation.position,
+            offset_start=violation.offset_start,
+            offset_end=violation.offset_end,
+            epoch=violation.epoch,
+            evidence=evidence,
+            related=list(violation.related),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "code": self.code,
+            "name": self.name,
+            "severity": self.severity.label,
+            "title": self.title,
+            "scope": self.scope,
+            "family": self.family,
+            "lifecycle": self.lifecycle,
+            "aliases": list(self.aliases),
+            **{_camel_section(k): v for k, v in self.sections.items()},
+        }
+
+
+REGISTRY: dict[str, Rule] = {}
+"""code -> Rule, filled when the modules of :data:`RULE_MODULES` are imported."""
+_BY_NAME: dict[str, str] = {}
+
+
+def parse_doc(doc: str) -> dict[str, str]:
+    """Split a rule docstring into its sections (missing sections are absent from the result)."""
+    text = _dedent(doc)
+    parts = _SECTION.split(text)
+    out: dict[str, str] = {}
+    for i in range(1, len(parts) - 1, 2):
+        out[parts[i]] = " ".join(parts[i + 1].split())
+    return out
+
+
+def _dedent(doc: str) -> str:
+    lines = (doc or "").expandtabs().splitlines()
+    if not lines:
+        return ""
+    indents = [len(line) - len(line.lstrip()) for line in lines[1:] if line.strip()]
+    cut = min(indents) if indents else 0
+    return "\n".join([lines[0].strip()] + [line[cut:] for line in lines[1:]])
+
+
+def _camel_section(name: str) -> str:
+    return {"What it finds": "whatItFinds", "Why it matters": "whyItMatters", "What to do": "whatToDo"}.get(
+        name, name.lower()
+    )
+
+
+def register(rule_obj: Rule) -> Rule:
+    """Add a rule, enforcing the conventions (code and name format, family, unique code/name, doc
+    sections)."""
+    if not _CODE.fullmatch(rule_obj.code):
+        raise ValueError(f"rule code {rule_obj.code!r} is not KA + 3 digits")
+    if rule_obj.code[:3] not in FAMILIES:
+        raise ValueError(f"rule code {rule_obj.code!r} is outside the known families")
+    if not _NAME.fullmatch(rule_obj.name):
+        raise ValueError(f"rule name {rule_obj.name!r} is not 'family.short-name'")
+    if rule_obj.scope not in SCOPES:
+        raise ValueError(f"{rule_obj.code}: unknown scope {rule_obj.scope!r}")
+    if rule_obj.lifecycle not in LIFECYCLES:
+        raise ValueError(f"{rule_obj.code}: unknown lifecycle {rule_obj.lifecycle!r}")
+    missing = [s for s in DOC_SECTIONS if s not in parse_doc(rule_obj.doc)]
+    if missing:
+        raise ValueError(f"{rule_obj.code}: docstring lacks section(s) {', '.join(missing)}")
+    existing = REGISTRY.get(rule_obj.code)
+    if existing is not None and existing.name != rule_obj.name:
+        raise ValueError(f"duplicate rule code {rule_obj.code} ({existing.name}, {rule_obj.name})")
+    other = _BY_NAME.get(rule_obj.name)
+    if other is not None and other != rule_obj.code:
+        raise ValueError(f"duplicate rule name {rule_obj.name} ({other}, {rule_obj.code})")
+    REGISTRY[rule_obj.code] = rule_obj
+    _BY_NAME[rule_obj.name] = rule_obj.code
+    return rule_obj
+
+
+def rule(
+    code: str,
+    name: str,
+    severity: Severity,
+    title: str,
+    *,
+    scope: str,
+    lifecycle: str = "stable",
+    aliases: tuple[str, ...] = (),
+) -> Callable[[Callable[..., Iterable[Violation]]], Callable[..., Iterable[Violation]]]:
+    """Decorator registering a check function (its docstring is the rule's documentation)."""
+
+    def wrap(fn: Callable[..., Iterable[Violation]]) -> Callable[..., Iterable[Violation]]:
+        register(Rule(code, name, severity, title, scope, lifecycle, fn, fn.__doc__ or "", aliases))
+        fn.rule_code = code  # type: ignore[attr-defined]
+        return fn
+
+    return wrap
+
+
+def declare(
+    code: str,
+    name: str,
+    severity: Severity,
+    title: str,
+    doc: str,
+    *,
+    scope: str = "engine",
+    lifecycle: str = "stable",
+) -> Rule:
+    """Register a rule without a check function (emitted by an engine, e.g. a Spark job of ``audit``)."""
+    return register(Rule(code, name, severity, title, scope, lifecycle, None, doc))
+
+
+def load_rules(extra_modules: Iterable[str] = ()) -> dict[str, Rule]:
+    """Import every rule module (idempotent) and return the registry."""
+    for module in [*RULE_MODULES, *extra_modules]:
+        importlib.import_module(module)
+    for module in OPTIONAL_RULE_MODULES:
+        try:
+            importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            if exc.name != module:
+                raise
+    return REGISTRY
+
+
+def all_rules(extra_modules: Iterable[str] = ()) -> list[Rule]:
+    return [REGISTRY[c] for c in sorted(load_rules(extra_modules))]
+
+
+def get(code_or_name: str) -> Rule:
+    load_rules()
+    key = code_or_name.strip()
+    if key.upper() in REGISTRY:
+        return REGISTRY[key.upper()]
+    if key in _BY_NAME:
+        return REGISTRY[_BY_NAME[key]]
+    for r in REGISTRY.values():
+        if key in r.aliases:
+            return r
+    raise KeyError(f"no rule {code_or_name!r}")
+
+
+# ------------------------------------------------------------------------------------------ selection
+
+
+def _split(selectors: Iterable[str] | None) -> list[str]:
+    out: list[str] = []
+    for item in selectors or ():
+        out.extend(s.strip() for s in str(item).split(",") if s.strip())
+    return out
+
+
+def _matches(selector: str, r: Rule) -> tuple[bool, bool]:
+    """(matches, exact): a code prefix (``KA1``, ``KA10``, ``KA101``), ``ALL``, a rule name, an alias or a
+    family name (``segment``, the part of names before the dot)."""
+    sel_upper = selector.upper()
+    if sel_upper == "ALL":
+        return True, False
+    if _CODE.fullmatch(sel_upper):
+        return r.code == sel_upper, True
+    if re.fullmatch(r"KA[0-9]{0,2}", sel_upper):
+        return r.code.startswith(sel_upper), False
+    if selector == r.name or selector in r.aliases:
+        return True, True
+    if "." not in selector and r.name.split(".", 1)[0] == selector:
+        return True, False
+    return False, False
+
+
+@dataclass(frozen=True)
+class Selection:
+    """The set of enabled rule codes after ``--select``/``--ignore``."""
+
+    codes: frozenset[str]
+
+    def __contains__(self, code: str) -> bool:
+        return code in self.codes
+
+    def rules(self, scope: str | None = None) -> list[Rule]:
+        return [REGISTRY[c] for c in sorted(self.codes) if scope is None or REGISTRY[c].scope == scope]
+
+
+def select_rules(
+    select: Iterable[str] | None = None,
+    ignore: Iterable[str] | None = None,
+    *,
+    scopes: Iterable[str] | None = None,
+) -> Selection:
+    """Enabled rules: those matched by ``select`` (default: every stable rule) minus those matched by
+    ``ignore``.
+
+    Preview and deprecated rules run only when selected by their exact code or name. A selector that matches
+    no rule raises ``ValueError`` (a usage error for the CLI). ``scopes`` restricts the result (``scan`` does
+    not run ``cluster`` rules).
+    """
+    load_rules()
+    sel, ign = _split(select), _split(ignore)
+    for selector in [*sel, *ign]:
+        if not any(_matches(selector, r)[0] for r in REGISTRY.values()):
+            raise ValueError(f"--select/--ignore: {selector!r} matches no rule")
+    enabled: set[str] = set()
+    for r in REGISTRY.values():
+        if not sel:
+            chosen = r.lifecycle == "stable"
+        else:
+            hits = [_matches(s, r) for s in sel]
+            chosen = any(m and (exact or r.lifecycle == "stable") for m, exact in hits)
+        if chosen and not any(_matches(s, r)[0] for s in ign):
+            enabled.add(r.code)
+    if scopes is not None:
+        allowed = set(scopes)
+        enabled = {c for c in enabled if REGISTRY[c].scope in allowed}
+    return Selection(frozenset(enabled))
+
+
+# ------------------------------------------------------------------------------------------ docs
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def markdown_table(rules: Iterable[Rule] | None = None) -> str:
+    """The README's table of checks: code, name, severity, scope, meaning and remedy."""
+    rows = ["| Code | Name | Severity | Scope | Meaning | What to do |", "|---|---|---|---|---|---|"]
+    for r in rules if rules is not None else all_rules():
+        lifecycle = "" if r.lifecycle == "stable" else f" ({r.lifecycle})"
+        rows.append(
+            f"| {r.code} | `{r.name}`{lifecycle} | {r.severity.label} | {r.scope} | {_cell(r.title)} | "
+            f"{_cell(r.sections.get('What to do', ''))} |"
+        )
+    return "\n".join(rows) + "\n"
+
+
+def markdown_details(rules: Iterable[Rule] | None = None) -> str:
+    """One section per rule with its full documentation."""
+    out: list[str] = []
+    for r in rules if rules is not None else all_rules():
+        out.append(f"### {r.code} `{r.name}` ({r.severity.label})\n\n{r.title}.\n")
+        for name, text in r.sections.items():
+            out.append(f"* **{name}:** {text}")
+        out.append("")
+    return "\n".join(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m auditor.rules.registry", description="Print the registry of kafka-auditor checks."
+    )
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--markdown", action="store_true", help="the README table (default)")
+    group.add_argument("--details", action="store_true", help="full documentation of every rule, Markdown")
+    group.add_argument("--json", action="store_true", help="every rule as JSON")
+    args = parser.parse_args(argv)
+    rules = all_rules()
+    if args.json:
+        sys.stdout.write(json.dumps([r.to_dict() for r in rules], indent=2) + "\n")
+    elif args.details:
+        sys.stdout.write(markdown_details(rules))
+    else:
+        sys.stdout.write(markdown_table(rules))
+    return 0
+
+
+if __name__ == "__main__":
+    from auditor.rules import registry as _registry  # the imported module holds the registered rules
+
+    sys.exit(_registry.main())

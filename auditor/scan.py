@@ -1,0 +1,437 @@
+"""The ``scan`` engine: inventory each log dir, check every partition, then the log dirs; never writes.
+
+Flow: :func:`discover` the log dirs -> :func:`prepare_logdir` (inventory, meta.properties, offset checkpoints,
+clean-shutdown marker) -> KRaft topic views from the scanned ``__cluster_metadata-0`` replicas -> one
+:class:`PartitionTask` per partition directory, run by :func:`scan_partition` (walk each segment once with
+``collect_segment``, run segment rules, release the per-segment arrays, then partition rules) -> log-dir
+rules with the partition summaries -> sorted findings.
+
+Parallelism: partitions run in a process pool (``concurrent.futures`` with the ``forkserver`` start method),
+not on Spark executors. Scanning is embarrassingly parallel per partition with no shuffle or join; a pool
+starts in well under a second, needs no JVM, and each worker streams one segment at a time, so memory stays
+bounded by the walker's window plus one segment's index entries. Spark's start-up (seconds) and its Python
+workers would cost more than most scans take; it is kept for the cross-replica ``audit``, whose joins need
+it. Small scans (under :data:`INLINE_BYTES` or a single partition) run in-process.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import time
+import traceback
+from collections.abc import Callable, Iterable
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from typing import Any
+
+from auditor import __version__
+from auditor.facts import (
+    LogDirContext,
+    LogDirFacts,
+    ParsedFile,
+    PartitionContext,
+    SegmentFacts,
+    collect_segment,
+    load_snapshot,
+    parse_file,
+)
+from auditor.findings import Finding
+from auditor.inventory import LogDirInventory, PartitionDir, discover, inventory
+from auditor.kraft import TopicView, topic_view
+from auditor.rules.registry import REGISTRY, Location, Rule, Selection, load_rules, select_rules
+from parsers.checkpoints import parse_leader_epoch_checkpoint, parse_offset_checkpoint
+from parsers.dirfiles import (
+    parse_clean_shutdown,
+    parse_meta_properties,
+    parse_partition_metadata,
+    parse_quorum_state,
+)
+from parsers.errors import ParseError
+
+INLINE_BYTES = 64 << 20
+"""Below this many bytes of segments a scan runs in-process: a pool would cost more than it saves."""
+SCAN_SCOPES = ("segment", "partition", "logdir", "engine")
+
+ProgressFn = Callable[[int, int, str], None]
+"""progress(bytes done, bytes total, label of the partition just finished)."""
+
+
+@dataclass
+class PartitionTask:
+    """Everything a worker needs to check one partition directory (picklable)."""
+
+    dir: PartitionDir
+    logdir: LogDirFacts
+    codes: frozenset[str]
+
+    @property
+    def size(self) -> int:
+        return self.dir.size_bytes
+
+
+@dataclass
+class PartitionResult:
+    findings: list[Finding]
+    summary: dict[str, Any]
+    bytes: int
+    seconds: float
+    incomplete: bool = False
+    peak_rss_kb: int = 0
+
+
+@dataclass
+class ScanResult:
+    """What a scan found: findings (sorted), per-partition summaries, per-log-dir facts and run statistics.
+
+    ``incomplete`` is True when a file could not be read or a check failed (KA001/KA002): the CLI exits 2.
+    """
+
+    findings: list[Finding]
+    partitions: list[dict[str, Any]]
+    logdirs: list[dict[str, Any]]
+    stats: dict[str, Any]
+    selection: Selection
+    input_errors: list[str] = field(default_factory=list)
+
+    unreadable: bool = False
+
+    @property
+    def incomplete(self) -> bool:
+        """Input errors, unreadable files or a failed check (even when KA001/KA002 are not selected)."""
+        return bool(self.input_errors) or self.unreadable
+
+
+# ------------------------------------------------------------------------------------------ running rules
+
+
+class _Emitter:
+    """Collects findings of enabled rules at one location; turns rule crashes into KA002."""
+
+    def __init__(self, codes: frozenset[str], where: Location) -> None:
+        self.codes = codes
+        self.where = where
+        self.findings: list[Finding] = []
+        self.incomplete = False
+
+    def run(self, rules: Iterable[Rule], *args: Any, file: str | None = None) -> None:
+        for r in rules:
+            try:
+                for violation in r.check(*args):  # type: ignore[misc]
+                    self.findings.append(r.finding(violation, self.where))
+            except Exception as exc:  # noqa: BLE001 - a failing check must not stop the scan
+                self.engine(
+                    "KA002",
+                    f"check {r.code} ({r.name}) failed: {type(exc).__name__}: {exc}",
+                    file=file,
+                    evidence={
+                        "rule": r.code,
+                        "error": f"{type(exc).__name__}: {exc}",
+                        "traceback": traceback.format_exc(limit=4).splitlines()[-3:],
+                    },
+                )
+
+    def engine(self, code: str, message: str, **kw: Any) -> None:
+        self.incomplete = True
+        if code not in self.codes:
+            return
+        from auditor.rules.registry import Violation
+
+        self.findings.append(REGISTRY[code].finding(Violation(message, **kw), self.where))
+
+    def unreadable(self, path: str, error: str) -> None:
+        self.engine("KA001", f"cannot read {path}: {error}", file=path, evidence={"error": error})
+
+
+def _rules(codes: frozenset[str], scope: str) -> list[Rule]:
+    return [
+        REGISTRY[c] for c in sorted(codes) if REGISTRY[c].scope == scope and REGISTRY[c].check is not None
+    ]
+
+
+def build_partition_context(task: PartitionTask, emit: _Emitter) -> PartitionContext:
+    """Read the partition's small files (checkpoint, metadata, snapshots) with Kafka's readers."""
+    part = task.dir
+    ctx = PartitionContext(part, task.logdir)
+    ctx.leader_epochs = parse_file(part.leader_epoch_checkpoint, parse_leader_epoch_checkpoint)
+    if ctx.leader_epochs.ok:
+        try:
+            ctx.normalized_epochs = ctx.leader_epochs.value.normalized()
+        except ParseError as exc:
+            ctx.epoch_error = exc
+    ctx.partition_metadata = parse_file(part.partition_metadata, parse_partition_metadata)
+    if part.is_metadata:
+        ctx.quorum_state = parse_file(part.quorum_state, parse_quorum_state)
+    for parsed in (ctx.leader_epochs, ctx.partition_metadata, ctx.quorum_state):
+        if parsed.read_error:
+            emit.unreadable(parsed.path or "", parsed.read_error)
+    for info in part.producer_snapshots:
+        try:
+            ctx.producer_snapshots.append(load_snapshot(info))
+        except OSError as exc:
+            emit.unreadable(info.path, exc.strerror or str(exc))
+    for path, error in part.unreadable:
+        emit.unreadable(path, error)
+    return ctx
+
+
+def _walk(seg: SegmentFacts, emit: _Emitter, seg_rules: list[Rule], ctx: PartitionContext) -> None:
+    if seg.read_error:
+        emit.unreadable(seg.path, seg.read_error)
+    for path, error in seg.index_errors:
+        emit.unreadable(path, error)
+    if seg.read_error is None:
+        emit.run(seg_rules, seg, ctx, file=seg.path)
+    seg.release()
+
+
+def scan_partition(task: PartitionTask) -> PartitionResult:
+    """Check one partition directory: every segment once, in order, then the partition as a whole.
+
+    Never raises: an unexpected error stops this partition only and becomes a KA002 finding."""
+    load_rules()
+    started = time.perf_counter()
+    emit = _Emitter(
+        task.codes, Location(task.logdir.broker, task.logdir.path, task.dir.topic, task.dir.partition)
+    )
+    try:
+        summary = _scan_partition(task, emit)
+    except Exception as exc:  # noqa: BLE001 - one broken partition must not stop the scan
+        emit.engine(
+            "KA002",
+            f"scanning {task.dir.name} stopped: {type(exc).__name__}: {exc}",
+            file=task.dir.path,
+            evidence={
+                "error": f"{type(exc).__name__}: {exc}",
+                "traceback": traceback.format_exc(limit=6).splitlines()[-4:],
+            },
+        )
+        summary = PartitionContext(task.dir, task.logdir).summary()
+    summary["findings"] = len(emit.findings)
+    return PartitionResult(
+        emit.findings, summary, task.size, time.perf_counter() - started, emit.incomplete, _peak_rss_kb()
+    )
+
+
+def _peak_rss_kb() -> int:
+    try:
+        import resource
+
+        return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+    except (ImportError, OSError):  # pragma: no cover - not on Linux/macOS
+        return 0
+
+
+def _scan_partition(task: PartitionTask, emit: _Emitter) -> dict[str, Any]:
+    ctx = build_partition_context(task, emit)
+    seg_rules = _rules(task.codes, "segment")
+    segments = task.dir.log_segments
+    for i, files in enumerate(segments):
+        assert files.log is not None
+        seg = collect_segment(
+            files.log.path,
+            files.base_offset,
+            files=files,
+            next_base=segments[i + 1].base_offset if i + 1 < len(segments) else None,
+            is_last=i == len(segments) - 1,
+        )
+        _walk(seg, emit, seg_rules, ctx)
+        ctx.segments.append(seg)
+    for info in task.dir.kraft_snapshots:
+        seg = collect_segment(info.path, info.base_offset or 0, kind="kraft-snapshot")
+        _walk(seg, emit, seg_rules, ctx)
+        ctx.kraft_snapshots.append(seg)
+    ctx.finalize()
+    emit.run(_rules(task.codes, "partition"), ctx, file=task.dir.path)
+    return ctx.summary()
+
+
+# ------------------------------------------------------------------------------------------ log dirs
+
+
+def prepare_logdir(path: str) -> LogDirContext:
+    """Inventory a log dir and read its root files with Kafka's readers."""
+    inv: LogDirInventory = inventory(path)
+    meta = parse_file(inv.meta_properties, parse_meta_properties)
+    clean = parse_file(inv.clean_shutdown, parse_clean_shutdown)
+    ckpts = {
+        name: parse_file(info, parse_offset_checkpoint) for name, info in sorted(inv.checkpoints.items())
+    }
+    broker = meta.value.node_id if meta.ok else None
+    return LogDirContext(inv, meta, clean, ckpts, broker=broker)
+
+
+def _cluster_id(ld: LogDirContext) -> str | None:
+    return ld.meta_value.cluster_id if ld.meta_value is not None else None
+
+
+def _views(contexts: list[LogDirContext]) -> dict[str, TopicView]:
+    views: dict[str, TopicView] = {}
+    for ld in contexts:
+        md = ld.inventory.metadata_partition
+        if md is None:
+            continue
+        try:
+            views[ld.path] = topic_view(md)
+        except (OSError, ParseError):
+            continue
+    return views
+
+
+def _view_for(
+    ld: LogDirContext, contexts: list[LogDirContext], views: dict[str, TopicView]
+) -> TopicView | None:
+    """The newest topic view of the same cluster (the log dir's own when it is the newest)."""
+    cid = _cluster_id(ld)
+    candidates = [
+        views[c.path] for c in contexts if c.path in views and (cid is None or _cluster_id(c) in (cid, None))
+    ]
+    if not candidates:
+        return None
+    return max(candidates, key=lambda v: (v.complete, v.end_offset, v.source == ld.path))
+
+
+def logdir_facts(ld: LogDirContext, part: PartitionDir, view: TopicView | None) -> LogDirFacts:
+    """The log-dir level inputs of one partition (its checkpoint values, clean shutdown, expected topic
+    ID)."""
+
+    def value(name: str) -> int | None:
+        ckpt = ld.checkpoint(name)
+        return None if ckpt is None else ckpt.as_dict().get((part.topic, part.partition))
+
+    meta = ld.meta_value
+    facts = LogDirFacts(
+        path=ld.path,
+        broker=ld.broker,
+        clean_shutdown=ld.inventory.clean_shutdown is not None,
+        checkpoint_files={name: parsed.ok for name, parsed in ld.checkpoints.items()},
+        kraft=meta is not None and meta.version == 1,
+    )
+    if not part.is_metadata:
+        facts.hw = value("replication-offset-checkpoint")
+        facts.recovery_point = value("recovery-point-offset-checkpoint")
+        facts.log_start = value("log-start-offset-checkpoint")
+        facts.cleaner_offset = value("cleaner-offset-checkpoint")
+    if view is not None:
+        facts.metadata_source = view.source
+        facts.metadata_complete = view.complete
+        facts.expected_topic_id = view.topics.get(part.topic)
+    return facts
+
+
+def _run_tasks(
+    tasks: list[PartitionTask], jobs: int, progress: ProgressFn | None
+) -> tuple[list[PartitionResult], dict[str, Any]]:
+    total = sum(t.size for t in tasks)
+    tasks = sorted(tasks, key=lambda t: -t.size)  # largest first: better balance across workers
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    if jobs <= 0:
+        workers = 1 if (total < INLINE_BYTES or len(tasks) < 2) else min(cpus, len(tasks))
+    else:
+        workers = min(jobs, max(1, len(tasks)))
+    done = 0
+    results: list[PartitionResult] = []
+    if workers <= 1:
+        for task in tasks:
+            res = scan_partition(task)
+            results.append(res)
+            done += res.bytes
+            if progress:
+                progress(done, total, task.dir.name)
+        return results, {"workers": 1, "mode": "in-process"}
+    mp = multiprocessing.get_context("forkserver")
+    mp.set_forkserver_preload(["auditor.scan"])
+    with ProcessPoolExecutor(max_workers=workers, mp_context=mp) as pool:
+        futures = {pool.submit(scan_partition, task): task for task in tasks}
+        for fut in as_completed(futures):
+            res = fut.result()
+            results.append(res)
+            done += res.bytes
+            if progress:
+                progress(done, total, futures[fut].dir.name)
+    return results, {"workers": workers, "mode": "process-pool (forkserver)"}
+
+
+def scan(
+    paths: Iterable[str | os.PathLike],
+    *,
+    selection: Selection | None = None,
+    jobs: int = 0,
+    progress: ProgressFn | None = None,
+) -> ScanResult:
+    """Scan log directories (read-only) and return every finding of the enabled rules."""
+    started = time.time()
+    t0 = time.perf_counter()
+    load_rules()
+    selection = selection or select_rules(scopes=SCAN_SCOPES)
+    codes = frozenset(c for c in selection.codes if REGISTRY[c].scope in SCAN_SCOPES)
+    logdirs, problems = discover(paths)
+    contexts = [prepare_logdir(p) for p in logdirs]
+    for ld in contexts:
+        ld.siblings = contexts
+    views = _views(contexts)
+    tasks: list[PartitionTask] = []
+    for ld in contexts:
+        view = _view_for(ld, contexts, views)
+        ld.topic_view = view
+        for part in ld.inventory.partitions:
+            tasks.append(PartitionTask(part, logdir_facts(ld, part, view), codes))
+    results, run_info = _run_tasks(tasks, jobs, progress)
+    findings: list[Finding] = []
+    unreadable = any(res.incomplete for res in results)
+    by_dir: dict[str, list[dict[str, Any]]] = {ld.path: [] for ld in contexts}
+    for res in results:
+        findings.extend(res.findings)
+        by_dir.setdefault(res.summary["logDir"], []).append(res.summary)
+    logdir_rules = _rules(codes, "logdir")
+    logdir_rows = []
+    for ld in contexts:
+        ld.partitions = sorted(
+            by_dir.get(ld.path, []), key=lambda s: (s["topic"], s["partition"], s["directory"])
+        )
+        emit = _Emitter(codes, ld.location)
+        for path, error in ld.inventory.unreadable:
+            emit.unreadable(path, error)
+        for parsed in [ld.meta, ld.clean_shutdown, *ld.checkpoints.values()]:
+            if isinstance(parsed, ParsedFile) and parsed.read_error:
+                emit.unreadable(parsed.path or "", parsed.read_error)
+        emit.run(logdir_rules, ld, file=ld.path)
+        findings.extend(emit.findings)
+        unreadable = unreadable or emit.incomplete
+        logdir_rows.append(_logdir_row(ld))
+    findings.sort(key=Finding.sort_key)
+    partitions = sorted(
+        (r.summary for r in results), key=lambda s: (s["logDir"], s["topic"], s["partition"], s["directory"])
+    )
+    stats = {
+        "startedAt": started,
+        "seconds": round(time.perf_counter() - t0, 3),
+        "logDirs": len(contexts),
+        "partitions": len(tasks),
+        "segments": sum(p["segments"] for p in partitions),
+        "bytes": sum(p["bytes"] for p in partitions),
+        "batches": sum(p["batches"] for p in partitions),
+        "rules": len(codes),
+        "peakRssMb": round(max([_peak_rss_kb(), *(r.peak_rss_kb for r in results)]) / 1024, 1),
+        "version": __version__,
+        **run_info,
+    }
+    return ScanResult(findings, partitions, logdir_rows, stats, selection, problems, unreadable)
+
+
+def _logdir_row(ld: LogDirContext) -> dict[str, Any]:
+    meta = ld.meta_value
+    view = ld.topic_view
+    return {
+        "logDir": ld.path,
+        "broker": ld.broker,
+        "clusterId": meta.cluster_id if meta else None,
+        "directoryId": meta.directory_id if meta else None,
+        "metaVersion": meta.version if meta else None,
+        "cleanShutdown": ld.inventory.clean_shutdown is not None,
+        "brokerEpoch": ld.clean_shutdown_value.broker_epoch if ld.clean_shutdown_value else None,
+        "partitions": len(ld.inventory.partitions),
+        "metadataSource": view.source if view is not None else None,
+        "metadataEndOffset": view.end_offset if view is not None else None,
+        "files": len(ld.inventory.files()),
+    }

@@ -1,0 +1,477 @@
+"""Cross-replica comparisons as Spark DataFrame jobs (the same code in local mode and on a cluster).
+
+Inputs are the flat tables of :mod:`auditor.spark.extract`; every partition replica is keyed by
+``tp = xxhash64(cluster, topic, partition)`` and its broker id. What runs where:
+
+* batch rows (the only big table; every complete batch in the files, CRC not checked: that is ``scan``'s
+  job) are scanned once into a small aggregate per (tp, broker, offset chunk, leader epoch): an XOR of
+  per-batch signatures ``xxhash64(base offset, last offset, stored CRC, partitionLeaderEpoch)``, counts,
+  offset ranges. Replicas whose chunk digests agree inside a pair's
+  common range ``[max(log start offsets), min(LEOs))`` are equal there; only the few chunks where they do
+  not (or that straddle the range's ends) go back to the batch rows (a semi-join) to find the first
+  offset where the pair disagrees: a missing batch, different batch boundaries, a different CRC, or the
+  same CRC with a different partitionLeaderEpoch (which the CRC does not cover);
+* compacted partitions are compared by record (offset, hash of key, value, headers): an offset present
+  on one replica only is benign below the other replica's cleaner offset, a different record never is;
+* the per-partition leader-epoch work (Kafka's OffsetsForLeaderEpoch loop, KRaft replay) runs in small
+  ``applyInPandas`` groups;
+* truncation loss: from the first divergent offset of each follower on (or the leader's LEO when the
+  follower is merely longer), its batches are compared with the leader's batch at the same base offset;
+  a differing batch's records below the highest high watermark checkpointed by a replica holding that same
+  batch were committed and are lost when the follower truncates, the rest is a divergent uncommitted tail;
+* findings come out as a DataFrame in the ``rows.FINDING`` layout.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pandas as pd
+from pyspark.sql import DataFrame, Window
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from auditor import rows
+from auditor.extract import METADATA_TOPIC
+
+CHUNK_BITS = 12
+"""Offsets per digest chunk: 4096."""
+
+FINDING_SCHEMA = rows.spark_schema(rows.FINDING)
+
+RULES_SCHEMA = T.StructType(
+    [
+        T.StructField("tp", T.LongType()),
+        T.StructField("kind", T.StringType()),
+        T.StructField("payload", T.StringType()),
+    ]
+)
+
+ZONE_SCHEMA = T.StructType(
+    [
+        T.StructField("broker", T.IntegerType()),
+        T.StructField("leader", T.IntegerType()),
+        T.StructField("leader_source", T.StringType()),
+        T.StructField("from", T.LongType()),
+    ]
+)
+
+SUMMARY_SCHEMA = T.StructType(
+    [
+        T.StructField("cluster", T.StringType()),
+        T.StructField("topic", T.StringType()),
+        T.StructField("partition", T.IntegerType()),
+        T.StructField("broker", T.IntegerType()),
+        T.StructField("log_dir", T.StringType()),
+        T.StructField("is_leader", T.BooleanType()),
+        T.StructField("leader", T.IntegerType()),
+        T.StructField("leader_source", T.StringType()),
+        T.StructField("leo", T.LongType()),
+        T.StructField("hw", T.LongType()),
+        T.StructField("log_start", T.LongType()),
+        T.StructField("recovery_point", T.LongType()),
+        T.StructField("cleaner_offset", T.LongType()),
+        T.StructField("latest_epoch", T.IntegerType()),
+        T.StructField("max_batch_epoch", T.IntegerType()),
+        T.StructField("clean_shutdown", T.BooleanType()),
+        T.StructField("compacted", T.BooleanType()),
+        T.StructField("tail_state", T.StringType()),
+        T.StructField("tail_bytes", T.LongType()),
+        T.StructField("divergence", T.LongType()),
+        T.StructField("truncation_offset", T.LongType()),
+        T.StructField("epochs", T.StringType()),
+        T.StructField("kraft_leader", T.IntegerType()),
+        T.StructField("kraft_leader_epoch", T.IntegerType()),
+        T.StructField("kraft_isr", T.StringType()),
+        T.StructField("kraft_leader_recovery_state", T.IntegerType()),
+    ]
+)
+
+
+def with_tp(df: DataFrame) -> DataFrame:
+    """Add ``tp``, the 64-bit key of a partition: ``xxhash64(cluster, topic, partition)``."""
+    return df.withColumn("tp", F.xxhash64("cluster", "topic", "partition"))
+
+
+def _rules(pdf: pd.DataFrame) -> pd.DataFrame:
+    """applyInPandas over one partition's tagged rows: every per-partition rule (``auditor.replication``)."""
+    import json
+
+    from auditor.replication import evaluate_rows
+
+    tagged = [dict(json.loads(p), kind=k) for k, p in zip(pdf["kind"], pdf["payload"], strict=True)]
+    out = evaluate_rows(tagged)
+    tp = int(pdf["tp"].iloc[0])
+    rows_out = [(tp, "finding", json.dumps(f)) for f in out.findings]
+    rows_out += [(tp, "zone", json.dumps(x)) for x in out.zones]
+    rows_out += [(tp, "summary", json.dumps(x)) for x in out.summary]
+    rows_out += [(tp, "timeline", json.dumps(x)) for x in out.timeline]
+    return pd.DataFrame(rows_out, columns=["tp", "kind", "payload"])
+
+
+@dataclass
+class AuditFrames:
+    """Every intermediate and final DataFrame of one audit (``--save`` writes them as Parquet)."""
+
+    findings: DataFrame
+    replicas: DataFrame  # one row per replica: leader, LEO, HW, divergence, truncation point, loss
+    divergence: DataFrame  # first divergent offset per replica pair
+    lost_ranges: DataFrame  # committed / uncommitted offset runs a follower holds and the leader does not
+    epochs: DataFrame  # per replica and leader epoch: offsets and records in the batches
+    pairs: DataFrame
+    results: DataFrame  # (kind, payload JSON): finding, summary, timeline and loss rows, collected at once
+    extra: dict = field(default_factory=dict)
+
+    def saveable(self) -> dict[str, DataFrame]:
+        return {
+            "findings": self.findings,
+            "replicas": self.replicas,
+            "divergence": self.divergence,
+            "lost_ranges": self.lost_ranges,
+            "epochs": self.epochs,
+            "pairs": self.pairs,
+        }
+
+
+def _json_rows(df: DataFrame, kind: str, *columns) -> DataFrame:
+    return df.select("tp", F.lit(kind).alias("kind"), F.to_json(F.struct(*columns)).alias("payload"))
+
+
+def first_divergence(batches: DataFrame, digest: DataFrame, pairs: DataFrame, chunk_bits: int) -> DataFrame:
+    """First offset where each replica pair (mode ``batch``) disagrees inside its common range."""
+    K = chunk_bits
+    by_chunk = digest.groupBy("tp", "chunk").agg(F.collect_list(F.struct("broker", "x", "n")).alias("l"))
+    batch_pairs = pairs.where((F.col("mode") == "batch") & (F.col("lo") < F.col("hi"))).select(
+        "tp", "a", "b", "lo", "hi"
+    )
+    start = F.shiftleft(F.col("chunk"), K)
+    end = F.shiftleft(F.col("chunk") + 1, K)
+
+    def side(name: str):
+        mine = F.filter("l", lambda s: s["broker"] == F.col(name))
+        return (
+            F.aggregate(mine, F.lit(0).cast("long"), lambda acc, s: acc.bitwiseXOR(s["x"])),
+            F.aggregate(mine, F.lit(0).cast("long"), lambda acc, s: acc + s["n"]),
+            F.size(mine) > 0,
+        )
+
+    xa, na, has_a = side("a")
+    xb, nb, has_b = side("b")
+    inside = (start >= F.col("lo")) & (end <= F.col("hi"))
+    equal = (has_a == has_b) & (xa == xb) & (na == nb)
+    candidates = (
+        batch_pairs.join(by_chunk, "tp")
+        .where((end > F.col("lo")) & (start < F.col("hi")))
+        .where((has_a | has_b) & ~(inside & equal))
+        .select("tp", "a", "b", "lo", "hi", "chunk")
+    )
+    at = F.struct("last_offset", "ple", "crc", "valid")
+    is_a = F.col("broker") == F.col("a")
+    is_b = F.col("broker") == F.col("b")
+    return (
+        batches.join(candidates, ["tp", "chunk"])
+        .where((is_a | is_b) & (F.col("base_offset") < F.col("hi")) & (F.col("last_offset") >= F.col("lo")))
+        .groupBy("tp", "a", "b", "lo", "hi", "base_offset")
+        .agg(
+            F.max(F.when(is_a, F.col("sig"))).alias("sa"),
+            F.max(F.when(is_b, F.col("sig"))).alias("sb"),
+            F.max(F.when(is_a, at)).alias("at_a"),
+            F.max(F.when(is_b, at)).alias("at_b"),
+        )
+        .where(~F.col("sa").eqNullSafe(F.col("sb")))
+        .groupBy("tp", "a", "b", "lo", "hi")
+        .agg(F.min(F.struct("base_offset", "at_a", "at_b")).alias("first"))
+        .select(
+            "tp",
+            "a",
+            "b",
+            "lo",
+            "hi",
+            F.greatest(F.col("first.base_offset"), F.col("lo")).alias("offset"),
+            F.lit("batch").alias("mode"),
+            F.to_json(
+                F.struct(
+                    F.col("first.base_offset").alias("base_offset"),
+                    F.col("first.at_a").alias("a"),
+                    F.col("first.at_b").alias("b"),
+                )
+            ).alias("detail"),
+        )
+    )
+
+
+def first_record_divergence(records: DataFrame, pairs: DataFrame) -> DataFrame:
+    """Compacted partitions: first offset where a pair holds different records, or where one replica lacks a
+    record at or above the other's cleaner offset (below it the cleaner may have removed it)."""
+    record_pairs = pairs.where((F.col("mode") == "record") & (F.col("lo") < F.col("hi"))).select(
+        "tp", "a", "b", "lo", "hi", "cleaner_offset_a", "cleaner_offset_b"
+    )
+    is_a = F.col("broker") == F.col("a")
+    is_b = F.col("broker") == F.col("b")
+    ha, hb = F.col("ha"), F.col("hb")
+    return (
+        records.join(F.broadcast(record_pairs), "tp")
+        .where((is_a | is_b) & (F.col("offset") >= F.col("lo")) & (F.col("offset") < F.col("hi")))
+        .groupBy("tp", "a", "b", "lo", "hi", "offset", "cleaner_offset_a", "cleaner_offset_b")
+        .agg(
+            F.max(F.when(is_a, F.col("record_hash"))).alias("ha"),
+            F.max(F.when(is_b, F.col("record_hash"))).alias("hb"),
+        )
+        .where(
+            (ha.isNotNull() & hb.isNotNull() & (ha != hb))
+            | (ha.isNotNull() & hb.isNull() & (F.col("offset") >= F.coalesce("cleaner_offset_b", F.lit(-1))))
+            | (hb.isNotNull() & ha.isNull() & (F.col("offset") >= F.coalesce("cleaner_offset_a", F.lit(-1))))
+        )
+        .groupBy("tp", "a", "b", "lo", "hi")
+        .agg(F.min(F.struct("offset", "ha", "hb")).alias("first"))
+        .select(
+            "tp",
+            "a",
+            "b",
+            "lo",
+            "hi",
+            F.col("first.offset").alias("offset"),
+            F.lit("record").alias("mode"),
+            F.to_json(F.struct(F.col("first.ha").alias("hash_a"), F.col("first.hb").alias("hash_b"))).alias(
+                "detail"
+            ),
+        )
+    )
+
+
+def replica_pairs(replicas: DataFrame) -> DataFrame:
+    """Every pair of replicas of a partition with its common range ``[lo, hi)`` and comparison mode:
+    ``record`` for compacted partitions whose replicas all have record rows, else ``batch`` (for compacted
+    partitions without record rows, only above both cleaner offsets, where nothing was cleaned)."""
+    cols = ("broker", "log_start", "leo", "hw", "cleaner_offset", "compacted", "has_records")
+    a = replicas.select("tp", *[F.col(c).alias(f"{c}_a") for c in cols])
+    b = replicas.select("tp", *[F.col(c).alias(f"{c}_b") for c in cols])
+    compacted = F.col("compacted_a") | F.col("compacted_b")
+    with_records = F.col("has_records_a") & F.col("has_records_b")
+    base_lo = F.greatest("log_start_a", "log_start_b")
+    return (
+        a.join(b, "tp")
+        .where(F.col("broker_a") < F.col("broker_b"))
+        .select(
+            "tp",
+            F.col("broker_a").alias("a"),
+            F.col("broker_b").alias("b"),
+            "cleaner_offset_a",
+            "cleaner_offset_b",
+            F.when(compacted & with_records, F.lit("record")).otherwise(F.lit("batch")).alias("mode"),
+            F.when(
+                compacted & ~with_records,
+                F.greatest(
+                    base_lo,
+                    F.coalesce("cleaner_offset_a", F.lit(0)),
+                    F.coalesce("cleaner_offset_b", F.lit(0)),
+                ),
+            )
+            .otherwise(base_lo)
+            .alias("lo"),
+            F.least("leo_a", "leo_b").alias("hi"),
+        )
+    )
+
+
+def lost_batches(batches: DataFrame, replicas: DataFrame, zones: DataFrame) -> DataFrame:
+    """Follower batches from the zone start on, each compared with the leader's batch at the same base
+    offset; ``committed_hw``: the highest HW checkpointed by any replica holding that same batch."""
+    zone = zones.groupBy("tp").agg(
+        F.min("from").alias("zone_lo"),
+        F.first("leader").alias("leader"),
+        F.first("leader_source").alias("leader_source"),
+    )
+    z = batches.join(F.broadcast(zone), "tp").where(F.col("base_offset") >= F.col("zone_lo"))
+    z = z.join(
+        replicas.select("tp", "broker", F.coalesce("hw", F.lit(0)).alias("hw"), "log_dir", "cluster", "topic",
+                        "partition"),
+        ["tp", "broker"],
+    )
+    committed_hw = z.groupBy("tp", "base_offset", "sig").agg(F.max("hw").alias("committed_hw"))
+    leader_sig = z.where(F.col("broker") == F.col("leader")).select(
+        "tp", "base_offset", F.col("sig").alias("leader_sig")
+    )
+    return (
+        z.where(F.col("broker") != F.col("leader"))
+        .join(leader_sig, ["tp", "base_offset"], "left")
+        .join(committed_hw, ["tp", "base_offset", "sig"])
+        .withColumn("differs", F.col("leader_sig").isNull() | (F.col("leader_sig") != F.col("sig")))
+        .withColumn("c", F.col("differs") & (F.col("base_offset") < F.col("committed_hw")))
+        .withColumn("u", F.col("differs") & (F.col("last_offset") >= F.col("committed_hw")))
+    )
+
+
+def lost_runs(batches: DataFrame, replicas: DataFrame, zones: DataFrame) -> DataFrame:
+    """Runs of consecutive differing follower batches: ``committed`` (records below ``committed_hw``) and
+    ``uncommitted`` (the rest), with records, bytes, batches and leader epochs."""
+    lb = lost_batches(batches, replicas, zones)
+    order = Window.partitionBy("tp", "broker").orderBy("base_offset").rowsBetween(Window.unboundedPreceding, 0)
+    keys = ["tp", "cluster", "topic", "partition", "broker", "log_dir", "leader", "leader_source"]
+
+    def runs(flag: str, kind: str, lo, hi) -> DataFrame:
+        return (
+            lb.withColumn("run", F.sum(F.when(F.col(flag), 0).otherwise(1)).over(order))
+            .where(F.col(flag))
+            .withColumn("lo", lo)
+            .withColumn("hi", hi)
+            .groupBy(*keys, "run")
+            .agg(
+                F.min("lo").alias("lo"),
+                F.max("hi").alias("hi"),
+                F.sum(F.least(F.col("hi") - F.col("lo") + 1, F.col("records_count"))).alias("records"),
+                F.sum("size").alias("bytes"),
+                F.count(F.lit(1)).alias("batches"),
+                F.sort_array(F.collect_set("ple")).alias("epochs"),
+                F.max("committed_hw").alias("committed_hw"),
+            )
+            .drop("run")
+            .withColumn("kind", F.lit(kind))
+        )
+
+    committed = runs(
+        "c", "committed", F.col("base_offset"), F.least(F.col("last_offset"), F.col("committed_hw") - 1)
+    )
+    uncommitted = runs("u", "uncommitted", F.greatest(F.col("base_offset"), F.col("committed_hw")),
+                       F.col("last_offset"))
+    return committed.unionByName(uncommitted)
+
+
+def audit(tables, chunk_bits: int = CHUNK_BITS) -> AuditFrames:
+    """Build every comparison of one audit (lazy: nothing runs until the frames are collected or saved)."""
+    K = chunk_bits
+    replicas = with_tp(tables.replica)
+    batches = (
+        with_tp(tables.batch).select(
+            "tp",
+            "broker",
+            "segment",
+            "position",
+            "base_offset",
+            "last_offset",
+            "crc",
+            F.col("partition_leader_epoch").alias("ple"),
+            "valid",
+            "records_count",
+            "size",
+            F.shiftright("base_offset", K).alias("chunk"),
+            F.xxhash64("base_offset", "last_offset", "crc", "partition_leader_epoch").alias("sig"),
+        )
+    )
+    # the one full scan: signatures and ranges per (partition, broker, offset chunk, leader epoch)
+    digest = (
+        batches.groupBy("tp", "broker", "chunk", "ple")
+        .agg(
+            F.expr("bit_xor(sig)").alias("x"),
+            F.count(F.lit(1)).alias("n"),
+            F.min("base_offset").alias("first"),
+            F.max("last_offset").alias("last"),
+            F.sum("records_count").alias("records"),
+            F.sum("size").alias("bytes"),
+        )
+    )
+    pairs = replica_pairs(replicas)
+    records = with_tp(tables.record).select("tp", "broker", "offset", "record_hash")
+    divergence = (
+        first_divergence(batches, digest, pairs, K).unionByName(first_record_divergence(records, pairs))
+    )
+    epoch_ranges = digest.groupBy("tp", "broker", "ple").agg(
+        F.min("first").alias("first"),
+        F.max("last").alias("last"),
+        F.sum("records").alias("records"),
+        F.sum("bytes").alias("bytes"),
+        F.sum("n").alias("batches"),
+    )
+
+    # every small per-partition input, tagged, in one group per partition
+    replica_cols = [c for c in replicas.columns if c != "tp"]
+    metadata = with_tp(tables.metadata.where(F.col("partition").isNotNull()))
+    tagged = (
+        _json_rows(replicas, "replica", *replica_cols)
+        .unionByName(_json_rows(with_tp(tables.epoch), "epoch", "broker", "epoch", "start_offset", "ordinal"))
+        .unionByName(
+            _json_rows(epoch_ranges, "range", "broker", F.col("ple").alias("epoch"), "first", "last", "records",
+                       "bytes", "batches")
+        )
+        .unionByName(_json_rows(divergence, "div", "a", "b", "lo", "hi", "offset", "mode", "detail"))
+        .unionByName(
+            _json_rows(metadata, "metadata", *[c for c in tables.metadata.columns if c != "cluster"])
+        )
+    )
+    rule_out = tagged.groupBy("tp").applyInPandas(_rules, RULES_SCHEMA).cache()
+
+    def part(kind: str, schema: T.StructType) -> DataFrame:
+        return rule_out.where(F.col("kind") == kind).select("tp", F.from_json("payload", schema).alias("r"))
+
+    rule_findings = part("finding", FINDING_SCHEMA).select("r.*")
+    summary = part("summary", SUMMARY_SCHEMA).select("r.*")
+    zones = part("zone", ZONE_SCHEMA).select("tp", "r.*")
+    runs = lost_runs(batches, replicas, zones)
+    loss = runs
+
+    def loss_finding(kind: str, code: str, severity: str, text) -> DataFrame:
+        df = loss.where(F.col("kind") == kind)
+        return df.select(
+            "cluster",
+            F.lit(code).alias("code"),
+            F.lit(severity).alias("severity"),
+            "topic",
+            "partition",
+            "broker",
+            F.col("leader").alias("peer"),
+            "log_dir",
+            F.col("lo").alias("offset_start"),
+            F.col("hi").alias("offset_end"),
+            F.when(F.size("epochs") == 1, F.col("epochs")[0]).cast("int").alias("epoch"),
+            F.col("records").cast("long").alias("records"),
+            F.col("bytes").cast("long").alias("bytes"),
+            text.alias("message"),
+            F.to_json(F.struct("epochs", "leader_source", "committed_hw", "batches")).alias("evidence"),
+        )
+
+    committed = loss_finding(
+        "committed",
+        "KA710",
+        "critical",
+        F.format_string(
+            "%d committed records (offsets %d..%d; %d bytes in %d batches; high watermark %d was checkpointed by "
+            "a replica holding them) are on broker %d but absent from or different on the current leader %d "
+            "(%s): they are lost when broker %d truncates",
+            "records", "lo", "hi", "bytes", "batches", "committed_hw", "broker", "leader", "leader_source",
+            "broker",
+        ),
+    )
+    uncommitted = loss_finding(
+        "uncommitted",
+        "KA711",
+        "warning",
+        F.format_string(
+            "divergent uncommitted tail: %d records (offsets %d..%d, at or above the high watermarks of the "
+            "replicas holding them) on broker %d are not on the current leader %d and will be truncated",
+            "records", "lo", "hi", "broker", "leader",
+        ),
+    )
+    findings = rule_findings.unionByName(committed).unionByName(uncommitted)
+    epochs_out = epoch_ranges.withColumnRenamed("ple", "epoch").join(
+        replicas.select("tp", "broker", "cluster", "topic", "partition"), ["tp", "broker"]
+    )
+    results = (
+        findings.select(F.lit("finding").alias("kind"), F.to_json(F.struct(*findings.columns)).alias("payload"))
+        .unionByName(rule_out.where(F.col("kind").isin("summary", "timeline")).select("kind", "payload"))
+        .unionByName(
+            loss.select(
+                F.lit("loss").alias("kind"),
+                F.to_json(F.struct(*[c for c in loss.columns if c != "tp"])).alias("payload"),
+            )
+        )
+    )
+    return AuditFrames(
+        results=results,
+        findings=findings,
+        replicas=summary,
+        divergence=divergence,
+        lost_ranges=loss,
+        epochs=epochs_out,
+        pairs=pairs,
+        extra={"batches": batches, "digest": digest, "zones": zones, "replicas": replicas},
+    )

@@ -1,0 +1,232 @@
+"""Getting extracts into Spark: raw log directories parsed by the executors, or Parquet extracts.
+
+Raw directories: the driver reads only the root files of each log directory (meta.properties and the
+offset checkpoints, a few KB) and the KRaft metadata log (to learn which topics are compacted), then
+ships one task per partition directory; executors run :func:`auditor.extract.extract_partition` through
+``mapInArrow`` (Arrow batches straight into Spark, no Python row objects). On a cluster the directories
+must be readable at the same path from every executor (a shared filesystem).
+
+Parquet extracts (``kafka-auditor extract``) are read with ``spark.read.parquet``. Both give a DataFrame
+in the ``rows.EXTRACT`` layout, which :func:`split` turns into one flat DataFrame per table.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from auditor import rows
+from auditor.extract import (
+    LogDirInfo,
+    PartitionTask,
+    compacted_topics,
+    is_log_dir,
+    metadata_for,
+    plan_tasks,
+    read_log_dir,
+)
+
+_SKIP_DIRS = {"dumps", "_run"}
+SLICE_BYTES = 64 << 20
+"""Segment bytes per extraction slice on small inputs."""
+
+
+@dataclass
+class Source:
+    """One input of an audit: a broker (or controller) log directory or a Parquet extract."""
+
+    kind: str  # "raw" | "parquet"
+    path: str
+    label: str | None = None  # cluster label overriding meta.properties cluster.id
+
+
+@dataclass
+class Inputs:
+    sources: list[Source] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def raw(self) -> list[Source]:
+        return [s for s in self.sources if s.kind == "raw"]
+
+    @property
+    def parquet(self) -> list[Source]:
+        return [s for s in self.sources if s.kind == "parquet"]
+
+
+def discover(roots: list[str | os.PathLike], label: str | None = None, depth: int = 2) -> Inputs:
+    """Find log directories and Parquet extracts under ``roots``.
+
+    A root may be a log directory (``meta.properties`` or an offset checkpoint at its top), a ``.parquet``
+    extract, or a folder holding those up to ``depth`` levels down (``dumps`` and ``_run`` are skipped).
+    """
+    found = Inputs()
+
+    def visit(path: Path, level: int) -> bool:
+        if path.is_file():
+            if path.suffix == ".parquet":
+                found.sources.append(Source("parquet", str(path), label))
+                return True
+            return False
+        if not path.is_dir():
+            return False
+        if is_log_dir(path):
+            found.sources.append(Source("raw", str(path), label))
+            return True
+        if level >= depth:
+            return False
+        hit = False
+        for child in sorted(path.iterdir()):
+            if child.name in _SKIP_DIRS or child.name.startswith("."):
+                continue
+            hit = visit(child, level + 1) or hit
+        return hit
+
+    for root in roots:
+        p = Path(root)
+        if not p.exists():
+            found.problems.append(f"{root}: no such file or directory")
+        elif not visit(p, 0):
+            found.problems.append(f"{root}: no Kafka log directory or .parquet extract found")
+    return found
+
+
+def plan_raw(sources: list[Source]) -> tuple[list[LogDirInfo], list[PartitionTask], list[str]]:
+    """Root files of every raw source and the partition tasks for the executors (driver side, small)."""
+    infos, labels, problems = [], [], []
+    for source in sources:
+        info = read_log_dir(source.path)
+        if info.node is None:
+            problems.append(f"{source.path}: no node.id/broker.id in meta.properties; skipped")
+            continue
+        problems.extend(f"{source.path}: {err}" for err in info.errors)
+        infos.append(info)
+        labels.append(source.label if source.label is not None else (info.cluster_id or ""))
+    compacted: dict[str, set[str]] = {}
+    for info, label in zip(infos, labels, strict=True):
+        if label in compacted:
+            continue
+        meta = metadata_for(info, label)
+        if meta is not None:
+            compacted[label] = compacted_topics(meta)
+    return infos, plan_tasks(infos, labels, compacted), problems
+
+
+def _extract_tasks(batches):
+    """mapInArrow body: every input row is one JSON task; yields ``rows.EXTRACT`` record batches."""
+    from auditor.extract import PartitionTask, extract_partition_wrapped
+
+    for batch in batches:
+        for text in batch.column(0).to_pylist():
+            yield from extract_partition_wrapped(PartitionTask(**json.loads(text)))
+
+
+def raw_extract(spark, sources: list[Source]):
+    """The extract DataFrame of raw log directories, parsed on the executors; also the problems found."""
+    _infos, tasks, problems = plan_raw(sources)
+    schema = rows.spark_schema(rows.EXTRACT)
+    if not tasks:
+        return spark.createDataFrame([], schema), problems
+    total = sum(t.size for t in tasks)
+    # enough slices to keep every core busy on big inputs, few on small ones (every later stage that
+    # reads the persisted extract runs one task per slice)
+    slices = max(1, min(len(tasks), spark.sparkContext.defaultParallelism * 4, total // SLICE_BYTES + 1))
+    # round-robin over slices; tasks come biggest first, so every slice gets a share of the big ones
+    ordered = [json.dumps(t.to_dict()) for t in tasks]
+    rdd = spark.sparkContext.parallelize(
+        [(text,) for i in range(slices) for text in ordered[i::slices]], slices
+    )
+    task_df = spark.createDataFrame(rdd, "task string")
+    return task_df.mapInArrow(_extract_tasks, schema), problems
+
+
+def parquet_extract(spark, sources: list[Source]):
+    """The extract DataFrame of Parquet extracts (cluster labels applied where a source sets one)."""
+    from pyspark.sql import functions as F
+
+    frames = []
+    by_label: dict[str | None, list[str]] = {}
+    for source in sources:
+        by_label.setdefault(source.label, []).append(source.path)
+    schema = rows.spark_schema(rows.EXTRACT)
+    for label, paths in by_label.items():
+        df = spark.read.schema(schema).parquet(*paths)
+        if label is not None:
+            df = df.select(
+                "kind",
+                *[
+                    F.when(F.col(kind).isNotNull(), F.col(kind).withField("cluster", F.lit(label))).alias(kind)
+                    for kind in rows.TABLES
+                ],
+            )
+        frames.append(df)
+    out = frames[0]
+    for df in frames[1:]:
+        out = out.unionByName(df)
+    return out
+
+
+@dataclass
+class Tables:
+    """One flat DataFrame per extract table (``rows.TABLES``)."""
+
+    batch: object
+    epoch: object
+    replica: object
+    record: object
+    metadata: object
+    problems: list[str] = field(default_factory=list)
+    extract: object = None
+
+    def frames(self) -> dict[str, object]:
+        return {kind: getattr(self, kind) for kind in rows.TABLES}
+
+
+def split(extract) -> dict[str, object]:
+    from pyspark.sql import functions as F
+
+    return {kind: extract.where(F.col("kind") == kind).select(f"{kind}.*") for kind in rows.TABLES}
+
+
+def load(spark, inputs: Inputs, persist: bool = True) -> Tables:
+    """Load every source of ``inputs`` into :class:`Tables`; raw extraction is persisted (parsed once)."""
+    frames = []
+    problems = list(inputs.problems)
+    if inputs.raw:
+        raw, raw_problems = raw_extract(spark, inputs.raw)
+        problems.extend(raw_problems)
+        frames.append(raw)
+    if inputs.parquet:
+        frames.append(parquet_extract(spark, inputs.parquet))
+    if not frames:
+        frames.append(spark.createDataFrame([], rows.spark_schema(rows.EXTRACT)))
+    extract = frames[0]
+    for df in frames[1:]:
+        extract = extract.unionByName(df)
+    if persist and inputs.raw:
+        from pyspark import StorageLevel
+
+        extract = extract.persist(StorageLevel.MEMORY_AND_DISK)
+    parts = split(extract)
+    return Tables(**parts, problems=problems, extract=extract)
+
+
+def ship_code(spark) -> None:
+    """On a non-local master, send the ``auditor`` and ``parsers`` packages to the executors."""
+    master = spark.sparkContext.master
+    if master.startswith("local"):
+        return
+    import shutil
+    import tempfile
+
+    import auditor
+    import parsers
+
+    tmp = Path(tempfile.mkdtemp(prefix="kafka-auditor-"))
+    for package in (auditor, parsers):
+        src = Path(package.__file__).resolve().parent
+        shutil.copytree(src, tmp / "pkg" / src.name, ignore=shutil.ignore_patterns("__pycache__"))
+    archive = shutil.make_archive(str(tmp / "kafka_auditor_code"), "zip", tmp / "pkg")
+    spark.sparkContext.addPyFile(archive)

@@ -1,0 +1,109 @@
+"""``kafka-auditor audit`` end to end (in-process, on the session SparkSession): report formats, exit codes,
+``--save`` and ``--export-lost``, rule selection, evidence safety and usage errors."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pyarrow.parquet as pq
+import pytest
+from typer.testing import CliRunner
+
+from auditor.cli import app
+
+pytestmark = pytest.mark.spark
+
+
+def _tree_state(root):
+    return {str(p): (p.stat().st_size, p.stat().st_mtime_ns) for p in sorted(root.rglob("*"))}
+
+
+@pytest.fixture(scope="module")
+def audited(spark, sim_root, tmp_path_factory):
+    """One CLI audit of the simulated unclean election with every output option."""
+    root = sim_root[0] / "unclean-election-1"
+    out = tmp_path_factory.mktemp("cli-audit")
+    before = _tree_state(root)
+    result = CliRunner().invoke(
+        app,
+        [
+            "audit",
+            str(root),
+            "--format",
+            "json",
+            "--output",
+            str(out / "report.json"),
+            "--save",
+            str(out / "saved"),
+            "--export-lost",
+            str(out / "lost"),
+        ],
+    )
+    return root, out, result, before
+
+
+def test_exit_code_and_json_report(audited):
+    root, out, result, before = audited
+    assert result.exit_code == 1, result.output
+    doc = json.loads((out / "report.json").read_text())
+    assert doc["command"] == "audit" and doc["schemaVersion"] == 1 and doc["exitCode"] == 1
+    codes = {f["code"] for f in doc["findings"]}
+    assert {"KA601", "KA620", "KA702", "KA704", "KA710"} <= codes
+    lost = next(f for f in doc["findings"] if f["code"] == "KA710")
+    assert lost["severity"] == "critical" and lost["name"] == "replication.committed-loss"
+    assert (lost["offsetStart"], lost["offsetEnd"], lost["evidence"]["records"]) == (500, 749, 250)
+    rows = [p for p in doc["partitions"] if p["topic"] == "t0"]
+    assert {p["broker"]: p["role"] for p in rows} == {1: "follower", 2: "leader", 3: "follower"}
+    assert next(p for p in rows if p["broker"] == 1)["lostRecords"] == 250
+    assert any(p.get("timeline") for p in rows)
+    assert _tree_state(root) == before  # evidence untouched, nothing created
+
+
+def test_save_and_export(audited):
+    _root, out, _result, _ = audited
+    saved = out / "saved"
+    assert {p.name for p in saved.iterdir()} >= {"findings", "replicas", "divergence", "lost", "epochs", "extract"}
+    findings = pq.read_table(saved / "findings").to_pylist()
+    assert {f["code"] for f in findings} >= {"KA601", "KA710"}
+    lost = [json.loads(line) for line in (out / "lost" / "lost-records.jsonl").read_text().splitlines()]
+    assert [r["offset"] for r in lost] == list(range(500, 750))
+    assert all(r["holders"] == [1] and r["keyEncoding"] == "utf8" for r in lost)
+    table = pq.read_table(out / "lost" / "lost-records.parquet")
+    assert table.num_rows == 250 and table.column("value")[0].as_py().decode() == lost[0]["value"]
+
+
+def test_saved_extract_is_an_audit_input(audited, spark):
+    _root, out, _result, _ = audited
+    result = CliRunner().invoke(
+        app, ["audit", str(out / "saved" / "extract"), "--format", "jsonl", "--select", "KA7"]
+    )
+    assert result.exit_code == 1, result.output
+    codes = {json.loads(line)["code"] for line in result.output.splitlines() if line.startswith("{")}
+    assert codes == {"KA702", "KA704", "KA710"}
+
+
+def test_text_report_shows_replicas_and_timeline(spark, corpus, tmp_path):
+    root = corpus / "unclean-leader-election" / "before-old-leader-restart"
+    result = CliRunner(env={"COLUMNS": "160", "NO_COLOR": "1"}).invoke(
+        app, ["audit", str(root), "--exit-zero", "--ignore", "KA704", "--output", str(tmp_path / "r.txt")]
+    )
+    assert result.exit_code == 0, result.output
+    text = (tmp_path / "r.txt").read_text()
+    assert "ule-0 · leader 1 (KRaft metadata)" in text
+    assert "Epoch timeline" in text and "(0,0) (2,1000)" in text
+    assert "KA710" in text and "KA704" not in text
+    assert "exit 0 (--exit-zero)" in text
+
+
+def test_usage_errors_exit_2(tmp_path, sim_root):
+    runner = CliRunner()
+    assert runner.invoke(app, ["audit"]).exit_code == 2
+    assert runner.invoke(app, ["audit", str(tmp_path / "nope")]).exit_code == 2
+    assert runner.invoke(app, ["audit", str(tmp_path)]).exit_code == 2  # nothing Kafka in it
+    root = sim_root[0] / "clean-1"
+    assert runner.invoke(app, ["audit", str(root), "--select", "KA999"]).exit_code == 2
+    inside = runner.invoke(app, ["audit", str(root), "--output", str(root / "broker-1" / "r.json")])
+    assert inside.exit_code == 2 and not (root / "broker-1" / "r.json").exists()
+    assert runner.invoke(app, ["audit", str(root), "--save", str(root / "saved")]).exit_code == 2
+    assert not os.path.exists(root / "saved")

@@ -1,0 +1,152 @@
+"""Extraction of log directories into Arrow tables and Parquet extracts, without Spark."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+
+import pyarrow as pa
+import pytest
+from typer.testing import CliRunner
+
+from auditor import rows
+from auditor.extract import extract_log_dir, extract_tables, read_extract, read_log_dir
+from auditor.simulate import SimOptions, run_scenario
+from auditor.spark.extract import discover
+from tests.conftest import corpus_path
+
+
+@pytest.fixture(scope="module")
+def scenarios(tmp_path_factory):
+    root = tmp_path_factory.mktemp("extract-scenarios")
+    out = {}
+    for name in ("corrupt-batch", "torn-tail", "unclean-election", "stale-index"):
+        out[name] = (root / name, run_scenario(name, root / name, SimOptions(seed=3)))
+    return out
+
+
+def _replica(tables, topic="t0", partition=0):
+    (row,) = [r for r in tables["replica"].to_pylist() if (r["topic"], r["partition"]) == (topic, partition)]
+    return row
+
+
+@pytest.mark.parametrize("name", ["corrupt-batch", "torn-tail", "unclean-election", "stale-index"])
+def test_replica_rows_match_the_simulators_disk_state(scenarios, name):
+    root, truth = scenarios[name]
+    (part,) = truth["partitions"]
+    for broker, state in part["replica_state"].items():
+        disk = state["disk"]
+        tables = extract_tables(root / f"broker-{broker}")
+        r = _replica(tables)
+        assert r["leo"] == disk["log_end_offset"]
+        assert r["recovered_leo"] == disk["recovered_log_end_offset"]
+        assert r["hw"] == disk["high_watermark_checkpoint"]
+        assert r["recovery_point"] == disk["recovery_point_checkpoint"]
+        assert r["log_start"] == disk["log_start_offset"]
+        assert r["batch_count"] == disk["batches"]
+        epochs = [(e["epoch"], e["start_offset"]) for e in tables["epoch"].to_pylist() if e["topic"] == "t0"]
+        assert epochs == [tuple(e) for e in disk["leader_epoch_checkpoint"]]
+        batches = tables["batch"].filter(pa.compute.equal(tables["batch"]["topic"], "t0"))
+        assert batches.num_rows == disk["batches"]
+
+
+def test_corrupt_and_torn_batches(scenarios):
+    root, truth = scenarios["corrupt-batch"]
+    (flip,) = [f for f in truth["faults"] if f["kind"] == "crc-flip"]
+    tables = extract_tables(root / f"broker-{flip['broker']}")
+    b = tables["batch"].to_pandas()
+    bad = b[~b.valid]
+    assert bad.base_offset.tolist() == [flip["batch_base_offset"]]
+    assert bad.position.tolist() == [flip["batch_position"]]
+    assert not b[b.base_offset >= flip["batch_base_offset"]].live.any()  # recovery cuts the log there
+    r = _replica(tables)
+    assert (r["tail_state"], r["recovered"], r["invalid_batches"]) == ("corrupt", True, 1)
+    root, truth = scenarios["torn-tail"]
+    (torn,) = [f for f in truth["faults"] if f["kind"] == "torn-tail"]
+    r = _replica(extract_tables(root / f"broker-{torn['broker']}"))
+    assert (r["tail_state"], r["tail_bytes"], r["tail_position"]) == ("torn-tail", torn["length"], torn["position"])
+
+
+def test_parquet_extract_round_trip(scenarios, tmp_path):
+    root, _ = scenarios["unclean-election"]
+    out = tmp_path / "broker-1.parquet"
+    counts = extract_log_dir(root / "broker-1", out)
+    back = read_extract(out)
+    direct = extract_tables(root / "broker-1")
+    for kind in rows.TABLES:
+        assert back[kind].num_rows == counts[kind] == direct[kind].num_rows
+        assert back[kind].equals(direct[kind].cast(rows.TABLES[kind])), kind
+    assert pa.parquet.read_schema(out).metadata[b"kafka-auditor.schema-version"] == b"1"
+
+
+def test_extract_command(scenarios, tmp_path):
+    from auditor.cli import app
+
+    root, _ = scenarios["torn-tail"]
+    before = {p: os.stat(p).st_mtime_ns for p in root.rglob("*")}
+    out = tmp_path / "b2.parquet"
+    result = CliRunner().invoke(app, ["extract", str(root / "broker-2"), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert read_extract(out)["replica"].num_rows == 2
+    assert {p: os.stat(p).st_mtime_ns for p in root.rglob("*")} == before
+    bad = CliRunner().invoke(app, ["extract", str(root / "broker-2"), "--out", str(root / "broker-2" / "x.parquet")])
+    assert bad.exit_code == 2
+    assert CliRunner().invoke(app, ["extract", str(tmp_path), "--out", str(tmp_path / "y.parquet")]).exit_code == 2
+
+
+def test_discover_finds_log_dirs_and_extracts(scenarios, tmp_path):
+    root, _ = scenarios["unclean-election"]
+    found = discover([root])
+    assert sorted(os.path.basename(s.path) for s in found.raw) == ["broker-1", "broker-2", "broker-3", "controller-100"]
+    extract_log_dir(root / "broker-1", tmp_path / "b1.parquet")
+    found = discover([tmp_path / "b1.parquet", root / "broker-2"])
+    assert [s.kind for s in found.sources] == ["parquet", "raw"]
+    assert discover([tmp_path / "missing"]).problems
+
+
+def test_corpus_compacted_records_and_metadata():
+    corpus = corpus_path()
+    tables = extract_tables(corpus / "clean/broker-1")
+    compacted = _replica(tables, "compacted", 0)
+    assert (compacted["compacted"], compacted["has_records"], compacted["cleaner_offset"]) == (True, True, 2896)
+    assert (compacted["leo"], compacted["hw"]) == (3000, 3000)
+    recs = tables["record"].filter(pa.compute.equal(tables["record"]["topic"], "compacted"))
+    assert recs.num_rows == 378  # README: broker-1 holds 378 records of compacted-0
+    meta = _replica(tables, "__cluster_metadata", 0)
+    assert (meta["log_start"], meta["leo"]) == (0, 765)
+    for broker, start in ((2, 129), (3, 251)):
+        t = extract_tables(corpus / f"clean/broker-{broker}")
+        assert _replica(t, "__cluster_metadata", 0)["log_start"] == start
+        meta_rows = t["metadata"].to_pylist()
+        assert {("plain", 0), ("compacted", 0)} <= {(m["topic"], m["partition"]) for m in meta_rows}
+        assert all(m["offset"] >= start or m["from_snapshot"] for m in meta_rows)
+    info = read_log_dir(corpus / "clean/broker-1")
+    assert info.node == 1 and info.clean_shutdown and info.hw[("plain", 0)] == 520
+
+
+def test_corpus_leos_match_the_readme():
+    corpus = corpus_path()
+    base = corpus / "unclean-leader-election/before-old-leader-restart"
+    expected = {1: (1300, 1300, 2), 2: (1000, 0, 0), 3: (1500, 1500, 0)}
+    for broker, (leo, hw, epoch) in expected.items():
+        r = _replica(extract_tables(base / f"broker-{broker}"), "ule", 0)
+        assert (r["leo"], r["hw"], r["latest_epoch"], r["clean_shutdown"]) == (leo, hw, epoch, False)
+
+
+def test_record_hash_distinguishes_null_and_empty():
+    from auditor.extract import record_hash
+    from parsers.record_batch import Header
+
+    values = {
+        record_hash(None, b"v", []),
+        record_hash(b"", b"v", []),
+        record_hash(b"k", b"v", []),
+        record_hash(b"k", None, []),
+        record_hash(b"k", b"v", [Header("h", None)]),
+        record_hash(b"k", b"v", [Header("h", b"")]),
+    }
+    assert len(values) == 6
+    assert record_hash(b"k", b"v", []) == int.from_bytes(
+        hashlib.blake2b(b"\x00\x00\x00\x01k\x00\x00\x00\x01v\x00\x00\x00\x00", digest_size=8).digest(), "big",
+        signed=True,
+    )

@@ -1,0 +1,169 @@
+"""The registry: conventions every rule follows, selection by prefix, and the generated README table."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from auditor.findings import Finding, Severity
+from auditor.rules.registry import (
+    DOC_SECTIONS,
+    REGISTRY,
+    Location,
+    Rule,
+    Violation,
+    all_rules,
+    get,
+    markdown_table,
+    parse_doc,
+    register,
+    select_rules,
+)
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_every_rule_is_documented():
+    rules = all_rules()
+    assert len(rules) >= 60
+    for r in rules:
+        sections = parse_doc(r.doc)
+        assert list(sections) == list(DOC_SECTIONS), r.code
+        assert all(len(text) > 20 for name, text in sections.items() if name != "References"), r.code
+        refs = sections["References"]
+        assert re.search(r"KIP-\d+|KAFKA-\d+|spec §|none", refs), (r.code, refs)
+        assert r.title and r.title[0].isupper() and not r.title.endswith("."), r.code
+        assert r.family == r.name.split(".")[0] or r.code.startswith(("KA2", "KA3")), r.code
+
+
+def test_codes_and_names_are_unique_and_families_match():
+    rules = all_rules()
+    assert len({r.code for r in rules}) == len({r.name for r in rules}) == len(rules)
+    for r in rules:
+        if r.scope == "cluster":  # cross-replica checks of `audit`
+            assert re.fullmatch(r"KA[67]\d\d", r.code), r.code
+        else:
+            assert re.fullmatch(r"KA[0-5]\d\d", r.code), "KA6xx-KA7xx are reserved for audit"
+            assert r.scope in ("segment", "partition", "logdir", "engine")
+            assert (r.check is None) == (r.scope == "engine")
+
+
+def test_register_enforces_conventions():
+    doc = "What it finds: x.\nWhy it matters: y.\nWhat to do: z.\nReferences: KIP-1."
+    with pytest.raises(ValueError, match="KA \\+ 3 digits"):
+        register(Rule("XX1", "a.b", Severity.INFO, "T", "engine", doc=doc))
+    with pytest.raises(ValueError, match="family.short-name"):
+        register(Rule("KA099", "Bad Name", Severity.INFO, "T", "engine", doc=doc))
+    with pytest.raises(ValueError, match="lacks section"):
+        register(Rule("KA099", "scan.test-rule", Severity.INFO, "T", "engine", doc="What it finds: x."))
+    with pytest.raises(ValueError, match="duplicate rule code"):
+        register(Rule("KA101", "scan.other-name", Severity.INFO, "T", "engine", doc=doc))
+    assert "KA099" not in REGISTRY
+
+
+def test_selection_by_prefix_name_and_family():
+    everything = select_rules()
+    assert everything.codes == {c for c, r in REGISTRY.items() if r.lifecycle == "stable"}
+    assert select_rules(["KA1"]).codes == {c for c in everything.codes if c.startswith("KA1")}
+    assert select_rules(["KA10"]).codes == {c for c in everything.codes if c.startswith("KA10")}
+    assert select_rules(["KA101"]).codes == {"KA101"}
+    assert select_rules(["segment.crc-mismatch"]).codes == {"KA101"}
+    assert select_rules(["index"]).codes == {c for c, r in REGISTRY.items() if r.name.startswith("index.")}
+    assert select_rules(["KA1,KA2"], ["KA10"]).codes == {
+        c for c in everything.codes if c.startswith(("KA1", "KA2")) and not c.startswith("KA10")
+    }
+    assert "KA101" not in select_rules(None, ["KA101"]).codes
+    assert select_rules(["ALL"]).codes == everything.codes
+    with pytest.raises(ValueError, match="matches no rule"):
+        select_rules(["KA9"])
+    with pytest.raises(ValueError, match="matches no rule"):
+        select_rules(None, ["nonsense.rule"])
+
+
+def test_preview_rules_need_an_exact_selection(monkeypatch):
+    import dataclasses
+
+    preview = dataclasses.replace(REGISTRY["KA108"], lifecycle="preview")
+    monkeypatch.setitem(REGISTRY, "KA108", preview)
+    assert "KA108" not in select_rules().codes
+    assert "KA108" not in select_rules(["KA1"]).codes
+    assert "KA108" in select_rules(["KA108"]).codes
+
+
+def test_rule_finding_fills_location_and_evidence():
+    r = get("KA101")
+    f = r.finding(
+        Violation("msg", file="/x/0.log", position=5, expected=1, found=2, evidence={"k": "v"}),
+        Location(3, "/x", "t", 0),
+    )
+    assert isinstance(f, Finding)
+    assert (f.code, f.name, f.severity, f.broker, f.topic, f.partition) == (
+        "KA101",
+        r.name,
+        r.severity,
+        3,
+        "t",
+        0,
+    )
+    assert f.evidence == {"k": "v", "expected": 1, "found": 2}
+    g = r.finding(Violation("m", severity=Severity.INFO, topic="u", partition=4), Location(3, "/x"))
+    assert (g.severity, g.topic, g.partition) == (Severity.INFO, "u", 4)
+    assert get("segment.crc-mismatch") is r
+    with pytest.raises(KeyError):
+        get("KA999")
+
+
+def test_markdown_table_lists_every_rule_and_module_entry_point_prints_it():
+    table = markdown_table()
+    for r in all_rules():
+        assert f"| {r.code} | `{r.name}`" in table
+    res = subprocess.run(
+        [sys.executable, "-m", "auditor.rules.registry", "--markdown"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    )
+    assert res.returncode == 0, res.stderr
+    assert res.stdout == table
+    details = subprocess.run(
+        [sys.executable, "-m", "auditor.rules.registry", "--details"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    )
+    assert "### KA101 `segment.crc-mismatch` (critical)" in details.stdout
+
+
+def test_finding_serialisation_round_trips():
+    f = Finding(
+        "KA401",
+        Severity.ERROR,
+        "m",
+        "partition.hw-above-leo",
+        1,
+        "/l",
+        "t",
+        0,
+        "/l/f",
+        3,
+        10,
+        20,
+        2,
+        {"expected": (1, 2), "found": b"\x01"},
+    )
+    d = f.to_dict()
+    assert d["severity"] == "error" and d["evidence"] == {"expected": [1, 2], "found": "01"}
+    back = Finding.from_dict(d)
+    assert back.fingerprint() == f.fingerprint() and back.severity is Severity.ERROR
+    row = f.to_row()
+    assert isinstance(row["evidence"], str) and Finding.from_row(row).evidence == {
+        "expected": [1, 2],
+        "found": "01",
+    }
+    assert Severity.parse("Warning") is Severity.WARNING and Severity.CRITICAL > Severity.ERROR
+    with pytest.raises(ValueError):
+        Severity.parse("fatal")

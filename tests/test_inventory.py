@@ -1,0 +1,133 @@
+"""Inventory: every entry of a log dir is classified (nothing silently ignored), and discovery of log dirs."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from auditor.inventory import discover, inventory, looks_like_logdir
+from tests.conftest import corpus_path
+from tests.rules.builder import standard
+
+UID = "0123456789abcdef0123456789abcdef"
+
+
+def _touch(path: Path, data: bytes = b"") -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    ld, p = standard(tmp_path / "broker-1")
+    root = ld.write()
+    part = p.path
+    for name in (
+        "00000000000000000000.log.deleted",
+        "00000000000000000000.index.deleted",
+        "00000000000000000015.log.cleaned",
+        "00000000000000000015.log.swap",
+        "00000000000000000007.snapshot.deleted",
+        "00000000000000000099.index",
+        "15.timeindex",
+        "leader-epoch-checkpoint.tmp",
+        "core.12345",
+    ):
+        _touch(part / name)
+    (part / "subdir").mkdir()
+    md = root / "__cluster_metadata-0"
+    _touch(md / "00000000000000000005-0000000001.checkpoint")
+    _touch(md / "00000000000000000009-0000000001-abc.checkpoint.part")
+    _touch(md / "00000000000000000003-0000000001.checkpoint.deleted")
+    for suffix in ("future", "delete", "stray"):
+        _touch(root / f"my-topic.v2-3.{UID}-{suffix}" / "00000000000000000000.log")
+    _touch(root / "replication-offset-checkpoint.tmp")
+    _touch(root / ".lock")
+    _touch(root / "bootstrap.checkpoint")
+    _touch(root / "stray-file.txt")
+    (root / "remote-log-index-cache").mkdir()
+    (root / "not a partition").mkdir()
+    (root / "lost+found").mkdir()
+    return root
+
+
+def test_every_entry_is_classified(tree):
+    inv = inventory(tree)
+    assert (
+        inv.meta_properties and inv.clean_shutdown and inv.lock and inv.bootstrap and inv.remote_index_cache
+    )
+    assert set(inv.checkpoints) == {
+        "replication-offset-checkpoint",
+        "recovery-point-offset-checkpoint",
+        "log-start-offset-checkpoint",
+        "cleaner-offset-checkpoint",
+    }
+    assert [f.name for f in inv.leftovers] == ["replication-offset-checkpoint.tmp"]
+    assert [f.name for f in inv.unknown] == ["stray-file.txt"]
+    assert sorted(info.name for info, _ in inv.invalid_dirs) == ["lost+found", "not a partition"]
+    assert all("is not in the form of topic-partition" in msg for _, msg in inv.invalid_dirs)
+    kinds = {(p.topic, p.partition, p.kind) for p in inv.partitions}
+    assert kinds == {
+        ("orders", 0, "live"),
+        ("__cluster_metadata", 0, "metadata"),
+        ("my-topic.v2", 3, "future"),
+        ("my-topic.v2", 3, "delete"),
+        ("my-topic.v2", 3, "stray"),
+    }
+    part = next(p for p in inv.partitions if p.kind == "live")
+    assert [s.base_offset for s in part.log_segments] == [0, 15]
+    assert {(f.name, f.state) for f in part.leftovers} == {
+        ("00000000000000000000.log.deleted", "deleted"),
+        ("00000000000000000000.index.deleted", "deleted"),
+        ("00000000000000000015.log.cleaned", "cleaned"),
+        ("00000000000000000015.log.swap", "swap"),
+        ("00000000000000000007.snapshot.deleted", "deleted"),
+        ("leader-epoch-checkpoint.tmp", "tmp"),
+    }
+    assert [f.name for f in part.orphan_indexes] == ["00000000000000000099.index"]
+    assert {f.name for f in part.unknown} == {"core.12345", "subdir"}
+    noncanonical = [f.name for f in part.files() if not f.canonical]
+    assert noncanonical == ["15.timeindex"]
+    assert part.segments[1].timeindex.name == "00000000000000000015.timeindex"  # the canonical name wins
+    assert [f.name for f in part.duplicates] == ["15.timeindex"]
+    md = inv.metadata_partition
+    assert md is not None and md.quorum_state is not None
+    assert [(f.base_offset, f.epoch) for f in md.kraft_snapshots] == [(5, 1)]
+    assert {f.state for f in md.leftovers} == {"partial", "deleted"}
+    # every regular file under the tree is accounted for exactly once
+    on_disk = {str(p) for p in tree.rglob("*") if p.is_file()}
+    listed = {f.path for f in inv.files() if not f.is_dir}
+    assert on_disk == listed
+
+
+def test_discovery(tree, tmp_path):
+    assert looks_like_logdir(tree)
+    found, problems = discover([tmp_path])  # the parent: its children that are log dirs
+    assert found == [str(tree)] and not problems
+    found, problems = discover([tree, tree])
+    assert found == [str(tree)]
+    _, problems = discover([tmp_path / "missing"])
+    assert "no such file" in problems[0]
+    _, problems = discover([tree / "orders-0"])
+    assert "partition directory" in problems[0]
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    _, problems = discover([empty])
+    assert "not a Kafka log directory" in problems[0]
+
+
+@pytest.mark.corpus
+def test_corpus_inventory_knows_every_file():
+    root = corpus_path()
+    logdirs = [d for d in [*root.glob("*/*-*"), *root.glob("*/*/*-*")] if looks_like_logdir(d)]
+    assert len(logdirs) == 13
+    for logdir in logdirs:
+        inv = inventory(logdir)
+        assert not inv.unknown and not inv.invalid_dirs and not inv.unreadable, logdir
+        for part in inv.partitions:
+            assert not part.unknown and not part.orphan_indexes, (logdir, part.name)
+            assert all(f.canonical for f in part.files())
+        on_disk = {os.path.join(d, f) for d, _, files in os.walk(logdir) for f in files}
+        assert on_disk == {f.path for f in inv.files()}, logdir
