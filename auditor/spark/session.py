@@ -14,6 +14,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+LOG4J2_CONFIG = Path(__file__).with_name("log4j2.properties")
+
 
 class JavaNotFound(RuntimeError):
     pass
@@ -85,7 +87,8 @@ def get_spark(
         .config("spark.default.parallelism", str(max(2, cores * 2)))
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-        .config("spark.driver.extraJavaOptions", "-Dlog4j2.level=ERROR")
+        .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={LOG4J2_CONFIG.as_uri()}")
+        .config("spark.executor.extraJavaOptions", f"-Dlog4j2.configurationFile={LOG4J2_CONFIG.as_uri()}")
         .config("spark.python.worker.reuse", "true")
     )
     if master.startswith("local"):
