@@ -18,8 +18,8 @@ install: $(STAMP)
 demo: $(STAMP)
 	rm -rf $(DEMO)
 	$(BIN)/kafka-auditor simulate unclean-election --out $(DEMO)/cluster --seed 7
-	$(BIN)/kafka-auditor dump $(DEMO)/cluster/broker-1/t0-0/00000000000000000360.log \
-	    $(DEMO)/cluster/broker-2/t0-0/00000000000000000360.log
+	$(BIN)/kafka-auditor audit $(DEMO)/cluster --export-lost $(DEMO)/lost --exit-zero
+	@echo "The committed records the unclean election lost: $(DEMO)/lost/lost-records.jsonl"
 
 test: $(STAMP)
 	$(BIN)/ruff check auditor parsers tests bench fixtures
