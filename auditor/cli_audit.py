@@ -101,6 +101,30 @@ def partition_rows(result) -> list[dict[str, Any]]:
     return rows
 
 
+def build_report(result, selection, inputs, fail_on, exit_zero: bool = False, show_partitions: bool = False):
+    """The issue-4 :class:`Report` of an audit: selected findings, one partition row per replica."""
+    from auditor.report import Report
+
+    findings = [f for f in result.findings if f.code in selection]
+    stats = dict(result.stats)
+    if result.exported is not None:
+        stats["exportedRecords"] = result.exported["records"]
+        stats["exportedFiles"] = [result.exported["jsonl"], result.exported["parquet"]]
+    return Report(
+        command="audit",
+        findings=sorted(findings, key=lambda f: f.sort_key()),
+        rules=selection.rules(),
+        fail_on=fail_on,
+        exit_zero=exit_zero,
+        incomplete=bool(result.problems),
+        partitions=partition_rows(result),
+        inputs=[{"kind": s.kind, "path": s.path} for s in inputs.sources],
+        stats=stats,
+        errors=result.problems,
+        partition_columns=AUDIT_COLUMNS if show_partitions else [],
+    )
+
+
 def _write_text(render, report, output: Path | None, color: bool | None) -> None:
     if output is None or str(output) == "-":
         try:
@@ -147,13 +171,17 @@ def audit_command(
         None, "--output", "-o", help="Write the report to FILE (atomically) instead of stdout."
     ),
     fail_on: FailOn = typer.Option(
-        FailOn.error, "--fail-on", help="Exit 1 when a finding has at least this severity ('never': only 0/2)."
+        FailOn.error,
+        "--fail-on",
+        help="Exit 1 when a finding has at least this severity ('never': only 0/2).",
     ),
     exit_zero: bool = typer.Option(
         False, "--exit-zero", help="Exit 0 even when findings reach --fail-on (2 still means bad input)."
     ),
     select: list[str] | None = typer.Option(
-        None, "--select", help="Report only these checks: codes, code prefixes (KA6, KA710) or names; "
+        None,
+        "--select",
+        help="Report only these checks: codes, code prefixes (KA6, KA710) or names; "
         "comma-separated or repeated. Default: all stable cross-replica checks.",
     ),
     ignore: list[str] | None = typer.Option(None, "--ignore", help="Skip these checks (same syntax)."),
@@ -169,7 +197,6 @@ def audit_command(
     Exit status: 0 clean, 1 when a finding reaches --fail-on, 2 for usage errors or unreadable input.
     """
     from auditor.findings import Severity
-    from auditor.report import Report
     from auditor.report.output import check_output_path, write_report
     from auditor.rules import replication as _replication  # noqa: F401  (registers KA6xx/KA7xx)
     from auditor.rules.registry import select_rules
@@ -202,25 +229,8 @@ def audit_command(
     except JavaNotFound as exc:
         raise _fail(str(exc)) from None
     result = run_audit(spark, inputs, save=save, export_lost=export_lost)
-    findings = [f for f in result.findings if f.code in selection]
     fail_threshold = None if fail_on is FailOn.never else Severity.parse(fail_on.value)
-    stats = dict(result.stats)
-    if result.exported is not None:
-        stats["exportedRecords"] = result.exported["records"]
-        stats["exportedFiles"] = [result.exported["jsonl"], result.exported["parquet"]]
-    report = Report(
-        command="audit",
-        findings=sorted(findings, key=lambda f: f.sort_key()),
-        rules=selection.rules(),
-        fail_on=fail_threshold,
-        exit_zero=exit_zero,
-        incomplete=bool(result.problems),
-        partitions=partition_rows(result),
-        inputs=[{"kind": s.kind, "path": s.path} for s in inputs.sources],
-        stats=stats,
-        errors=result.problems,
-        partition_columns=AUDIT_COLUMNS if show_partitions else [],
-    )
+    report = build_report(result, selection, inputs, fail_threshold, exit_zero, show_partitions)
     colour = {ColorMode.auto: None, ColorMode.always: True, ColorMode.never: False}[color]
     try:
         if fmt is ReportFormat.text:
@@ -274,4 +284,4 @@ def extract_command(
     raise typer.Exit(EXIT_OK)
 
 
-__all__ = ["audit_command", "extract_command", "partition_rows", "AUDIT_COLUMNS"]
+__all__ = ["audit_command", "extract_command", "build_report", "partition_rows", "AUDIT_COLUMNS"]

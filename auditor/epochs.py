@@ -1,12 +1,13 @@
 """Kafka's leader-epoch algorithms and the KRaft partition replay, as plain functions (no Spark).
 
-* :func:`end_offset_for` is the leader's answer to OffsetsForLeaderEpoch (``LeaderEpochFileCache.endOffsetFor``);
-* :func:`follower_truncation` is the follower's loop over those answers (spec §17.6), giving the offset Kafka's
+* :func:`end_offset_for` is the leader's answer to OffsetsForLeaderEpoch
+  (``LeaderEpochFileCache.endOffsetFor``);
+* :func:`follower_truncation` is the follower's loop over those answers (spec §17.6): the offset Kafka's
   epoch-based truncation (KIP-101, KIP-279) would truncate a follower to;
-* :func:`loaded_cache` applies the trimming Kafka does when it loads a log (entries at or beyond the log end
-  offset and entries below the log start offset);
-* :func:`replay_partitions` replays ``PartitionRecord``/``PartitionChangeRecord`` to the current leader, leader
-  epoch, ISR and leader recovery state, with every unclean election on the way.
+* :func:`loaded_cache` applies the trimming Kafka does when it loads a log (entries at or beyond the log
+  end offset and entries below the log start offset);
+* :func:`replay_partitions` replays ``PartitionRecord``/``PartitionChangeRecord`` to the current leader,
+  leader epoch, ISR and leader recovery state, with every unclean election on the way.
 """
 
 from __future__ import annotations

@@ -16,6 +16,7 @@ have ``live = false``. With a clean shutdown nothing is re-validated.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
@@ -115,10 +116,8 @@ def read_log_dir(path: str | os.PathLike) -> LogDirInfo:
         except (ParseError, OSError) as exc:
             info.errors.append(f"{name}: {exc}")
     if info.clean_shutdown:
-        try:
+        with contextlib.suppress(OSError):
             parse_clean_shutdown(_read_small(root / ".kafka_cleanshutdown"))
-        except OSError:
-            pass
     try:
         entries = sorted(os.listdir(root))
     except OSError as exc:
@@ -307,7 +306,8 @@ class _LogState:
     tail_message: str | None = None
     recovered: bool = False
     cut: bool = False
-    live_batches: list[tuple[int, int, int]] = field(default_factory=list)  # (segment, position, size)
+    # (segment, position, size) of every CRC-valid batch: where record rows are read from
+    valid_batches: list[tuple[int, int, int]] = field(default_factory=list)
 
 
 def _walk_partition(task: PartitionTask, part_dir: Path, state: _LogState, keep_positions: bool):
@@ -367,7 +367,7 @@ def _walk_partition(task: PartitionTask, part_dir: Path, state: _LogState, keep_
             state.max_epoch = max(state.max_epoch, int(headers["partition_leader_epoch"].max()))
             if keep_positions:
                 sizes = headers["batch_length"].astype(np.int64) + LOG_OVERHEAD
-                state.live_batches.extend(
+                state.valid_batches.extend(
                     (base, int(p), int(s)) for p, s, v in zip(positions, sizes, valid, strict=True) if v
                 )
         else:
@@ -417,10 +417,10 @@ def read_batch_records(path: str | os.PathLike, position: int, size: int):
     return batch, decode_records(batch, records_payload(batch, raw))
 
 
-def _record_table(task: PartitionTask, part_dir: Path, live_batches) -> tuple[pa.Table, list[str]]:
+def _record_table(task: PartitionTask, part_dir: Path, valid_batches) -> tuple[pa.Table, list[str]]:
     offsets, bases, stamps, hashes, controls, sizes = [], [], [], [], [], []
     errors: list[str] = []
-    for segment, position, size in live_batches:
+    for segment, position, size in valid_batches:
         path = part_dir / f"{segment:020d}.log"
         try:
             batch, records = read_batch_records(path, position, size)
@@ -613,9 +613,7 @@ def extract_metadata(log_dir: str, node: int, cluster: str) -> pa.Table:
             add(offset, ts, rec, False)
     n = len(out)
     columns = {f.name: [getattr(r, f.name, None) for r in out] for f in rows.METADATA}
-    columns.update(
-        cluster=[cluster] * n, node=[node] * n, log_dir=[log_dir] * n, end_offset=[end] * n
-    )
+    columns.update(cluster=[cluster] * n, node=[node] * n, log_dir=[log_dir] * n, end_offset=[end] * n)
     return pa.Table.from_pydict(columns, schema=rows.METADATA)
 
 
@@ -628,7 +626,7 @@ def compacted_topics(metadata: pa.Table) -> set[str]:
     return {t for t, v in policy.items() if v and "compact" in v}
 
 
-# ------------------------------------------------------------------------------------------------ one partition
+# -------------------------------------------------------------------------------------------- one partition
 
 
 def extract_partition(task: PartitionTask) -> Iterator[tuple[str, pa.Table]]:
@@ -654,7 +652,7 @@ def extract_partition(task: PartitionTask) -> Iterator[tuple[str, pa.Table]]:
         yield "epoch", _epoch_table(task, entries)
     has_records = False
     if task.compacted:
-        table, rec_errors = _record_table(task, part_dir, state.live_batches)
+        table, rec_errors = _record_table(task, part_dir, state.valid_batches)
         errors.extend(rec_errors[:5])
         has_records = True
         if table.num_rows:
@@ -672,9 +670,7 @@ def extract_partition(task: PartitionTask) -> Iterator[tuple[str, pa.Table]]:
         except (ParseError, OSError) as exc:
             errors.append(f"partition.metadata: {exc}")
     first_base = segments[0][0] if segments else None
-    log_start = max(
-        x for x in (task.log_start_checkpoint, first_base, 0) if x is not None
-    )
+    log_start = max(x for x in (task.log_start_checkpoint, first_base, 0) if x is not None)
     replica = {
         "cluster": task.cluster,
         "topic": task.topic,
@@ -718,8 +714,7 @@ def extract_partition(task: PartitionTask) -> Iterator[tuple[str, pa.Table]]:
 def extract_partition_wrapped(task: PartitionTask) -> Iterator[pa.RecordBatch]:
     """:func:`extract_partition` in the one extract layout (``rows.EXTRACT``), as record batches."""
     for kind, table in extract_partition(task):
-        for batch in rows.wrap(kind, table).to_batches(max_chunksize=1 << 16):
-            yield batch
+        yield from rows.wrap(kind, table).to_batches(max_chunksize=1 << 16)
 
 
 # ------------------------------------------------------------------------------------------------ one log dir
@@ -736,25 +731,68 @@ def metadata_for(info: LogDirInfo, cluster: str) -> pa.Table | None:
 
 def extract_log_dir(path: str | os.PathLike, out: str | os.PathLike, cluster: str | None = None) -> dict:
     """Write one Parquet file (layout ``rows.EXTRACT``) for a broker log directory; return counts."""
-    import pyarrow.parquet as pq
-
     info = read_log_dir(path)
     if info.node is None:
-        raise ParseError("no meta.properties node.id or broker.id: not a broker log directory", path=str(path))
+        raise ParseError(
+            "no meta.properties node.id or broker.id: not a broker log directory", path=str(path)
+        )
     label = cluster if cluster is not None else (info.cluster_id or "")
     meta = metadata_for(info, label)
     compacted = {label: compacted_topics(meta)} if meta is not None else None
     tasks = plan_tasks([info], [label], compacted)
     counts = dict.fromkeys(rows.TABLES, 0)
-    metadata = {b"kafka-auditor.schema-version": str(rows.SCHEMA_VERSION).encode()}
-    schema = rows.EXTRACT.with_metadata(metadata)
-    with pq.ParquetWriter(str(out), schema, compression="zstd") as writer:
+    with ExtractWriter(out) as writer:
         for task in tasks:
             for kind, table in extract_partition(task):
                 counts[kind] += table.num_rows
-                writer.write_table(rows.wrap(kind, table).replace_schema_metadata(metadata))
+                writer.add(kind, table)
     counts["errors"] = info.errors
     return counts
+
+
+class ExtractWriter:
+    """Writes an extract Parquet file: every row group holds one kind only (so a reader filtering on
+    ``kind`` skips the others by their statistics), batch rows in row groups of ``row_group`` rows, the
+    small tables at the end."""
+
+    def __init__(self, out: str | os.PathLike, row_group: int = 1 << 18) -> None:
+        import pyarrow.parquet as pq
+
+        self.metadata = {b"kafka-auditor.schema-version": str(rows.SCHEMA_VERSION).encode()}
+        self.writer = pq.ParquetWriter(
+            str(out), rows.EXTRACT.with_metadata(self.metadata), compression="zstd"
+        )
+        self.row_group = row_group
+        self.pending: dict[str, list[pa.Table]] = {kind: [] for kind in rows.TABLES}
+        self.sizes = dict.fromkeys(rows.TABLES, 0)
+
+    def add(self, kind: str, table: pa.Table) -> None:
+        if not table.num_rows:
+            return
+        self.pending[kind].append(table)
+        self.sizes[kind] += table.num_rows
+        if kind == "batch" and self.sizes[kind] >= self.row_group:
+            self.flush(kind)
+
+    def flush(self, kind: str) -> None:
+        if not self.pending[kind]:
+            return
+        table = pa.concat_tables(self.pending[kind])
+        wrapped = rows.wrap(kind, table).replace_schema_metadata(self.metadata)
+        self.writer.write_table(wrapped, row_group_size=max(self.row_group, 1))
+        self.pending[kind] = []
+        self.sizes[kind] = 0
+
+    def close(self) -> None:
+        for kind in rows.TABLES:
+            self.flush(kind)
+        self.writer.close()
+
+    def __enter__(self) -> ExtractWriter:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
 
 def read_extract(path: str | os.PathLike) -> dict[str, pa.Table]:

@@ -136,8 +136,14 @@ def evaluate(inp: PartitionInput) -> PartitionOutput:
     if not replicas:
         return out
     for r in replicas:
-        for key in ("hw", "recovery_point", "cleaner_offset", "latest_epoch", "max_batch_epoch",
-                    "log_start_checkpoint"):
+        for key in (
+            "hw",
+            "recovery_point",
+            "cleaner_offset",
+            "latest_epoch",
+            "max_batch_epoch",
+            "log_start_checkpoint",
+        ):
             r[key] = _int(r.get(key))
         r["leo"] = int(r["leo"])
         r["log_start"] = int(r["log_start"])
@@ -164,13 +170,20 @@ def evaluate(inp: PartitionInput) -> PartitionOutput:
                 ra,
                 f"replicas on brokers {a} and {b} diverge at offset {d['offset']} (common range "
                 f"[{d['lo']}, {d['hi']})); "
-                + ("below a checkpointed high watermark: committed data differs" if committed
-                   else "above both high watermarks: uncommitted data differs"),
+                + (
+                    "below a checkpointed high watermark: committed data differs"
+                    if committed
+                    else "above both high watermarks: uncommitted data differs"
+                ),
                 severity="error" if committed else "warning",
                 peer=b,
                 offset_start=d["offset"],
-                evidence={"mode": d.get("mode"), "hw": {a: ra["hw"], b: rb["hw"]},
-                          "leo": {a: ra["leo"], b: rb["leo"]}, "at_offset": detail},
+                evidence={
+                    "mode": d.get("mode"),
+                    "hw": {a: ra["hw"], b: rb["hw"]},
+                    "leo": {a: ra["leo"], b: rb["leo"]},
+                    "at_offset": detail,
+                },
             )
         )
     for r in replicas:
@@ -184,7 +197,7 @@ def evaluate(inp: PartitionInput) -> PartitionOutput:
     truncations: dict[int, dict] = {}
 
     if not is_meta:
-        _kraft_findings(out, leader, source, kraft)
+        _kraft_findings(out, replicas, leader, source, kraft)
         _hw_findings(out, replicas, leader, source)
         truncations = _truncation_findings(out, replicas, leader, caches, div_between)
         _epoch_findings(out, replicas, leader, caches, inp.ranges)
@@ -194,8 +207,13 @@ def evaluate(inp: PartitionInput) -> PartitionOutput:
         for broker, ranges in sorted(inp.ranges.items()):
             for rg in sorted(ranges, key=lambda g: g["first"]):
                 out.timeline.append(
-                    {"cluster": first["cluster"], "topic": topic, "partition": partition, "broker": broker,
-                     **{k: rg[k] for k in ("epoch", "first", "last", "records", "bytes", "batches")}}
+                    {
+                        "cluster": first["cluster"],
+                        "topic": topic,
+                        "partition": partition,
+                        "broker": broker,
+                        **{k: rg[k] for k in ("epoch", "first", "last", "records", "bytes", "batches")},
+                    }
                 )
     for r in replicas:
         d = div_between(r["broker"], lb) if r["broker"] != lb else None
@@ -232,9 +250,12 @@ def evaluate(inp: PartitionInput) -> PartitionOutput:
     return out
 
 
-def _kraft_findings(out: PartitionOutput, leader: dict, source: str, kraft: dict | None) -> None:
+def _kraft_findings(
+    out: PartitionOutput, replicas: list[dict], leader: dict, source: str, kraft: dict | None
+) -> None:
     if kraft is None:
         return
+    log_dirs = {r["broker"]: r["log_dir"] for r in replicas}
     for u in kraft["unclean"]:
         recovering = " with leaderRecoveryState=1 (RECOVERING)" if u["leader_recovery_state"] == 1 else ""
         isr = ",".join(str(x) for x in u["previous_isr"])
@@ -242,14 +263,13 @@ def _kraft_findings(out: PartitionOutput, leader: dict, source: str, kraft: dict
             _finding(
                 "KA620",
                 leader,
-                f"unclean leader election in the KRaft metadata at offset {u['offset']}: broker {u['leader']} "
-                f"became leader in epoch {u['leader_epoch']}{recovering} (ISR before the change: [{isr}]); data "
-                "above its log end offset on other replicas is truncated",
+                f"unclean leader election in the KRaft metadata (metadata offset {u['offset']}): broker "
+                f"{u['leader']} became leader in epoch {u['leader_epoch']}{recovering} (ISR before the "
+                f"change: [{isr}]); data above its log end offset on other replicas is truncated",
                 broker=u["leader"],
-                log_dir=None,
-                offset_start=u["offset"],
+                log_dir=log_dirs.get(u["leader"]),
                 epoch=u["leader_epoch"],
-                evidence=u,
+                evidence={**u, "metadata_offset": u["offset"]},
             )
         )
     if source == "kraft-last-known":
@@ -257,7 +277,8 @@ def _kraft_findings(out: PartitionOutput, leader: dict, source: str, kraft: dict
             _finding(
                 "KA621",
                 leader,
-                f"no leader in the KRaft metadata (offline partition, leader epoch {kraft['leader_epoch']}); the "
+                "no leader in the KRaft metadata (offline partition, leader epoch "
+                f"{kraft['leader_epoch']}); the "
                 f"last known leader {leader['broker']} is the reference",
                 epoch=kraft["leader_epoch"],
                 evidence={"isr": kraft["isr"]},
@@ -269,7 +290,8 @@ def _kraft_findings(out: PartitionOutput, leader: dict, source: str, kraft: dict
             _finding(
                 "KA622",
                 leader,
-                f"the KRaft leader {choice} is not among the inputs; broker {leader['broker']} (highest latest "
+                f"the KRaft leader {choice} is not among the inputs; broker {leader['broker']} "
+                "(highest latest "
                 "epoch, then log end offset) is the reference",
                 peer=choice,
             )
@@ -300,13 +322,19 @@ def _hw_findings(out: PartitionOutput, replicas: list[dict], leader: dict, sourc
                 _finding(
                     "KA702",
                     r,
-                    f"high watermark {hw} of broker {r['broker']} is above the log end offset {leader['leo']} of the "
+                    f"high watermark {hw} of broker {r['broker']} is above the log end offset "
+                    f"{leader['leo']} of the "
                     f"current leader {lb} ({source}): committed data is missing from the leader",
                     peer=lb,
                     offset_start=leader["leo"],
                     offset_end=hw - 1,
-                    evidence={"hw": hw, "leo": r["leo"], "leader_leo": leader["leo"], "leader_hw": leader["hw"],
-                              "leader_source": source},
+                    evidence={
+                        "hw": hw,
+                        "leo": r["leo"],
+                        "leader_leo": leader["leo"],
+                        "leader_hw": leader["hw"],
+                        "leader_source": source,
+                    },
                 )
             )
         if hw < r["log_start"]:
@@ -358,16 +386,26 @@ def _truncation_findings(out, replicas, leader, caches, div_between) -> dict[int
             _finding(
                 "KA602",
                 r,
-                f"Kafka's epoch-based truncation (OffsetsForLeaderEpoch against leader {lb}) would truncate broker "
+                f"Kafka's epoch-based truncation (OffsetsForLeaderEpoch against leader {lb}) would "
+                "truncate broker "
                 f"{r['broker']} to offset {t.offset}, but the replicas first differ at offset {d['offset']}: "
-                + ("divergent data below the truncation point would survive (KIP-101/KIP-279 failure class)"
-                   if unsafe else "it would truncate and refetch identical data"),
+                + (
+                    "divergent data below the truncation point would survive (KIP-101/KIP-279 failure class)"
+                    if unsafe
+                    else "it would truncate and refetch identical data"
+                ),
                 severity="error" if unsafe else "info",
                 peer=lb,
                 offset_start=min(t.offset, d["offset"]),
                 offset_end=max(t.offset, d["offset"]),
-                evidence={"truncation_offset": t.offset, "divergence": d["offset"], "fallback": t.fallback,
-                          "steps": t.steps, "leader_cache": l_cache, "follower_cache": f_cache},
+                evidence={
+                    "truncation_offset": t.offset,
+                    "divergence": d["offset"],
+                    "fallback": t.fallback,
+                    "steps": t.steps,
+                    "leader_cache": l_cache,
+                    "follower_cache": f_cache,
+                },
             )
         )
     return result
@@ -411,8 +449,9 @@ def _epoch_findings(out, replicas, leader, caches, ranges) -> None:
                 _finding(
                     "KA604",
                     r,
-                    f"broker {r['broker']} holds {rg['records']} records (offsets {rg['first']}..{rg['last']}) "
-                    f"written in leader epoch {rg['epoch']}, an epoch the current leader {lb} never had: they "
+                    f"broker {r['broker']} holds {rg['records']} records "
+                    f"(offsets {rg['first']}..{rg['last']}) written in leader epoch {rg['epoch']}, "
+                    f"an epoch the current leader {lb} never had: they "
                     "will be truncated when it follows the leader",
                     peer=lb,
                     offset_start=rg["first"],
@@ -450,7 +489,9 @@ def evaluate_rows(rows_: Iterable[dict]) -> PartitionOutput:
         if kind == "replica":
             inp.replicas.append(row)
         elif kind == "epoch":
-            inp.caches.setdefault(row["broker"], []).append((row["ordinal"], row["epoch"], row["start_offset"]))
+            inp.caches.setdefault(row["broker"], []).append(
+                (row["ordinal"], row["epoch"], row["start_offset"])
+            )
         elif kind == "range":
             inp.ranges.setdefault(row["broker"], []).append(row)
         elif kind == "div":

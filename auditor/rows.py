@@ -84,11 +84,11 @@ REPLICA = pa.schema(
         pa.field("segment_count", pa.int32()),
         pa.field("first_segment", pa.int64()),
         pa.field("last_segment", pa.int64()),
-        pa.field("batch_count", pa.int64()),  # live batches
-        pa.field("record_count", pa.int64()),  # records in live batches
-        pa.field("bytes", pa.int64()),  # bytes of live batches
-        pa.field("first_offset", pa.int64()),  # base offset of the first live batch
-        pa.field("max_batch_epoch", pa.int32()),  # highest partitionLeaderEpoch of a live batch
+        pa.field("batch_count", pa.int64()),  # complete batches in the files
+        pa.field("record_count", pa.int64()),  # records in them
+        pa.field("bytes", pa.int64()),  # their bytes
+        pa.field("first_offset", pa.int64()),  # base offset of the first batch
+        pa.field("max_batch_epoch", pa.int32()),  # highest partitionLeaderEpoch of a batch
         pa.field("latest_epoch", pa.int32()),  # latest epoch of the normalised leader-epoch cache
         pa.field("epoch_entries", pa.int32()),
         pa.field("epoch_dropped", pa.int32()),  # checkpoint lines Kafka's load-time assign drops

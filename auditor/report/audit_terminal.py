@@ -45,7 +45,7 @@ def _partition_groups(rows: Iterable[dict[str, Any]]) -> dict[tuple, list[dict[s
     for row in rows:
         out.setdefault((row.get("cluster") or "", row["topic"], row["partition"]), []).append(row)
     for replicas in out.values():
-        replicas.sort(key=lambda r: (not r.get("role") == "leader", r["broker"]))
+        replicas.sort(key=lambda r: (r.get("role") != "leader", r["broker"]))
     return out
 
 

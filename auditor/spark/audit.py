@@ -10,6 +10,7 @@ shared filesystem on a cluster).
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import time
@@ -54,7 +55,7 @@ class AuditResult:
 
 
 def finding_from_row(row: dict[str, Any]) -> Finding:
-    """A ``rows.FINDING`` row (from Spark) as an issue-4 :class:`Finding` (the peer replica in ``related``)."""
+    """A ``rows.FINDING`` row (from Spark) as an issue-4 :class:`Finding` (peer replica in ``related``)."""
     from auditor.rules.registry import REGISTRY
 
     evidence = json.loads(row.get("evidence") or "{}")
@@ -100,13 +101,19 @@ def _aggregate_offline(findings: list[Finding]) -> list[Finding]:
             Finding(
                 code="KA621",
                 severity=first.severity,
-                message=f"{len(group)} partition(s) have no leader in the KRaft metadata (offline, e.g. every "
+                message=f"{len(group)} partition(s) have no leader in the KRaft metadata (offline, e.g. "
+                "every "
                 f"replica shut down); the last known leader is the reference: {listing}{more}",
                 name=first.name,
                 evidence={
                     "cluster": cluster,
                     "partitions": [
-                        {"topic": f.topic, "partition": f.partition, "lastKnownLeader": f.broker, "epoch": f.epoch}
+                        {
+                            "topic": f.topic,
+                            "partition": f.partition,
+                            "lastKnownLeader": f.broker,
+                            "epoch": f.epoch,
+                        }
                         for f in group
                     ],
                 },
@@ -136,10 +143,8 @@ def input_bytes(inputs: Inputs) -> int:
         else:
             paths = [p for p in Path(source.path).glob("*/*.log")]
         for p in paths:
-            try:
+            with contextlib.suppress(OSError):
                 total += p.stat().st_size
-            except OSError:
-                pass
     return total
 
 
@@ -199,6 +204,8 @@ def run_audit(
             result.problems.extend(result.exported.get("problems", []))
         if save is not None:
             save_frames(spark, frames, tables, result.findings, save)
+        if tables.extract is not None and tables.extract.is_cached:
+            tables.extract.unpersist()
     partitions = {(r["cluster"], r["topic"], r["partition"]) for r in result.replicas}
     result.stats = {
         "logDirs": len(inputs.raw),
@@ -222,8 +229,9 @@ def _assemble(collected: dict[str, list[dict]], tables, frames) -> AuditResult:
                     "code": "KA623",
                     "severity": "info",
                     "cluster": cluster,
-                    "message": "no __cluster_metadata in the inputs: the current leader of every partition is "
-                    "inferred (highest latest leader epoch, then highest log end offset, then lowest broker id)",
+                    "message": "no __cluster_metadata in the inputs: the current leader of every "
+                    "partition is inferred (highest latest leader epoch, then highest log end offset, "
+                    "then lowest broker id)",
                 }
             )
         )
@@ -240,7 +248,9 @@ def _assemble(collected: dict[str, list[dict]], tables, frames) -> AuditResult:
         timelines.setdefault((d["cluster"], d["topic"], d["partition"]), []).append(d)
     for rows_ in timelines.values():
         rows_.sort(key=lambda d: (d["broker"], d["first"]))
-    return AuditResult(findings, replicas, loss, timelines, list(tables.problems), frames=frames, tables=tables)
+    return AuditResult(
+        findings, replicas, loss, timelines, list(tables.problems), frames=frames, tables=tables
+    )
 
 
 # ------------------------------------------------------------------------------------------------ --save
@@ -277,7 +287,9 @@ def save_frames(spark, frames, tables, findings: list[Finding], directory: str |
                 json.dumps(ev, sort_keys=True, default=str),
             )
         )
-    spark.createDataFrame(finding_rows, schema).coalesce(1).write.mode("overwrite").parquet(str(out / "findings"))
+    spark.createDataFrame(finding_rows, schema).coalesce(1).write.mode("overwrite").parquet(
+        str(out / "findings")
+    )
     for name, df in frames.saveable().items():
         if name == "findings":
             continue
@@ -300,7 +312,9 @@ def _decode_lost(batches):
     for batch in batches:
         out: dict[str, list] = {n: [] for n in names}
         for row in batch.to_pylist():
-            path = os.path.join(row["log_dir"], f"{row['topic']}-{row['partition']}", f"{row['segment']:020d}.log")
+            path = os.path.join(
+                row["log_dir"], f"{row['topic']}-{row['partition']}", f"{row['segment']:020d}.log"
+            )
             base = {
                 "cluster": row["cluster"],
                 "topic": row["topic"],
@@ -313,20 +327,34 @@ def _decode_lost(batches):
             try:
                 header, records = read_batch_records(path, row["position"], row["size"])
             except (ParseError, OSError) as exc:
-                rec = dict(base, offset=row["base_offset"], timestamp=None, key=None, value=None, headers=None,
-                           error=f"{path}: {exc}")
+                rec = dict(
+                    base,
+                    offset=row["base_offset"],
+                    timestamp=None,
+                    key=None,
+                    value=None,
+                    headers=None,
+                    error=f"{path}: {exc}",
+                )
                 for n in names:
                     out[n].append(rec.get(n))
                 continue
             for r in records:
-                if r.offset >= row["committed_hw"] or r.offset < row["zone_lo"]:
+                if r.offset >= row["committed_hw"] or r.offset < row["start"]:
                     continue
                 headers = [
                     {"key": h.key, "value": None if h.value is None else base64.b64encode(h.value).decode()}
                     for h in r.headers
                 ]
-                rec = dict(base, offset=r.offset, timestamp=r.timestamp, key=r.key, value=r.value,
-                           headers=json.dumps(headers), error=None)
+                rec = dict(
+                    base,
+                    offset=r.offset,
+                    timestamp=r.timestamp,
+                    key=r.key,
+                    value=r.value,
+                    headers=json.dumps(headers),
+                    error=None,
+                )
                 for n in names:
                     out[n].append(rec.get(n))
         yield pa.RecordBatch.from_pydict(out, schema=_lost_arrow_schema())
@@ -360,18 +388,37 @@ def export_lost_records(spark, frames, directory: str | os.PathLike) -> dict[str
 
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
-    lb = lost_batches(frames.extra["batches"], frames.extra["replicas"], frames.extra["zones"]).where(F.col("c"))
+    lb = lost_batches(frames.extra["candidates"], frames.extra["replicas"], frames.extra["zones"]).where(
+        F.col("c")
+    )
     todo = lb.select(
-        "cluster", "topic", "partition", "broker", "log_dir", "segment", "position", "size", "base_offset",
-        "ple", "committed_hw", "zone_lo",
+        "cluster",
+        "topic",
+        "partition",
+        "broker",
+        "log_dir",
+        "segment",
+        "position",
+        "size",
+        "base_offset",
+        "ple",
+        "committed_hw",
+        "start",
     )
     ddl = ", ".join(f"{n} {t}" for n, t in LOST_FIELDS)
     decoded = todo.mapInArrow(_decode_lost, ddl)
     per_offset = (
         decoded.groupBy("cluster", "topic", "partition", "offset")
         .agg(
-            F.min(F.struct(*[F.col(n) for n, _ in LOST_FIELDS if n not in ("cluster", "topic", "partition",
-                                                                             "offset")])).alias("r"),
+            F.min(
+                F.struct(
+                    *[
+                        F.col(n)
+                        for n, _ in LOST_FIELDS
+                        if n not in ("cluster", "topic", "partition", "offset")
+                    ]
+                )
+            ).alias("r"),
             F.sort_array(F.collect_set("broker")).alias("holders"),
         )
         .select("cluster", "topic", "partition", "offset", "r.*", "holders")
@@ -379,9 +426,7 @@ def export_lost_records(spark, frames, directory: str | os.PathLike) -> dict[str
     )
     jsonl = out / "lost-records.jsonl"
     parquet = out / "lost-records.parquet"
-    schema = pa.schema(
-        list(_lost_arrow_schema()) + [pa.field("holders", pa.list_(pa.int32()))]
-    )
+    schema = pa.schema(list(_lost_arrow_schema()) + [pa.field("holders", pa.list_(pa.int32()))])
     count = 0
     problems: list[str] = []
     buffer: list[dict] = []

@@ -1,25 +1,32 @@
 """Cross-replica comparisons as Spark DataFrame jobs (the same code in local mode and on a cluster).
 
 Inputs are the flat tables of :mod:`auditor.spark.extract`; every partition replica is keyed by
-``tp = xxhash64(cluster, topic, partition)`` and its broker id. What runs where:
+``tp = xxhash64(cluster, topic, partition)`` and its broker id. The batch rows (the only big table: every
+complete batch in the files, CRC not checked, that is ``scan``'s job) are read twice, nothing else is big:
 
-* batch rows (the only big table; every complete batch in the files, CRC not checked: that is ``scan``'s
-  job) are scanned once into a small aggregate per (tp, broker, offset chunk, leader epoch): an XOR of
-  per-batch signatures ``xxhash64(base offset, last offset, stored CRC, partitionLeaderEpoch)``, counts,
-  offset ranges. Replicas whose chunk digests agree inside a pair's
-  common range ``[max(log start offsets), min(LEOs))`` are equal there; only the few chunks where they do
-  not (or that straddle the range's ends) go back to the batch rows (a semi-join) to find the first
-  offset where the pair disagrees: a missing batch, different batch boundaries, a different CRC, or the
-  same CRC with a different partitionLeaderEpoch (which the CRC does not cover);
-* compacted partitions are compared by record (offset, hash of key, value, headers): an offset present
-  on one replica only is benign below the other replica's cleaner offset, a different record never is;
-* the per-partition leader-epoch work (Kafka's OffsetsForLeaderEpoch loop, KRaft replay) runs in small
-  ``applyInPandas`` groups;
-* truncation loss: from the first divergent offset of each follower on (or the leader's LEO when the
-  follower is merely longer), its batches are compared with the leader's batch at the same base offset;
-  a differing batch's records below the highest high watermark checkpointed by a replica holding that same
-  batch were committed and are lost when the follower truncates, the rest is a divergent uncommitted tail;
-* findings come out as a DataFrame in the ``rows.FINDING`` layout.
+1. digests: per (tp, broker, offset chunk of 4096, leader epoch) an XOR of batch signatures
+   ``xxhash64(base offset, last offset, stored CRC, partitionLeaderEpoch)``, counts and offset ranges
+   (map-side partial aggregation: a few rows per chunk leave each task);
+2. candidate chunks: the (tp, chunk) where the replicas of a partition are not unanimous (a replica lacks the
+   chunk, or the digests differ); the second scan keeps only their batch rows (a broadcast semi-join, with a
+   predicate Parquet can push down when few partitions are concerned).
+
+From the candidate rows: the first offset where each replica pair disagrees inside its common range
+``[max(log start offsets), min(LEOs))`` (a missing batch, different batch boundaries, a different CRC, or the
+same CRC with a different partitionLeaderEpoch, which the CRC does not cover). Compacted partitions are
+compared by record (offset, hash of key, value, headers): an offset present on one replica only is benign
+below the other replica's cleaner offset, a different record never is.
+
+The per-partition rules (current leader from the KRaft records or inferred, high-watermark violations,
+leader-epoch history, Kafka's OffsetsForLeaderEpoch truncation point) run in ``applyInPandas`` over small
+tagged rows (``auditor.replication``). Truncation loss goes back to the candidate rows: from the first
+divergent offset of each follower on (or the leader's LEO when the follower is merely longer), its batches are
+compared with the leader's batch at the same base offset; a differing batch's records below the highest high
+watermark checkpointed by a replica holding that same batch were committed and are lost when the follower
+truncates, the rest is a divergent uncommitted tail.
+
+Small intermediates are materialised with ``localCheckpoint`` (computed once, short plans); findings come out
+as rows in the ``rows.FINDING`` layout, collected with the per-replica summary in one action.
 """
 
 from __future__ import annotations
@@ -32,7 +39,6 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from auditor import rows
-from auditor.extract import METADATA_TOPIC
 
 CHUNK_BITS = 12
 """Offsets per digest chunk: 4096."""
@@ -93,19 +99,28 @@ def with_tp(df: DataFrame) -> DataFrame:
     return df.withColumn("tp", F.xxhash64("cluster", "topic", "partition"))
 
 
+RULE_BUCKETS = 64
+"""Partitions are handed to the per-partition rules in this many groups (one pandas call per group, not per
+partition: the per-call cost of applyInPandas dominates on thousands of small partitions)."""
+
+
 def _rules(pdf: pd.DataFrame) -> pd.DataFrame:
-    """applyInPandas over one partition's tagged rows: every per-partition rule (``auditor.replication``)."""
+    """applyInPandas over the tagged rows of a bucket of partitions: every per-partition rule
+    (``auditor.replication``), one partition at a time."""
     import json
 
     from auditor.replication import evaluate_rows
 
-    tagged = [dict(json.loads(p), kind=k) for k, p in zip(pdf["kind"], pdf["payload"], strict=True)]
-    out = evaluate_rows(tagged)
-    tp = int(pdf["tp"].iloc[0])
-    rows_out = [(tp, "finding", json.dumps(f)) for f in out.findings]
-    rows_out += [(tp, "zone", json.dumps(x)) for x in out.zones]
-    rows_out += [(tp, "summary", json.dumps(x)) for x in out.summary]
-    rows_out += [(tp, "timeline", json.dumps(x)) for x in out.timeline]
+    by_tp: dict[int, list[dict]] = {}
+    for tp, kind, payload in zip(pdf["tp"], pdf["kind"], pdf["payload"], strict=True):
+        by_tp.setdefault(int(tp), []).append(dict(json.loads(payload), kind=kind))
+    rows_out = []
+    for tp, tagged in by_tp.items():
+        out = evaluate_rows(tagged)
+        rows_out += [(tp, "finding", json.dumps(f)) for f in out.findings]
+        rows_out += [(tp, "zone", json.dumps(x)) for x in out.zones]
+        rows_out += [(tp, "summary", json.dumps(x)) for x in out.summary]
+        rows_out += [(tp, "timeline", json.dumps(x)) for x in out.timeline]
     return pd.DataFrame(rows_out, columns=["tp", "kind", "payload"])
 
 
@@ -137,39 +152,43 @@ def _json_rows(df: DataFrame, kind: str, *columns) -> DataFrame:
     return df.select("tp", F.lit(kind).alias("kind"), F.to_json(F.struct(*columns)).alias("payload"))
 
 
-def first_divergence(batches: DataFrame, digest: DataFrame, pairs: DataFrame, chunk_bits: int) -> DataFrame:
-    """First offset where each replica pair (mode ``batch``) disagrees inside its common range."""
-    K = chunk_bits
-    by_chunk = digest.groupBy("tp", "chunk").agg(F.collect_list(F.struct("broker", "x", "n")).alias("l"))
+def candidate_chunks(digest: DataFrame, replicas: DataFrame) -> DataFrame:
+    """``(tp, chunk)`` where the replicas of a partition are not unanimous: a replica lacks the chunk or the
+    chunk digests differ. Everything else is identical on every replica and never looked at again."""
+    n_replicas = replicas.groupBy("tp").agg(F.count(F.lit(1)).alias("replicas"))
+    per_broker = digest.groupBy("tp", "broker", "chunk").agg(
+        F.expr("bit_xor(x)").alias("x"), F.sum("n").alias("n")
+    )
+    return (
+        per_broker.groupBy("tp", "chunk")
+        .agg(
+            F.count(F.lit(1)).alias("brokers"),
+            F.min("x").alias("x_min"),
+            F.max("x").alias("x_max"),
+            F.min("n").alias("n_min"),
+            F.max("n").alias("n_max"),
+        )
+        .join(F.broadcast(n_replicas), "tp")
+        .where(
+            (F.col("brokers") < F.col("replicas"))
+            | (F.col("x_min") != F.col("x_max"))
+            | (F.col("n_min") != F.col("n_max"))
+        )
+        .select("tp", "chunk")
+    )
+
+
+def first_divergence(candidates: DataFrame, pairs: DataFrame) -> DataFrame:
+    """First offset where each replica pair (mode ``batch``) disagrees inside its common range, from the
+    batches of the candidate chunks only."""
     batch_pairs = pairs.where((F.col("mode") == "batch") & (F.col("lo") < F.col("hi"))).select(
         "tp", "a", "b", "lo", "hi"
-    )
-    start = F.shiftleft(F.col("chunk"), K)
-    end = F.shiftleft(F.col("chunk") + 1, K)
-
-    def side(name: str):
-        mine = F.filter("l", lambda s: s["broker"] == F.col(name))
-        return (
-            F.aggregate(mine, F.lit(0).cast("long"), lambda acc, s: acc.bitwiseXOR(s["x"])),
-            F.aggregate(mine, F.lit(0).cast("long"), lambda acc, s: acc + s["n"]),
-            F.size(mine) > 0,
-        )
-
-    xa, na, has_a = side("a")
-    xb, nb, has_b = side("b")
-    inside = (start >= F.col("lo")) & (end <= F.col("hi"))
-    equal = (has_a == has_b) & (xa == xb) & (na == nb)
-    candidates = (
-        batch_pairs.join(by_chunk, "tp")
-        .where((end > F.col("lo")) & (start < F.col("hi")))
-        .where((has_a | has_b) & ~(inside & equal))
-        .select("tp", "a", "b", "lo", "hi", "chunk")
     )
     at = F.struct("last_offset", "ple", "crc", "valid")
     is_a = F.col("broker") == F.col("a")
     is_b = F.col("broker") == F.col("b")
     return (
-        batches.join(candidates, ["tp", "chunk"])
+        candidates.join(F.broadcast(batch_pairs), "tp")
         .where((is_a | is_b) & (F.col("base_offset") < F.col("hi")) & (F.col("last_offset") >= F.col("lo")))
         .groupBy("tp", "a", "b", "lo", "hi", "base_offset")
         .agg(
@@ -276,42 +295,52 @@ def replica_pairs(replicas: DataFrame) -> DataFrame:
 
 def lost_batches(batches: DataFrame, replicas: DataFrame, zones: DataFrame) -> DataFrame:
     """Follower batches from the zone start on, each compared with the leader's batch at the same base
-    offset; ``committed_hw``: the highest HW checkpointed by any replica holding that same batch."""
+    offset; ``committed_hw``: the highest HW checkpointed by any replica holding that same batch; ``start``:
+    the first offset of the batch from which this replica differs from the leader."""
     zone = zones.groupBy("tp").agg(
         F.min("from").alias("zone_lo"),
         F.first("leader").alias("leader"),
         F.first("leader_source").alias("leader_source"),
     )
-    z = batches.join(F.broadcast(zone), "tp").where(F.col("base_offset") >= F.col("zone_lo"))
+    own = zones.select("tp", "broker", F.col("from").alias("own_from"))
+    z = batches.join(F.broadcast(zone), "tp").where(F.col("last_offset") >= F.col("zone_lo"))
     z = z.join(
-        replicas.select("tp", "broker", F.coalesce("hw", F.lit(0)).alias("hw"), "log_dir", "cluster", "topic",
-                        "partition"),
+        replicas.select(
+            "tp", "broker", F.coalesce("hw", F.lit(0)).alias("hw"), "log_dir", "cluster", "topic", "partition"
+        ),
         ["tp", "broker"],
-    )
-    committed_hw = z.groupBy("tp", "base_offset", "sig").agg(F.max("hw").alias("committed_hw"))
-    leader_sig = z.where(F.col("broker") == F.col("leader")).select(
-        "tp", "base_offset", F.col("sig").alias("leader_sig")
-    )
+    ).join(F.broadcast(own), ["tp", "broker"], "left")
+    # where this replica's own difference starts inside the batch (a record offset in compacted partitions)
+    start = F.greatest(F.col("base_offset"), F.coalesce(F.col("own_from"), F.col("base_offset")))
+    same_batch = Window.partitionBy("tp", "base_offset", "sig")
+    same_offset = Window.partitionBy("tp", "base_offset")
     return (
-        z.where(F.col("broker") != F.col("leader"))
-        .join(leader_sig, ["tp", "base_offset"], "left")
-        .join(committed_hw, ["tp", "base_offset", "sig"])
+        z.withColumn("committed_hw", F.max("hw").over(same_batch))
+        .withColumn(
+            "leader_sig", F.max(F.when(F.col("broker") == F.col("leader"), F.col("sig"))).over(same_offset)
+        )
+        .where(F.col("broker") != F.col("leader"))
+        .withColumn("start", start)
         .withColumn("differs", F.col("leader_sig").isNull() | (F.col("leader_sig") != F.col("sig")))
-        .withColumn("c", F.col("differs") & (F.col("base_offset") < F.col("committed_hw")))
-        .withColumn("u", F.col("differs") & (F.col("last_offset") >= F.col("committed_hw")))
+        .withColumn("c", F.col("differs") & (F.col("start") < F.col("committed_hw")))
+        .withColumn("u", F.col("differs") & (F.col("last_offset") >= F.greatest("start", "committed_hw")))
     )
 
 
 def lost_runs(batches: DataFrame, replicas: DataFrame, zones: DataFrame) -> DataFrame:
     """Runs of consecutive differing follower batches: ``committed`` (records below ``committed_hw``) and
     ``uncommitted`` (the rest), with records, bytes, batches and leader epochs."""
-    lb = lost_batches(batches, replicas, zones)
-    order = Window.partitionBy("tp", "broker").orderBy("base_offset").rowsBetween(Window.unboundedPreceding, 0)
+    by_offset = Window.partitionBy("tp", "broker").orderBy("base_offset")
+    lb = lost_batches(batches, replicas, zones).withColumn("prev_last", F.lag("last_offset").over(by_offset))
+    order = by_offset.rowsBetween(Window.unboundedPreceding, 0)
     keys = ["tp", "cluster", "topic", "partition", "broker", "log_dir", "leader", "leader_source"]
+    # a run ends at a batch that does not qualify, or at a gap (the batches in between are identical on the
+    # leader: their chunks were never candidates)
+    gap = F.col("prev_last").isNull() | (F.col("base_offset") != F.col("prev_last") + 1)
 
     def runs(flag: str, kind: str, lo, hi) -> DataFrame:
         return (
-            lb.withColumn("run", F.sum(F.when(F.col(flag), 0).otherwise(1)).over(order))
+            lb.withColumn("run", F.sum(F.when(~F.col(flag) | gap, 1).otherwise(0)).over(order))
             .where(F.col(flag))
             .withColumn("lo", lo)
             .withColumn("hi", hi)
@@ -330,38 +359,79 @@ def lost_runs(batches: DataFrame, replicas: DataFrame, zones: DataFrame) -> Data
         )
 
     committed = runs(
-        "c", "committed", F.col("base_offset"), F.least(F.col("last_offset"), F.col("committed_hw") - 1)
+        "c", "committed", F.col("start"), F.least(F.col("last_offset"), F.col("committed_hw") - 1)
     )
-    uncommitted = runs("u", "uncommitted", F.greatest(F.col("base_offset"), F.col("committed_hw")),
-                       F.col("last_offset"))
+    uncommitted = runs(
+        "u", "uncommitted", F.greatest(F.col("start"), F.col("committed_hw")), F.col("last_offset")
+    )
     return committed.unionByName(uncommitted)
 
 
-def audit(tables, chunk_bits: int = CHUNK_BITS) -> AuditFrames:
-    """Build every comparison of one audit (lazy: nothing runs until the frames are collected or saved)."""
-    K = chunk_bits
-    replicas = with_tp(tables.replica)
-    batches = (
-        with_tp(tables.batch).select(
-            "tp",
-            "broker",
-            "segment",
-            "position",
-            "base_offset",
-            "last_offset",
-            "crc",
-            F.col("partition_leader_epoch").alias("ple"),
-            "valid",
-            "records_count",
-            "size",
-            F.shiftright("base_offset", K).alias("chunk"),
-            F.xxhash64("base_offset", "last_offset", "crc", "partition_leader_epoch").alias("sig"),
-        )
+PUSHDOWN_PARTITIONS = 500
+"""Up to this many partitions with candidate chunks, the second scan filters on their offset spans so that
+Parquet skips the row groups (and the cache its batches) that cannot hold them."""
+
+
+def batch_columns(batch: DataFrame, chunk_bits: int) -> DataFrame:
+    """What the comparisons need of the batch rows: partition key, chunk, signature, sizes, location."""
+    return with_tp(batch).select(
+        "tp",
+        "broker",
+        "segment",
+        "position",
+        "base_offset",
+        "last_offset",
+        "crc",
+        F.col("partition_leader_epoch").alias("ple"),
+        "valid",
+        "records_count",
+        "size",
+        F.shiftright("base_offset", chunk_bits).alias("chunk"),
+        F.xxhash64("base_offset", "last_offset", "crc", "partition_leader_epoch").alias("sig"),
     )
-    # the one full scan: signatures and ranges per (partition, broker, offset chunk, leader epoch)
-    digest = (
-        batches.groupBy("tp", "broker", "chunk", "ple")
-        .agg(
+
+
+def _prune(batch: DataFrame, chunks: DataFrame, replicas: DataFrame, chunk_bits: int) -> DataFrame:
+    """The batch rows restricted, by a predicate Parquet can push down, to the offset span of the candidate
+    chunks of each partition that has some (the semi-join on the chunks stays the exact filter)."""
+    spans = (
+        chunks.join(replicas.select("tp", "cluster", "topic", "partition").distinct(), "tp")
+        .groupBy("cluster", "topic", "partition")
+        .agg(F.min("chunk").alias("lo"), F.max("chunk").alias("hi"))
+        .collect()
+    )
+    if not spans:
+        return batch.where(F.lit(False))
+    if len(spans) > PUSHDOWN_PARTITIONS:
+        return batch
+    cond = None
+    for s in spans:
+        term = (
+            (F.col("cluster") == s["cluster"])
+            & (F.col("topic") == s["topic"])
+            & (F.col("partition") == s["partition"])
+            & (F.col("base_offset") >= s["lo"] << chunk_bits)
+            & (F.col("base_offset") < (s["hi"] + 1) << chunk_bits)
+        )
+        cond = term if cond is None else cond | term
+    return batch.where(cond)
+
+
+def _materialize(df: DataFrame) -> DataFrame:
+    """Compute a small intermediate now and cut its lineage: later plans start from its rows, which keeps
+    Spark's planning time small (the full plan of an audit is large) and guarantees it is computed once."""
+    return df.localCheckpoint(eager=True)
+
+
+def audit(tables, chunk_bits: int = CHUNK_BITS) -> AuditFrames:
+    """Build every comparison of one audit. Runs the two scans of the batches (the digests, then the rows of
+    the candidate chunks) and the per-partition rules now; the rest runs when ``results`` is collected."""
+    K = chunk_bits
+    replicas = _materialize(with_tp(tables.replica))
+    batches = batch_columns(tables.batch, K)
+    # the first full scan: signatures and ranges per (partition, broker, offset chunk, leader epoch)
+    digest = _materialize(
+        batches.groupBy("tp", "broker", "chunk", "ple").agg(
             F.expr("bit_xor(sig)").alias("x"),
             F.count(F.lit(1)).alias("n"),
             F.min("base_offset").alias("first"),
@@ -371,10 +441,15 @@ def audit(tables, chunk_bits: int = CHUNK_BITS) -> AuditFrames:
         )
     )
     pairs = replica_pairs(replicas)
-    records = with_tp(tables.record).select("tp", "broker", "offset", "record_hash")
-    divergence = (
-        first_divergence(batches, digest, pairs, K).unionByName(first_record_divergence(records, pairs))
+    # the second and last scan of the batches: the rows of the chunks where replicas are not unanimous
+    chunks = _materialize(candidate_chunks(digest, replicas))
+    candidates = _materialize(
+        batch_columns(_prune(tables.batch, chunks, replicas, K), K).join(
+            F.broadcast(chunks), ["tp", "chunk"], "left_semi"
+        )
     )
+    records = with_tp(tables.record).select("tp", "broker", "offset", "record_hash")
+    divergence = first_divergence(candidates, pairs).unionByName(first_record_divergence(records, pairs))
     epoch_ranges = digest.groupBy("tp", "broker", "ple").agg(
         F.min("first").alias("first"),
         F.max("last").alias("last"),
@@ -390,15 +465,28 @@ def audit(tables, chunk_bits: int = CHUNK_BITS) -> AuditFrames:
         _json_rows(replicas, "replica", *replica_cols)
         .unionByName(_json_rows(with_tp(tables.epoch), "epoch", "broker", "epoch", "start_offset", "ordinal"))
         .unionByName(
-            _json_rows(epoch_ranges, "range", "broker", F.col("ple").alias("epoch"), "first", "last", "records",
-                       "bytes", "batches")
+            _json_rows(
+                epoch_ranges,
+                "range",
+                "broker",
+                F.col("ple").alias("epoch"),
+                "first",
+                "last",
+                "records",
+                "bytes",
+                "batches",
+            )
         )
         .unionByName(_json_rows(divergence, "div", "a", "b", "lo", "hi", "offset", "mode", "detail"))
         .unionByName(
             _json_rows(metadata, "metadata", *[c for c in tables.metadata.columns if c != "cluster"])
         )
     )
-    rule_out = tagged.groupBy("tp").applyInPandas(_rules, RULES_SCHEMA).cache()
+    rule_out = _materialize(
+        tagged.groupBy(F.pmod(F.col("tp"), F.lit(RULE_BUCKETS)).alias("bucket")).applyInPandas(
+            _rules, RULES_SCHEMA
+        )
+    )
 
     def part(kind: str, schema: T.StructType) -> DataFrame:
         return rule_out.where(F.col("kind") == kind).select("tp", F.from_json("payload", schema).alias("r"))
@@ -406,7 +494,7 @@ def audit(tables, chunk_bits: int = CHUNK_BITS) -> AuditFrames:
     rule_findings = part("finding", FINDING_SCHEMA).select("r.*")
     summary = part("summary", SUMMARY_SCHEMA).select("r.*")
     zones = part("zone", ZONE_SCHEMA).select("tp", "r.*")
-    runs = lost_runs(batches, replicas, zones)
+    runs = lost_runs(candidates, replicas, zones)
     loss = runs
 
     def loss_finding(kind: str, code: str, severity: str, text) -> DataFrame:
@@ -434,10 +522,19 @@ def audit(tables, chunk_bits: int = CHUNK_BITS) -> AuditFrames:
         "KA710",
         "critical",
         F.format_string(
-            "%d committed records (offsets %d..%d; %d bytes in %d batches; high watermark %d was checkpointed by "
+            "%d committed records (offsets %d..%d; %d bytes in %d batches; high watermark %d was "
+            "checkpointed by "
             "a replica holding them) are on broker %d but absent from or different on the current leader %d "
             "(%s): they are lost when broker %d truncates",
-            "records", "lo", "hi", "bytes", "batches", "committed_hw", "broker", "leader", "leader_source",
+            "records",
+            "lo",
+            "hi",
+            "bytes",
+            "batches",
+            "committed_hw",
+            "broker",
+            "leader",
+            "leader_source",
             "broker",
         ),
     )
@@ -448,7 +545,11 @@ def audit(tables, chunk_bits: int = CHUNK_BITS) -> AuditFrames:
         F.format_string(
             "divergent uncommitted tail: %d records (offsets %d..%d, at or above the high watermarks of the "
             "replicas holding them) on broker %d are not on the current leader %d and will be truncated",
-            "records", "lo", "hi", "broker", "leader",
+            "records",
+            "lo",
+            "hi",
+            "broker",
+            "leader",
         ),
     )
     findings = rule_findings.unionByName(committed).unionByName(uncommitted)
@@ -456,7 +557,9 @@ def audit(tables, chunk_bits: int = CHUNK_BITS) -> AuditFrames:
         replicas.select("tp", "broker", "cluster", "topic", "partition"), ["tp", "broker"]
     )
     results = (
-        findings.select(F.lit("finding").alias("kind"), F.to_json(F.struct(*findings.columns)).alias("payload"))
+        findings.select(
+            F.lit("finding").alias("kind"), F.to_json(F.struct(*findings.columns)).alias("payload")
+        )
         .unionByName(rule_out.where(F.col("kind").isin("summary", "timeline")).select("kind", "payload"))
         .unionByName(
             loss.select(
@@ -473,5 +576,11 @@ def audit(tables, chunk_bits: int = CHUNK_BITS) -> AuditFrames:
         lost_ranges=loss,
         epochs=epochs_out,
         pairs=pairs,
-        extra={"batches": batches, "digest": digest, "zones": zones, "replicas": replicas},
+        extra={
+            "batches": batches,
+            "candidates": candidates,
+            "digest": digest,
+            "zones": zones,
+            "replicas": replicas,
+        },
     )

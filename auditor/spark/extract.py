@@ -157,7 +157,9 @@ def parquet_extract(spark, sources: list[Source]):
             df = df.select(
                 "kind",
                 *[
-                    F.when(F.col(kind).isNotNull(), F.col(kind).withField("cluster", F.lit(label))).alias(kind)
+                    F.when(F.col(kind).isNotNull(), F.col(kind).withField("cluster", F.lit(label))).alias(
+                        kind
+                    )
                     for kind in rows.TABLES
                 ],
             )
@@ -218,6 +220,7 @@ def ship_code(spark) -> None:
     master = spark.sparkContext.master
     if master.startswith("local"):
         return
+    import atexit
     import shutil
     import tempfile
 
@@ -225,6 +228,7 @@ def ship_code(spark) -> None:
     import parsers
 
     tmp = Path(tempfile.mkdtemp(prefix="kafka-auditor-"))
+    atexit.register(shutil.rmtree, tmp, True)
     for package in (auditor, parsers):
         src = Path(package.__file__).resolve().parent
         shutil.copytree(src, tmp / "pkg" / src.name, ignore=shutil.ignore_patterns("__pycache__"))

@@ -14,6 +14,7 @@ from auditor.extract import extract_log_dir
 from auditor.simulate import SCENARIOS, SimOptions, run_scenario
 from auditor.spark.audit import AuditResult, run_audit
 from auditor.spark.extract import Inputs, discover
+from tests.audit.handmade import write_cluster
 
 RANDOM_SEEDS = tuple(range(1, 9))
 SIM_RUNS = [(name, 1) for name in SCENARIOS if name != "random"] + [("random", s) for s in RANDOM_SEEDS]
@@ -62,6 +63,7 @@ def sim_audit(spark, sim_root, tmp_path_factory) -> SimAudit:
                 out = extracts / f"{lab}-{broker_dir.name}.parquet"
                 extract_log_dir(broker_dir, out)
                 inputs.sources += discover([out], label=f"{lab}@parquet").sources
+    inputs.sources += discover([write_cluster(tmp_path_factory.mktemp("handmade"))], label="handmade").sources
     export = tmp_path_factory.mktemp("export")
     result = run_audit(spark, inputs, export_lost=export)
     exported = {}

@@ -63,7 +63,14 @@ def test_exit_code_and_json_report(audited):
 def test_save_and_export(audited):
     _root, out, _result, _ = audited
     saved = out / "saved"
-    assert {p.name for p in saved.iterdir()} >= {"findings", "replicas", "divergence", "lost", "epochs", "extract"}
+    assert {p.name for p in saved.iterdir()} >= {
+        "findings",
+        "replicas",
+        "divergence",
+        "lost",
+        "epochs",
+        "extract",
+    }
     findings = pq.read_table(saved / "findings").to_pylist()
     assert {f["code"] for f in findings} >= {"KA601", "KA710"}
     lost = [json.loads(line) for line in (out / "lost" / "lost-records.jsonl").read_text().splitlines()]
@@ -73,27 +80,44 @@ def test_save_and_export(audited):
     assert table.num_rows == 250 and table.column("value")[0].as_py().decode() == lost[0]["value"]
 
 
-def test_saved_extract_is_an_audit_input(audited, spark):
-    _root, out, _result, _ = audited
-    result = CliRunner().invoke(
-        app, ["audit", str(out / "saved" / "extract"), "--format", "jsonl", "--select", "KA7"]
-    )
-    assert result.exit_code == 1, result.output
-    codes = {json.loads(line)["code"] for line in result.output.splitlines() if line.startswith("{")}
-    assert codes == {"KA702", "KA704", "KA710"}
+def test_saved_extract_is_an_audit_input(audited):
+    """``--save DIR/extract`` holds the extract layout of every input: ``audit`` accepts it as a ROOT."""
+    from auditor import rows
+    from auditor.extract import extract_tables
+    from auditor.spark.extract import discover
+
+    root, out, _result, _ = audited
+    saved = pq.read_table(out / "saved" / "extract")
+    found = discover([out / "saved" / "extract"])
+    assert found.parquet and not found.problems
+    for kind in ("batch", "replica", "epoch"):
+        direct = sum(extract_tables(d)[kind].num_rows for d in sorted(root.iterdir()) if d.is_dir())
+        assert rows.unwrap(saved, kind).num_rows == direct, kind
 
 
-def test_text_report_shows_replicas_and_timeline(spark, corpus, tmp_path):
-    root = corpus / "unclean-leader-election" / "before-old-leader-restart"
-    result = CliRunner(env={"COLUMNS": "160", "NO_COLOR": "1"}).invoke(
-        app, ["audit", str(root), "--exit-zero", "--ignore", "KA704", "--output", str(tmp_path / "r.txt")]
-    )
-    assert result.exit_code == 0, result.output
-    text = (tmp_path / "r.txt").read_text()
-    assert "ule-0 · leader 1 (KRaft metadata)" in text
+def test_text_and_html_reports_show_replicas_and_timeline(corpus_audit):
+    """Rendered from the corpus audit already computed (no further Spark job)."""
+    import io
+
+    from auditor.cli_audit import build_report
+    from auditor.findings import Severity
+    from auditor.report.audit_terminal import render_audit_html, render_audit_text
+    from auditor.rules.registry import select_rules
+    from auditor.spark.extract import Inputs
+
+    selection = select_rules(None, ["KA704"], scopes=("cluster",))
+    report = build_report(corpus_audit, selection, Inputs(), Severity.ERROR, exit_zero=True)
+    assert report.exit_code == 0 and report.failing
+    buf = io.StringIO()
+    render_audit_text(report, buf, color=False, width=160)
+    text = buf.getvalue()
+    assert "ule-0 · leader 1 (KRaft metadata) · cluster ule-before" in text
     assert "Epoch timeline" in text and "(0,0) (2,1000)" in text
     assert "KA710" in text and "KA704" not in text
     assert "exit 0 (--exit-zero)" in text
+    html = io.StringIO()
+    render_audit_html(report, html)
+    assert "<title>kafka-auditor audit report</title>" in html.getvalue()
 
 
 def test_usage_errors_exit_2(tmp_path, sim_root):

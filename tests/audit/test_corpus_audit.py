@@ -32,9 +32,7 @@ def test_clean_benign_cases_were_compared(corpus_audit):
     assert {pairs[("compacted", a, b)].mode for a, b in ((1, 2), (1, 3), (2, 3))} == {"record"}
     meta = pairs[("__cluster_metadata", 2, 3)]
     assert (meta.lo, meta.mode) == (251, "batch")
-    replicas = {
-        (r["topic"], r["broker"]): r for r in corpus_audit.replicas if r["cluster"] == "clean"
-    }
+    replicas = {(r["topic"], r["broker"]): r for r in corpus_audit.replicas if r["cluster"] == "clean"}
     assert replicas[("compacted", 2)]["latest_epoch"] == 1 and replicas[("compacted", 3)]["latest_epoch"] == 2
     assert all(r["divergence"] is None and r["lost_records"] == 0 for r in replicas.values())
 
@@ -55,7 +53,9 @@ def test_unclean_election_before_old_leader_restart(corpus_audit):
     (unclean,) = by_code["KA620"]
     assert unclean.broker == 1 and unclean.evidence["leader_recovery_state"] == 1
     assert unclean.evidence["previous_isr"] == [3]
-    replicas = {r["broker"]: r for r in corpus_audit.replicas if (r["cluster"], r["topic"]) == ("ule-before", "ule")}
+    replicas = {
+        r["broker"]: r for r in corpus_audit.replicas if (r["cluster"], r["topic"]) == ("ule-before", "ule")
+    }
     assert replicas[1]["is_leader"] and replicas[1]["leader_source"] == "kraft"
     # broker-2 is merely behind: a prefix of both others, nothing lost, Kafka truncates it nowhere
     assert (replicas[2]["leo"], replicas[2]["divergence"], replicas[2]["lost_records"]) == (1000, None, 0)
@@ -79,7 +79,9 @@ def test_after_old_leader_rejoined_is_consistent(corpus_audit):
     # only the metadata evidence of the earlier unclean election remains
     assert [(f.code, f.topic) for f in _above_info(findings)] == [("KA620", "ule")]
     replicas = [r for r in corpus_audit.replicas if (r["cluster"], r["topic"]) == ("ule-after", "ule")]
-    assert {(r["leo"], r["hw"], r["divergence"], r["lost_records"]) for r in replicas} == {(1500, 1500, None, 0)}
+    assert {(r["leo"], r["hw"], r["divergence"], r["lost_records"]) for r in replicas} == {
+        (1500, 1500, None, 0)
+    }
 
 
 def test_single_node_has_nothing_above_info(corpus_audit):

@@ -26,7 +26,13 @@ def test_unclean_election_truncation():
     """The corpus case: the old leader (epoch 0 up to 1500) truncates to 1000 where epoch 2 starts."""
     t = follower_truncation([(0, 0), (2, 1000)], 1300, [(0, 0)], 1500, 1500)
     assert t.offset == 1000 and t.fallback is None
-    assert t.steps[0] == {"asked": 0, "leader_epoch": 0, "leader_end": 1000, "follower_epoch": 0, "follower_end": 1500}
+    assert t.steps[0] == {
+        "asked": 0,
+        "leader_epoch": 0,
+        "leader_end": 1000,
+        "follower_epoch": 0,
+        "follower_end": 1500,
+    }
 
 
 def test_kip_279_loop_asks_again_with_an_older_epoch():
@@ -50,9 +56,11 @@ def test_loaded_cache_trims_like_kafka():
     assert loaded_cache([], 0, 10) == []
 
 
-caches = st.lists(st.tuples(st.integers(0, 6), st.integers(0, 60)), max_size=6).map(
-    lambda xs: sorted({e: s for e, s in sorted(xs)}.items())
-).filter(lambda c: all(a[1] < b[1] for a, b in zip(c, c[1:], strict=False)))
+caches = (
+    st.lists(st.tuples(st.integers(0, 6), st.integers(0, 60)), max_size=6)
+    .map(lambda xs: sorted({e: s for e, s in sorted(xs)}.items()))
+    .filter(lambda c: all(a[1] < b[1] for a, b in zip(c, c[1:], strict=False)))
+)
 
 
 @settings(max_examples=300, deadline=None)
@@ -82,13 +90,41 @@ def test_replay_of_the_real_unclean_election():
 
 def test_replay_resets_on_a_new_topic_incarnation():
     rows = [
-        {"record_type": "PARTITION_RECORD", "topic": "t", "partition": 0, "topic_id": "A", "leader": 1,
-         "leader_epoch": 3, "isr": [1, 2], "replicas": [1, 2], "leader_recovery_state": 0, "seq": 0},
+        {
+            "record_type": "PARTITION_RECORD",
+            "topic": "t",
+            "partition": 0,
+            "topic_id": "A",
+            "leader": 1,
+            "leader_epoch": 3,
+            "isr": [1, 2],
+            "replicas": [1, 2],
+            "leader_recovery_state": 0,
+            "seq": 0,
+        },
         {"record_type": "REMOVE_TOPIC_RECORD", "topic": "t", "topic_id": "A", "seq": 1},
-        {"record_type": "PARTITION_RECORD", "topic": "t", "partition": 0, "topic_id": "B", "leader": 2,
-         "leader_epoch": 0, "isr": [2], "replicas": [2], "leader_recovery_state": 0, "seq": 2},
-        {"record_type": "PARTITION_CHANGE_RECORD", "topic": "t", "partition": 0, "topic_id": "B", "leader": -2,
-         "isr": [2, 1], "leader_recovery_state": -1, "seq": 3},
+        {
+            "record_type": "PARTITION_RECORD",
+            "topic": "t",
+            "partition": 0,
+            "topic_id": "B",
+            "leader": 2,
+            "leader_epoch": 0,
+            "isr": [2],
+            "replicas": [2],
+            "leader_recovery_state": 0,
+            "seq": 2,
+        },
+        {
+            "record_type": "PARTITION_CHANGE_RECORD",
+            "topic": "t",
+            "partition": 0,
+            "topic_id": "B",
+            "leader": -2,
+            "isr": [2, 1],
+            "leader_recovery_state": -1,
+            "seq": 3,
+        },
     ]
     state = replay_partitions(rows)[("t", 0)]
     assert (state.topic_id, state.leader, state.leader_epoch, state.isr) == ("B", 2, 0, [2, 1])

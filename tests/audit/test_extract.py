@@ -64,7 +64,11 @@ def test_corrupt_and_torn_batches(scenarios):
     root, truth = scenarios["torn-tail"]
     (torn,) = [f for f in truth["faults"] if f["kind"] == "torn-tail"]
     r = _replica(extract_tables(root / f"broker-{torn['broker']}"))
-    assert (r["tail_state"], r["tail_bytes"], r["tail_position"]) == ("torn-tail", torn["length"], torn["position"])
+    assert (r["tail_state"], r["tail_bytes"], r["tail_position"]) == (
+        "torn-tail",
+        torn["length"],
+        torn["position"],
+    )
 
 
 def test_parquet_extract_round_trip(scenarios, tmp_path):
@@ -89,15 +93,25 @@ def test_extract_command(scenarios, tmp_path):
     assert result.exit_code == 0, result.output
     assert read_extract(out)["replica"].num_rows == 2
     assert {p: os.stat(p).st_mtime_ns for p in root.rglob("*")} == before
-    bad = CliRunner().invoke(app, ["extract", str(root / "broker-2"), "--out", str(root / "broker-2" / "x.parquet")])
+    bad = CliRunner().invoke(
+        app, ["extract", str(root / "broker-2"), "--out", str(root / "broker-2" / "x.parquet")]
+    )
     assert bad.exit_code == 2
-    assert CliRunner().invoke(app, ["extract", str(tmp_path), "--out", str(tmp_path / "y.parquet")]).exit_code == 2
+    assert (
+        CliRunner().invoke(app, ["extract", str(tmp_path), "--out", str(tmp_path / "y.parquet")]).exit_code
+        == 2
+    )
 
 
 def test_discover_finds_log_dirs_and_extracts(scenarios, tmp_path):
     root, _ = scenarios["unclean-election"]
     found = discover([root])
-    assert sorted(os.path.basename(s.path) for s in found.raw) == ["broker-1", "broker-2", "broker-3", "controller-100"]
+    assert sorted(os.path.basename(s.path) for s in found.raw) == [
+        "broker-1",
+        "broker-2",
+        "broker-3",
+        "controller-100",
+    ]
     extract_log_dir(root / "broker-1", tmp_path / "b1.parquet")
     found = discover([tmp_path / "b1.parquet", root / "broker-2"])
     assert [s.kind for s in found.sources] == ["parquet", "raw"]
@@ -108,7 +122,11 @@ def test_corpus_compacted_records_and_metadata():
     corpus = corpus_path()
     tables = extract_tables(corpus / "clean/broker-1")
     compacted = _replica(tables, "compacted", 0)
-    assert (compacted["compacted"], compacted["has_records"], compacted["cleaner_offset"]) == (True, True, 2896)
+    assert (compacted["compacted"], compacted["has_records"], compacted["cleaner_offset"]) == (
+        True,
+        True,
+        2896,
+    )
     assert (compacted["leo"], compacted["hw"]) == (3000, 3000)
     recs = tables["record"].filter(pa.compute.equal(tables["record"]["topic"], "compacted"))
     assert recs.num_rows == 378  # README: broker-1 holds 378 records of compacted-0
@@ -147,6 +165,7 @@ def test_record_hash_distinguishes_null_and_empty():
     }
     assert len(values) == 6
     assert record_hash(b"k", b"v", []) == int.from_bytes(
-        hashlib.blake2b(b"\x00\x00\x00\x01k\x00\x00\x00\x01v\x00\x00\x00\x00", digest_size=8).digest(), "big",
+        hashlib.blake2b(b"\x00\x00\x00\x01k\x00\x00\x00\x01v\x00\x00\x00\x00", digest_size=8).digest(),
+        "big",
         signed=True,
     )

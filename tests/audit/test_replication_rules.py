@@ -5,7 +5,9 @@ from __future__ import annotations
 from auditor.replication import PartitionInput, choose_leader, evaluate
 
 
-def replica(broker: int, leo: int, hw: int | None, latest_epoch: int | None = 0, log_start: int = 0, **kw) -> dict:
+def replica(
+    broker: int, leo: int, hw: int | None, latest_epoch: int | None = 0, log_start: int = 0, **kw
+) -> dict:
     return {
         "cluster": "c",
         "topic": "t",
@@ -85,9 +87,20 @@ def test_epoch_truncation_mismatch_is_reported():
         caches={1: [(0, 0, 0), (1, 1, 100)], 2: [(0, 0, 0), (1, 1, 100)]},
         divergences=[{"a": 1, "b": 2, "offset": 120, "lo": 0, "hi": 200, "mode": "batch", "detail": "{}"}],
         metadata=[
-            {"record_type": "PARTITION_RECORD", "topic": "t", "partition": 0, "topic_id": "A", "leader": 1,
-             "leader_epoch": 1, "isr": [1, 2], "replicas": [1, 2], "leader_recovery_state": 0, "seq": 0,
-             "node": 100, "end_offset": 5},
+            {
+                "record_type": "PARTITION_RECORD",
+                "topic": "t",
+                "partition": 0,
+                "topic_id": "A",
+                "leader": 1,
+                "leader_epoch": 1,
+                "isr": [1, 2],
+                "replicas": [1, 2],
+                "leader_recovery_state": 0,
+                "seq": 0,
+                "node": 100,
+                "end_offset": 5,
+            },
         ],
     )
     out = evaluate(inp)

@@ -59,7 +59,8 @@ def test_divergence_per_pair(sim_audit, lab):
 def test_high_watermark_violations(sim_audit, lab):
     for p, findings, _ in _partitions(sim_audit, lab):
         expected = {
-            (HW_KINDS[v["kind"]], v["broker"], v["high_watermark"]) for v in p["expected_findings"]["hw_violations"]
+            (HW_KINDS[v["kind"]], v["broker"], v["high_watermark"])
+            for v in p["expected_findings"]["hw_violations"]
         }
         found = {(f.code, f.broker, f.evidence["hw"]) for f in findings if f.code in HW_KINDS.values()}
         assert found == expected
@@ -85,7 +86,8 @@ def test_truncation_loss_and_export(sim_audit, lab):
 def test_divergent_uncommitted_tails(sim_audit, lab):
     for p, findings, _ in _partitions(sim_audit, lab):
         expected = {
-            (u["broker"], u["first_offset"], u["last_offset"]) for u in p["expected_findings"]["divergent_uncommitted"]
+            (u["broker"], u["first_offset"], u["last_offset"])
+            for u in p["expected_findings"]["divergent_uncommitted"]
         }
         found = {(f.broker, f.offset_start, f.offset_end) for f in findings if f.code == "KA711"}
         assert found == expected
@@ -96,7 +98,7 @@ def test_reference_leader_and_epoch_truncation(sim_audit, lab):
     """The reference is the KRaft leader; when it is -1 the last known leader (the ground truth infers one
     instead, so the expected truncation points are recomputed for our reference with the simulator's own
     implementation of the OffsetsForLeaderEpoch loop)."""
-    for p, findings, replicas in _partitions(sim_audit, lab):
+    for p, _findings, replicas in _partitions(sim_audit, lab):
         leader = next(r for r in replicas if r["is_leader"])
         if p["reference"]["source"] == "metadata":
             assert (leader["broker"], leader["leader_source"]) == (p["reference"]["broker"], "kraft")
@@ -112,7 +114,9 @@ def test_reference_leader_and_epoch_truncation(sim_audit, lab):
             d = state[r["broker"]]
             hw = min(max(d["high_watermark_checkpoint"] or 0, d["log_start_offset"]), d["log_end_offset"])
             cache = normalised_cache(d["leader_epoch_checkpoint"], d["log_end_offset"])
-            expected = epoch_truncation_offset(cache, d["log_end_offset"], hw, ref_cache, ref["log_end_offset"])
+            expected = epoch_truncation_offset(
+                cache, d["log_end_offset"], hw, ref_cache, ref["log_end_offset"]
+            )
             assert r["truncation_offset"] == expected, r["broker"]
         if leader["broker"] == p["reference"]["broker"]:
             assert {(e["follower"], e["truncation_offset"]) for e in p["epoch_truncation"]} == {
@@ -124,7 +128,9 @@ def test_reference_leader_and_epoch_truncation(sim_audit, lab):
 def test_nothing_else_above_info(sim_audit, lab):
     truth = sim_audit.truths[lab]
     unclean = {
-        (p["topic"], p["partition"]) for p in truth["partitions"] if any(h["unclean"] for h in p["leader_history"])
+        (p["topic"], p["partition"])
+        for p in truth["partitions"]
+        if any(h["unclean"] for h in p["leader_history"])
     }
     for f in of_cluster(sim_audit.result.findings, lab):
         if f.code in COMPARED or f.severity.label == "info":
@@ -143,13 +149,24 @@ def test_nothing_else_above_info(sim_audit, lab):
         assert [f for f in of_cluster(sim_audit.result.findings, lab) if f.severity.label != "info"] == []
     for p in truth["partitions"]:
         assert (p["topic"], p["partition"]) in unclean or not [
-            f for f in of_cluster(sim_audit.result.findings, lab, p["topic"], p["partition"]) if f.code == "KA620"
+            f
+            for f in of_cluster(sim_audit.result.findings, lab, p["topic"], p["partition"])
+            if f.code == "KA620"
         ]
 
 
 def _key(f):
-    return (f.code, f.severity.label, f.topic, f.partition, f.broker, f.offset_start, f.offset_end, f.epoch,
-            f.message)
+    return (
+        f.code,
+        f.severity.label,
+        f.topic,
+        f.partition,
+        f.broker,
+        f.offset_start,
+        f.offset_end,
+        f.epoch,
+        f.message,
+    )
 
 
 @pytest.mark.parametrize("lab", PARQUET_TWINS)
