@@ -9,16 +9,21 @@ could not be read.
 
 from __future__ import annotations
 
-import io
 import os
-import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import typer
 
-from auditor.cli_scan import ColorMode, FailOn, ReportFormat
+from auditor.cli_scan import (
+    EXIT_ZERO_OPTION,
+    FAIL_ON_OPTION,
+    FORMAT_OPTION,
+    OUTPUT_OPTION,
+    ColorMode,
+    FailOn,
+    ReportFormat,
+)
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -126,25 +131,9 @@ def build_report(result, selection, inputs, fail_on, exit_zero: bool = False, sh
 
 
 def _write_text(render, report, output: Path | None, color: bool | None) -> None:
-    if output is None or str(output) == "-":
-        try:
-            render(report, sys.stdout, color=color)
-            sys.stdout.flush()
-        except BrokenPipeError:
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return
-    buf = io.StringIO()
-    render(report, buf, color=False if color is None else color)
-    target = os.path.abspath(os.fspath(output))
-    fd, tmp = tempfile.mkstemp(prefix=".kafka-auditor-", suffix=".tmp", dir=os.path.dirname(target))
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(buf.getvalue())
-        os.replace(tmp, target)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    from auditor.report.output import emit
+
+    emit(lambda out, c: render(report, out, color=c), output, color=color)
 
 
 def audit_command(
@@ -166,18 +155,10 @@ def audit_command(
         help="Write the lost committed records (offset, timestamp, key, value, headers) as "
         "DIR/lost-records.jsonl and DIR/lost-records.parquet, read from a replica still holding them.",
     ),
-    fmt: ReportFormat = typer.Option(ReportFormat.text, "--format", "-f", help="Report format."),
-    output: Path | None = typer.Option(
-        None, "--output", "-o", help="Write the report to FILE (atomically) instead of stdout."
-    ),
-    fail_on: FailOn = typer.Option(
-        FailOn.error,
-        "--fail-on",
-        help="Exit 1 when a finding has at least this severity ('never': only 0/2).",
-    ),
-    exit_zero: bool = typer.Option(
-        False, "--exit-zero", help="Exit 0 even when findings reach --fail-on (2 still means bad input)."
-    ),
+    fmt: ReportFormat = FORMAT_OPTION,
+    output: Path | None = OUTPUT_OPTION,
+    fail_on: FailOn = FAIL_ON_OPTION,
+    exit_zero: bool = EXIT_ZERO_OPTION,
     select: list[str] | None = typer.Option(
         None,
         "--select",

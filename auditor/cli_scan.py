@@ -39,6 +39,19 @@ class ColorMode(str, Enum):
     never = "never"
 
 
+# Report options shared by `scan` and `audit` (one definition, same help text).
+FORMAT_OPTION = typer.Option(ReportFormat.text, "--format", "-f", help="Report format.")
+OUTPUT_OPTION = typer.Option(
+    None, "--output", "-o", help="Write the report to FILE (atomically) instead of stdout."
+)
+FAIL_ON_OPTION = typer.Option(
+    FailOn.error, "--fail-on", help="Exit 1 when a finding has at least this severity ('never': only 0/2)."
+)
+EXIT_ZERO_OPTION = typer.Option(
+    False, "--exit-zero", help="Exit 0 even when findings reach --fail-on (2 still means bad input)."
+)
+
+
 def _fail(message: str) -> typer.Exit:
     typer.echo(f"kafka-auditor: error: {message}", err=True)
     return typer.Exit(EXIT_ERROR)
@@ -109,18 +122,10 @@ def scan_command(
         help="Kafka log directories (log.dirs / metadata.log.dir), or directories holding several of them "
         "(e.g. broker-1/ broker-2/ controller-100/ copies). Read-only: nothing is written there.",
     ),
-    fmt: ReportFormat = typer.Option(ReportFormat.text, "--format", "-f", help="Report format."),
-    output: Path | None = typer.Option(
-        None, "--output", "-o", help="Write the report to FILE (atomically) instead of stdout."
-    ),
-    fail_on: FailOn = typer.Option(
-        FailOn.error,
-        "--fail-on",
-        help="Exit 1 when a finding has at least this severity ('never': only 0/2).",
-    ),
-    exit_zero: bool = typer.Option(
-        False, "--exit-zero", help="Exit 0 even when findings reach --fail-on (2 still means bad input)."
-    ),
+    fmt: ReportFormat = FORMAT_OPTION,
+    output: Path | None = OUTPUT_OPTION,
+    fail_on: FailOn = FAIL_ON_OPTION,
+    exit_zero: bool = EXIT_ZERO_OPTION,
     select: list[str] | None = typer.Option(
         None,
         "--select",

@@ -11,8 +11,9 @@ import io
 import os
 import sys
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import TextIO
 
 from auditor.report import render
 from auditor.report.model import Report
@@ -40,18 +41,20 @@ def check_output_path(output: Path | None, protected: Iterable[str | os.PathLike
     return None
 
 
-def write_report(report: Report, fmt: str, output: Path | None, *, color: bool | None = None) -> None:
-    """Render ``report`` to stdout (colour decided by the terminal) or atomically to ``output`` (no
-    colour)."""
+def emit(
+    write: Callable[[TextIO, bool | None], None], output: Path | None, *, color: bool | None = None
+) -> None:
+    """Call ``write(stream, color)`` on stdout (colour decided by the terminal) or into ``output``, written
+    to a temporary file beside it and renamed into place (no colour)."""
     if output is None or str(output) == "-":
         try:
-            render(report, fmt, sys.stdout, color=color)
+            write(sys.stdout, color)
             sys.stdout.flush()
         except BrokenPipeError:  # `| head`: stop quietly
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return
     buf = io.StringIO()
-    render(report, fmt, buf, color=False if color is None else color)
+    write(buf, False if color is None else color)
     target = os.path.abspath(os.fspath(output))
     fd, tmp = tempfile.mkstemp(prefix=".kafka-auditor-", suffix=".tmp", dir=os.path.dirname(target))
     try:
@@ -62,3 +65,8 @@ def write_report(report: Report, fmt: str, output: Path | None, *, color: bool |
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+def write_report(report: Report, fmt: str, output: Path | None, *, color: bool | None = None) -> None:
+    """Render ``report`` in ``fmt`` to stdout or atomically to ``output``."""
+    emit(lambda out, c: render(report, fmt, out, color=c), output, color=color)
