@@ -65,35 +65,42 @@ def _cell(value: Any) -> str:
 
 
 def replicas_table(replicas: list[dict[str, Any]]) -> Table:
-    """The replicas of one partition side by side."""
+    """The replicas of one partition side by side (numbers are never cut: headers wrap instead)."""
+    rows = []
+    for r in replicas:
+        lost = r.get("lostRecords") or 0
+        rows.append(
+            [
+                str(r["broker"]),
+                r.get("role", ""),
+                _cell(r.get("logEndOffset")),
+                _cell(r.get("highWatermark")),
+                _cell(r.get("logStartOffset")),
+                _cell(r.get("latestEpoch")),
+                _cell(r.get("divergence")),
+                _cell(r.get("truncationOffset")),
+                Text(str(lost), style=STYLES[Severity.CRITICAL] if lost else ""),
+                _cell(r.get("tail")) if r.get("tail") not in (None, "end") else "",
+            ]
+        )
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
-    for head, justify in (
+    heads = (
         ("broker", "left"),
         ("role", "left"),
         ("LEO", "right"),
         ("HW", "right"),
-        ("log start", "right"),
-        ("latest epoch", "right"),
-        ("diverges at", "right"),
-        ("Kafka truncates to", "right"),
-        ("lost records", "right"),
+        ("log\nstart", "right"),
+        ("latest\nepoch", "right"),
+        ("diverges\nat", "right"),
+        ("Kafka\ntruncates to", "right"),
+        ("lost\nrecords", "right"),
         ("tail", "left"),
-    ):
-        table.add_column(head, justify=justify, no_wrap=True)
-    for r in replicas:
-        lost = r.get("lostRecords") or 0
-        table.add_row(
-            str(r["broker"]),
-            r.get("role", ""),
-            _cell(r.get("logEndOffset")),
-            _cell(r.get("highWatermark")),
-            _cell(r.get("logStartOffset")),
-            _cell(r.get("latestEpoch")),
-            _cell(r.get("divergence")),
-            _cell(r.get("truncationOffset")),
-            Text(str(lost), style=STYLES[Severity.CRITICAL] if lost else ""),
-            _cell(r.get("tail")) if r.get("tail") not in (None, "end") else "",
-        )
+    )
+    for i, (head, justify) in enumerate(heads):
+        widest = max([len(str(row[i])) for row in rows] + [max(len(part) for part in head.split("\n"))])
+        table.add_column(head, justify=justify, no_wrap=True, min_width=widest)
+    for row in rows:
+        table.add_row(*row)
     return table
 
 
