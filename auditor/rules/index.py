@@ -57,6 +57,21 @@ def _more(count: int) -> str:
 # ------------------------------------------------------------------------------------------ offset index
 
 
+def _partial_entry(index, entry_size: int):
+    """A violation when an index file's length is not a whole number of ``entry_size``-byte entries."""
+    if index is not None and index.trailing_bytes:
+        yield Violation(
+            f"{os.path.basename(index.path)} is {index.size} bytes, {index.trailing_bytes} bytes past a "
+            f"whole "
+            f"number of {entry_size}-byte entries",
+            file=index.path,
+            position=index.slots * entry_size,
+            expected=f"a multiple of {entry_size} bytes",
+            found=index.size,
+            evidence={"sanityCheck": index.sanity},
+        )
+
+
 @rule(
     "KA201",
     "index.size-not-multiple",
@@ -75,18 +90,7 @@ def index_size(seg: SegmentFacts, part: PartitionContext) -> Iterator[Violation]
     from the ``.log`` at the next start).
     References: KAFKA-7283, spec §7.4.
     """
-    oi = seg.offset_index
-    if oi is not None and oi.trailing_bytes:
-        yield Violation(
-            f"{os.path.basename(oi.path)} is {oi.size} bytes, {oi.trailing_bytes} bytes past a whole "
-            "number of "
-            "8-byte entries",
-            file=oi.path,
-            position=oi.slots * 8,
-            expected="a multiple of 8 bytes",
-            found=oi.size,
-            evidence={"sanityCheck": oi.sanity},
-        )
+    yield from _partial_entry(seg.offset_index, 8)
 
 
 @rule(
@@ -411,18 +415,7 @@ def timeindex_size(seg: SegmentFacts, part: PartitionContext) -> Iterator[Violat
     rebuilt when the segment is recovered).
     References: KIP-33, spec §8.3.
     """
-    ti = seg.time_index
-    if ti is not None and ti.trailing_bytes:
-        yield Violation(
-            f"{os.path.basename(ti.path)} is {ti.size} bytes, {ti.trailing_bytes} bytes past a whole "
-            "number of "
-            "12-byte entries",
-            file=ti.path,
-            position=ti.slots * 12,
-            expected="a multiple of 12 bytes",
-            found=ti.size,
-            evidence={"sanityCheck": ti.sanity},
-        )
+    yield from _partial_entry(seg.time_index, 12)
 
 
 def _time_slot_disorder(seg: SegmentFacts) -> bool:

@@ -15,46 +15,21 @@ from parsers.segment import SegmentWalker
 from tests.conftest import corpus_path
 
 
+def _same(reader, arrays, columns: tuple[str, str], data: bytes, base: int) -> None:
+    ref = reader(data, base)
+    got = arrays(data, base)
+    pairs = zip(got.columns[columns[0]], got.columns[columns[1]], strict=True)
+    assert [tuple(map(int, e)) for e in pairs] == ref.entries
+    fields = ("slots", "trailing_bytes", "padding_slots", "garbage_after_padding", "preallocated")
+    assert [getattr(got, f) for f in fields] == [getattr(ref, f) for f in fields]
+
+
 def _same_offset(data: bytes, base: int) -> None:
-    ref = read_offset_index(data, base)
-    got = offset_index_arrays(data, base)
-    assert [
-        tuple(map(int, e)) for e in zip(got.columns["offset"], got.columns["position"], strict=True)
-    ] == ref.entries
-    assert (
-        got.slots,
-        got.trailing_bytes,
-        got.padding_slots,
-        got.garbage_after_padding,
-        got.preallocated,
-    ) == (
-        ref.slots,
-        ref.trailing_bytes,
-        ref.padding_slots,
-        ref.garbage_after_padding,
-        ref.preallocated,
-    )
+    _same(read_offset_index, offset_index_arrays, ("offset", "position"), data, base)
 
 
 def _same_time(data: bytes, base: int) -> None:
-    ref = read_time_index(data, base)
-    got = time_index_arrays(data, base)
-    assert [
-        tuple(map(int, e)) for e in zip(got.columns["timestamp"], got.columns["offset"], strict=True)
-    ] == ref.entries
-    assert (
-        got.slots,
-        got.trailing_bytes,
-        got.padding_slots,
-        got.garbage_after_padding,
-        got.preallocated,
-    ) == (
-        ref.slots,
-        ref.trailing_bytes,
-        ref.padding_slots,
-        ref.garbage_after_padding,
-        ref.preallocated,
-    )
+    _same(read_time_index, time_index_arrays, ("timestamp", "offset"), data, base)
 
 
 @settings(max_examples=200, deadline=None)
