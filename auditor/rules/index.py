@@ -62,8 +62,7 @@ def _partial_entry(index, entry_size: int):
     if index is not None and index.trailing_bytes:
         yield Violation(
             f"{os.path.basename(index.path)} is {index.size} bytes, {index.trailing_bytes} bytes past a "
-            f"whole "
-            f"number of {entry_size}-byte entries",
+            f"whole number of {entry_size}-byte entries",
             file=index.path,
             position=index.slots * entry_size,
             expected=f"a multiple of {entry_size} bytes",
