@@ -836,4 +836,9 @@ def two_copies_of_one_dir(tmp, mp):
     return [a.root, tmp / "after" / "broker-1"]
 
 
+# fixtures kept in their own modules; imported last because they use the helpers above
+from tests.rules import cases_files, cases_inputs, cases_records  # noqa: E402
+
+ALL_CODES += cases_files.CODES + cases_inputs.CODES + cases_records.CODES
+
 __all__ = ["ALL_CODES", "FIRE", "SILENT", "T0", "format_leader_epoch_checkpoint"]

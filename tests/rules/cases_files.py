@@ -1,0 +1,6 @@
+"""Fire/silent fixtures of scan rules added for hostile inputs (files); registered into ``cases.FIRE``/``SILENT``."""
+
+from __future__ import annotations
+
+CODES: list[str] = []
+"""The scan rule codes whose fixtures live here (added to ``cases.ALL_CODES``)."""
