@@ -1,4 +1,4 @@
-"""Fire/silent fixtures of scan rules added for hostile inputs (inputs); registered into ``cases.FIRE``/``SILENT``."""
+"""Fire/silent fixtures of scan rules added for hostile inputs (inputs)."""
 
 from __future__ import annotations
 
