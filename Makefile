@@ -1,5 +1,9 @@
 # The two commands of the README: `make demo` and `make test`. Everything installs into .venv.
-PYTHON ?= python3
+# PYTHON: the first of python3, python3.12, python3.11, python3.10 on PATH that is a supported Python
+# (3.10-3.12, see requires-python) with venv and ensurepip; set PYTHON=/path/to/python to choose another.
+SUPPORTED := import sys, venv, ensurepip; sys.exit(not (3, 10) <= sys.version_info[:2] < (3, 13))
+PYTHON ?= $(firstword $(foreach p,python3 python3.12 python3.11 python3.10,\
+	$(shell $(p) -c '$(SUPPORTED)' >/dev/null 2>&1 && echo $(p))))
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
@@ -8,6 +12,7 @@ DEMO   ?= $(CURDIR)/out/demo
 .PHONY: install demo test lint bench clean
 
 $(STAMP): pyproject.toml
+	@test -n "$(PYTHON)" || { echo "no Python 3.10-3.12 with venv on PATH: install one or set PYTHON=/path/to/python3.12" >&2; exit 2; }
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[test]'
@@ -27,6 +32,11 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python bench/bench_header_walk.py
+
+# 1 M mutated inputs over every parser entry point (bench/fuzz.py); FUZZ="--count 20000 --seed 3" to vary.
+.PHONY: fuzz
+fuzz: $(STAMP)
+	$(BIN)/python bench/fuzz.py --count 1000000 --seed 0 --save out/fuzz $(FUZZ)
 
 clean:
 	rm -rf $(VENV) out .pytest_cache .ruff_cache

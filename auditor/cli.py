@@ -58,8 +58,25 @@ def _root(
 
 
 def fail(message: str) -> typer.Exit:
-    typer.echo(f"kafka-auditor: error: {message}", err=True)
+    """Print one ``kafka-auditor: error:`` line (file names in it made visible) and return exit 2."""
+    from auditor.report.escape import visible
+
+    typer.echo(f"kafka-auditor: error: {visible(message)}", err=True)
     return typer.Exit(EXIT_ERROR)
+
+
+def internal_error_line(exc: BaseException) -> str:
+    """The one line printed for an unexpected error: the input file when known, the error's type and first
+    message line (:func:`auditor.rules.engine.describe_error`), never a stack trace."""
+    from auditor.report.escape import visible
+    from auditor.rules.engine import DEBUG_ENV, describe_error, error_file
+
+    described = describe_error(exc)
+    path = error_file(exc)
+    where = ""
+    if path is not None and visible(path) not in described:
+        where = f"{visible(path)}: "
+    return f"kafka-auditor: internal error: {where}{described} (set {DEBUG_ENV}=1 for a traceback)"
 
 
 @app.command()
@@ -114,8 +131,10 @@ def dump(
     except BrokenPipeError:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         raise typer.Exit(EXIT_OK) from None
+    from auditor.report.escape import visible
+
     for err in errors:
-        typer.echo(f"kafka-auditor: error: {err}", err=True)
+        typer.echo(f"kafka-auditor: error: {visible(str(err))}", err=True)
     if errors:
         raise typer.Exit(EXIT_ERROR)
 
@@ -145,11 +164,7 @@ def main() -> None:
     except Exception as exc:  # noqa: BLE001 - last-resort guard, the contract is "never a traceback"
         if os.environ.get("KAFKA_AUDITOR_DEBUG"):
             raise
-        typer.echo(
-            f"kafka-auditor: internal error: {type(exc).__name__}: {exc} "
-            "(set KAFKA_AUDITOR_DEBUG=1 for a traceback)",
-            err=True,
-        )
+        typer.echo(internal_error_line(exc), err=True)
         sys.exit(EXIT_ERROR)
 
 

@@ -10,6 +10,8 @@ could not be read.
 from __future__ import annotations
 
 import os
+import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +28,14 @@ from auditor.cli_scan import (
 )
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+MASTER_ENV = "KAFKA_AUDITOR_SPARK_MASTER"
+"""Default of ``--master`` (else ``local[*]``)."""
+REGISTRATION_ENV = "KAFKA_AUDITOR_MASTER_TIMEOUT"
+REGISTRATION_SECONDS = 30.0
+"""How long, once the driver's JVM is up, a standalone (``spark://``) or Mesos master may take to accept the
+application before the audit gives up with exit 2 (``KAFKA_AUDITOR_MASTER_TIMEOUT`` overrides). Spark's own
+client retries its registration 3 times 20 s apart (``StandaloneAppClient``), then fails with a Java stack;
+registering with a live master takes well under a second."""
 
 AUDIT_COLUMNS = [
     ("partitionKey", "partition"),
@@ -38,12 +48,99 @@ AUDIT_COLUMNS = [
     ("divergence", "diverges at"),
     ("truncationOffset", "truncates to"),
     ("lostRecords", "lost"),
+    ("lagRecords", "behind"),
+    ("incompleteFrom", "incomplete from"),
 ]
 
 
 def _fail(message: str) -> typer.Exit:
-    typer.echo(f"kafka-auditor: error: {message}", err=True)
+    from auditor.report.escape import visible  # file names may hold control or bidi characters
+
+    typer.echo(f"kafka-auditor: error: {visible(message)}", err=True)
     return typer.Exit(EXIT_ERROR)
+
+
+def _absolute(path: Path | None) -> Path | None:
+    """``path`` made absolute against the driver's working directory (``-`` stays stdout)."""
+    return path if path is None or str(path) == "-" else Path(os.path.abspath(path))
+
+
+def _registration_seconds() -> float:
+    text = os.environ.get(REGISTRATION_ENV)
+    if not text:
+        return REGISTRATION_SECONDS
+    try:
+        value = float(text)
+    except ValueError:
+        raise _fail(f"{REGISTRATION_ENV}={text!r} is not a number of seconds") from None
+    if not value > 0:
+        raise _fail(f"{REGISTRATION_ENV}={text!r} must be positive")
+    return value
+
+
+def _checked_master(url: str | None):
+    """The parsed ``--master`` (or ``$KAFKA_AUDITOR_SPARK_MASTER``, else ``local[*]``); exit 2 when Spark
+    would refuse it."""
+    from auditor.spark.master import MasterError, parse_master
+
+    text = url if url is not None else (os.environ.get(MASTER_ENV) or "local[*]")
+    try:
+        return parse_master(text)
+    except MasterError as exc:
+        raise _fail(str(exc)) from None
+
+
+def _is_spark_error(exc: BaseException) -> bool:
+    """An error raised by py4j or pyspark (a Java exception, the gateway exiting): reported in one line."""
+    return any(
+        (type(e).__module__ or "").split(".")[0] in ("py4j", "pyspark") for e in (exc, exc.__cause__) if e
+    )
+
+
+def _start_spark(master):
+    """A SparkSession on ``master``, or exit 2 with one line: no Java, a Py4J/Java error (never its stack),
+    or a standalone/Mesos master that accepted the connection but did not register the application within
+    :func:`_registration_seconds` (the process then exits at once: the JVM is still waiting)."""
+    from auditor.rules.engine import describe_error
+    from auditor.spark.session import JavaNotFound, get_spark
+
+    started = threading.Event()
+    if master.kind in ("spark", "mesos"):
+        limit = _registration_seconds()
+        threading.Thread(
+            target=_watch_registration, args=(master.url, limit, started), name="registration", daemon=True
+        ).start()
+    try:
+        return get_spark(master.url)
+    except JavaNotFound as exc:
+        raise _fail(str(exc)) from None
+    except Exception as exc:
+        if not _is_spark_error(exc):
+            raise
+        raise _fail(f"cannot start Spark on --master {master.url}: {describe_error(exc)}") from None
+    finally:
+        started.set()
+
+
+def _watch_registration(url: str, limit: float, started: threading.Event) -> None:
+    """Exit 2 (at once: the JVM is still waiting on the master) when no session has started ``limit`` seconds
+    after the driver's JVM came up (pyspark's ``SparkContext._gateway``; JVM start-up is not counted, it
+    takes long on a loaded machine)."""
+    while not started.wait(0.2):
+        context = sys.modules.get("pyspark.context")
+        if context is not None and getattr(context.SparkContext, "_gateway", None) is not None:
+            break
+    else:
+        return
+    if started.wait(limit):
+        return
+    sys.stderr.write(
+        f"kafka-auditor: error: --master {url}: the master accepted the connection but no Spark session "
+        f"started within {limit:g} s; check that it is a Spark master and its log (or raise "
+        f"{REGISTRATION_ENV})\n"
+    )
+    sys.stderr.flush()
+    os._exit(EXIT_ERROR)
 
 
 def _inside(path: Path, directories: list[str]) -> str | None:
@@ -91,6 +188,14 @@ def partition_rows(result) -> list[dict[str, Any]]:
                 "divergence": r["divergence"],
                 "truncationOffset": r["truncation_offset"],
                 "lostRecords": r["lost_records"],
+                # records the leader holds past this follower's LEO (KA630; null: not a lagging follower)
+                "lagRecords": r.get("lag_records"),
+                # first offset that could not be read (KA691), up to incompleteTo (null: the end of the log,
+                # and logEndOffset is then only a lower bound: logEndOffsetKnown false)
+                "incompleteFrom": r.get("unreadable_from"),
+                "incompleteTo": r.get("unreadable_to"),
+                "logEndOffsetKnown": r.get("leo_known", True),
+                "unreadable": r.get("unreadable"),
                 "epochs": json.loads(r["epochs"] or "[]"),
                 "kraft": None
                 if r["kraft_leader"] is None
@@ -177,24 +282,23 @@ def audit_command(
 
     Exit status: 0 clean, 1 when a finding reaches --fail-on, 2 for usage errors or unreadable input.
     """
-    from auditor.findings import Severity
-    from auditor.report.output import check_output_path, write_report
-    from auditor.rules import replication as _replication  # noqa: F401  (registers KA6xx/KA7xx)
-    from auditor.rules.registry import select_rules
-    from auditor.spark.extract import discover
+    from auditor.report.output import check_output_path
+    from auditor.spark.inputs import check_inputs, discover
+    from auditor.spark.master import MasterError, probe
 
+    # pre-checks first, before the rule registry and Spark load: a refusal takes about a second
     if not roots:
         raise _fail("missing ROOT (log directories or Parquet extracts); see `kafka-auditor audit --help`")
-    try:
-        selection = select_rules(select, ignore, scopes=("cluster",))
-    except ValueError as exc:
-        raise _fail(str(exc)) from None
+    spark_master = _checked_master(master)
+    # every path absolute before anything reaches an executor (they run in their own working directory)
+    save, export_lost, output = _absolute(save), _absolute(export_lost), _absolute(output)
     inputs = discover(roots)
-    if inputs.problems:
-        for p in inputs.problems:
-            typer.echo(f"kafka-auditor: error: {p}", err=True)
-        raise typer.Exit(EXIT_ERROR)
-    evidence = [s.path for s in inputs.raw] + [str(r) for r in roots if Path(r).is_dir()]
+    problems = inputs.problems or check_inputs(inputs)
+    if problems:
+        for p in problems[:-1]:
+            _fail(p)
+        raise _fail(problems[-1])
+    evidence = [s.path for s in inputs.raw] + [os.path.abspath(r) for r in roots if Path(r).is_dir()]
     problem = check_output_path(output, evidence)
     if problem:
         raise _fail(problem)
@@ -202,14 +306,31 @@ def audit_command(
         if path is not None and _inside(path, evidence):
             raise _fail(f"{option} {path} is inside an audited directory; write it elsewhere")
 
-    from auditor.spark.audit import run_audit
-    from auditor.spark.session import JavaNotFound, get_spark
+    try:
+        probe(spark_master)
+    except MasterError as exc:
+        raise _fail(str(exc)) from None
+
+    from auditor.findings import Severity
+    from auditor.report.output import write_report
+    from auditor.rules import replication as _replication  # noqa: F401  (registers KA6xx/KA7xx)
+    from auditor.rules.registry import select_rules
 
     try:
-        spark = get_spark(master)
-    except JavaNotFound as exc:
+        selection = select_rules(select, ignore, scopes=("cluster",))
+    except ValueError as exc:
         raise _fail(str(exc)) from None
-    result = run_audit(spark, inputs, save=save, export_lost=export_lost)
+
+    from auditor.rules.engine import describe_error
+    from auditor.spark.audit import run_audit
+
+    spark = _start_spark(spark_master)
+    try:
+        result = run_audit(spark, inputs, save=save, export_lost=export_lost)
+    except Exception as exc:
+        if not _is_spark_error(exc):
+            raise
+        raise _fail(f"the Spark job failed: {describe_error(exc)}") from None
     fail_threshold = None if fail_on is FailOn.never else Severity.parse(fail_on.value)
     report = build_report(result, selection, inputs, fail_threshold, exit_zero, show_partitions)
     colour = {ColorMode.auto: None, ColorMode.always: True, ColorMode.never: False}[color]

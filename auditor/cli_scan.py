@@ -53,7 +53,9 @@ EXIT_ZERO_OPTION = typer.Option(
 
 
 def _fail(message: str) -> typer.Exit:
-    typer.echo(f"kafka-auditor: error: {message}", err=True)
+    from auditor.report.escape import visible  # file names may hold control or bidi characters
+
+    typer.echo(f"kafka-auditor: error: {visible(message)}", err=True)
     return typer.Exit(EXIT_ERROR)
 
 
@@ -112,7 +114,13 @@ class _Progress:
 
     def __call__(self, done: int, total: int, label: str) -> None:
         if self.bar is not None and self.task is not None:
-            self.bar.update(self.task, completed=done, total=total or None, description=label)
+            from rich.markup import escape
+
+            from auditor.report.escape import visible
+
+            # a partition directory's name is evidence: no control characters, no Rich markup
+            shown = escape(visible(label))
+            self.bar.update(self.task, completed=done, total=total or None, description=shown)
 
 
 def scan_command(
@@ -149,6 +157,9 @@ def scan_command(
     show_partitions: bool = typer.Option(
         False, "--partitions", help="Text/HTML: add a table of every partition (LEO, HW, log start, epochs)."
     ),
+    deep: bool = typer.Option(
+        False, "--deep", help="Also decode every record of every data batch (check KA111; much slower)."
+    ),
     list_rules: bool = typer.Option(
         False, "--list-rules", callback=_list_rules, is_eager=True, help="Print the table of checks and exit."
     ),
@@ -177,6 +188,8 @@ def scan_command(
         raise _fail("missing LOGDIR (a Kafka log directory to scan); see `kafka-auditor scan --help`")
     try:
         selection = select_rules(select, ignore, scopes=SCAN_SCOPES)
+        if deep:  # KA111 decodes every record: opt-in (preview), unless --ignore'd
+            selection = type(selection)(selection.codes | select_rules(["KA111"], ignore).codes)
     except ValueError as exc:
         raise _fail(str(exc)) from None
     found, problems = discover(logdirs)

@@ -15,7 +15,8 @@ from pathlib import Path
 
 from auditor.filetypes import classify, kraft_snapshot_id, partition_topic, strip_state_suffix
 from parsers.errors import ParseError
-from parsers.record_batch import RecordBatch, decode_records, records_payload
+from parsers.files import open_regular, open_regular_file, regular_file_problem
+from parsers.record_batch import RecordBatch
 from parsers.segment import SegmentWalker, base_offset_from_name
 
 MAX_TEXT_FILE = 64 << 20
@@ -132,8 +133,8 @@ class Dumper:
         }
         if kind is None:
             raise ParseError("not a Kafka file this tool knows (by its name)", path=path)
-        if not os.path.isfile(path):
-            raise ParseError("not a regular file", path=path)
+        if (problem := regular_file_problem(path)) is not None:
+            raise ParseError(problem, path=path, offset=0)
         if kind in ("log", "kraft-snapshot"):
             yield from self._log(path, kind)
         else:
@@ -157,6 +158,7 @@ class Dumper:
         walker = SegmentWalker(path, max_bytes=opts.max_bytes, stop_on_invalid=False)
         batches = valid = records = 0
         first_bad: dict | None = None
+        record_errors: list[dict] = []
         for item in walker:
             batches += 1
             is_v2 = isinstance(item, RecordBatch)
@@ -167,7 +169,10 @@ class Dumper:
             yield event
             if opts.deep:
                 for rec in self._records(walker, item, decoder) if is_v2 else self._legacy_records(item):
-                    records += 1
+                    if rec["kind"] == "error":
+                        record_errors.append(rec)
+                    else:
+                        records += 1
                     yield rec
         stop = walker.stop
         yield {
@@ -179,6 +184,7 @@ class Dumper:
             "batches": batches,
             "validBatches": valid,
             "records": records if opts.deep else None,
+            "undecodableBatches": len(record_errors) if opts.deep else None,
         }
         if not stop.clean:
             raise ParseError(stop.message or stop.reason, path=path, offset=stop.position)
@@ -194,6 +200,10 @@ class Dumper:
                 f"{why}; {batches - valid} of {batches} batches invalid", path=path,
                 offset=first_bad["position"],
             )
+        if record_errors:
+            first = record_errors[0]
+            more = f" ({len(record_errors)} batches do not decode)" if len(record_errors) > 1 else ""
+            raise ParseError(first["message"] + more, path=path, offset=first["position"])
 
     def _decoder_for(self, path: str, kind: str) -> str:
         chosen = self.options.decoder
@@ -209,33 +219,35 @@ class Dumper:
         return "none"
 
     def _records(self, walker: SegmentWalker, batch: RecordBatch, decoder: str) -> Iterator[dict]:
-        raw = walker.batch_bytes(batch)
+        """Record events of one batch, streamed (the batch is never held whole); an ``error`` event at the
+        file byte where decoding failed ends them."""
+        payloads = self.options.print_values or batch.is_control
         try:
-            payload = records_payload(batch, raw)
-            decoded = decode_records(batch, payload)
+            for rec in walker.records(batch, payloads=payloads):
+                event = {
+                    "kind": "record",
+                    "offset": rec.offset,
+                    "timestampType": batch.timestamp_type,
+                    "timestamp": rec.timestamp,
+                    "keySize": rec.key_size,
+                    "valueSize": rec.value_size,
+                    "sequence": rec.sequence,
+                    "headerKeys": [h.key for h in rec.headers],
+                }
+                if batch.is_control:
+                    event.update(self._control(rec))
+                elif self.options.print_values:
+                    event.update(self._payload(rec, decoder))
+                yield event
         except ParseError as exc:
             yield {
                 "kind": "error",
-                "position": batch.position,
-                "message": f"records of the batch at position {batch.position} do not decode: {exc.message}",
+                "position": exc.offset,
+                "batchPosition": batch.position,
+                "baseOffset": batch.base_offset,
+                "message": f"records of the batch at position {batch.position} (offset {batch.base_offset}) "
+                f"do not decode at byte {exc.offset}: {exc.message}",
             }
-            return
-        for rec in decoded:
-            event = {
-                "kind": "record",
-                "offset": rec.offset,
-                "timestampType": batch.timestamp_type,
-                "timestamp": rec.timestamp,
-                "keySize": -1 if rec.key is None else len(rec.key),
-                "valueSize": -1 if rec.value is None else len(rec.value),
-                "sequence": rec.sequence,
-                "headerKeys": [h.key for h in rec.headers],
-            }
-            if batch.is_control:
-                event.update(self._control(rec))
-            elif self.options.print_values:
-                event.update(self._payload(rec, decoder))
-            yield event
 
     def _control(self, rec) -> dict:
         from parsers.control import decode_control_record
@@ -313,6 +325,23 @@ class Dumper:
 
     # ---------------------------------------------------------------------- indexes and text files
 
+    def _index(self, path: str, kind: str) -> Iterator[dict]:
+        """An ``.index`` / ``.timeindex`` / ``.txnindex`` streamed in windows (``parsers.indexes``): memory
+        is one window whatever the file size; ``--max-bytes`` limits the bytes read."""
+        fd = open_regular(path)
+        try:
+            size = os.fstat(fd).st_size
+            if self.options.max_bytes is not None:
+                size = min(size, self.options.max_bytes)
+            if kind == "txn-index":
+                yield from _txn_index_events(lambda pos, n: os.pread(fd, n, pos), size, path)
+            else:
+                yield from _index_events(fd, size, path, kind)
+        except ParseError as exc:
+            raise exc.at(path=path) from None
+        finally:
+            os.close(fd)
+
     def _read_small(self, path: str) -> bytes:
         size = os.stat(path).st_size
         limit = self.options.max_bytes
@@ -322,10 +351,13 @@ class Dumper:
             and classify(path) not in ("offset-index", "time-index", "txn-index")
         ):
             raise ParseError(f"{size} bytes is far too large for this kind of file", path=path, offset=0)
-        with open(path, "rb") as fh:
+        with open_regular_file(path) as fh:
             return fh.read(limit if limit is not None else -1)
 
     def _small_file(self, path: str, kind: str) -> Iterator[dict]:
+        if kind in _INDEX_KINDS:
+            yield from self._index(path, kind)
+            return
         data = self._read_small(path)
         try:
             yield from self._decode_small(path, kind, data)
@@ -333,30 +365,7 @@ class Dumper:
             raise exc.at(path=path) from None
 
     def _decode_small(self, path: str, kind: str, data: bytes) -> Iterator[dict]:
-        if kind == "offset-index":
-            from parsers.indexes import read_offset_index
-
-            index = read_offset_index(data, base_offset_from_name(path))
-            yield {"kind": "summary", **_summary(index, exclude=("entries",))}
-            for offset, position in index.entries:
-                yield {"kind": "entry", "offset": offset, "position": position}
-            _index_trailer(index, 8)
-        elif kind == "time-index":
-            from parsers.indexes import read_time_index
-
-            index = read_time_index(data, base_offset_from_name(path))
-            yield {"kind": "summary", **_summary(index, exclude=("entries",))}
-            for entry in index.entries:
-                yield {"kind": "entry", **_entry(entry, ("timestamp", "offset"))}
-            _index_trailer(index, 12)
-        elif kind == "txn-index":
-            from parsers.indexes import read_txn_index
-
-            index = read_txn_index(data, path)
-            yield {"kind": "summary", **_summary(index, exclude=("entries",))}
-            for entry in index.entries:
-                yield {"kind": "entry", **to_jsonable(entry)}
-        elif kind == "producer-snapshot":
+        if kind == "producer-snapshot":
             from parsers.producer_snapshot import read_producer_snapshot
 
             snap = read_producer_snapshot(data)
@@ -373,14 +382,18 @@ class Dumper:
             from parsers.checkpoints import parse_offset_checkpoint
 
             ckpt = parse_offset_checkpoint(data, path)
-            yield {"kind": "summary", **_summary(ckpt, exclude=("entries",))}
+            yield {
+                **_summary(ckpt, exclude=("entries", "line_offsets", "kind")),
+                "kind": "summary",
+                "checkpointKind": ckpt.kind,
+            }
             for topic, partition, offset in ckpt.entries:
                 yield {"kind": "entry", "topic": topic, "partition": partition, "offset": offset}
         elif kind == "leader-epoch-checkpoint":
             from parsers.checkpoints import parse_leader_epoch_checkpoint
 
             ckpt = parse_leader_epoch_checkpoint(data, path)
-            yield {"kind": "summary", **_summary(ckpt, exclude=("entries",))}
+            yield {"kind": "summary", **_summary(ckpt, exclude=("entries", "line_offsets"))}
             for epoch, start in ckpt.entries:
                 yield {"kind": "entry", "epoch": epoch, "startOffset": start}
         else:
@@ -399,6 +412,59 @@ class Dumper:
                 raise ParseError("; ".join(problems), offset=0)
 
 
+_INDEX_KINDS = ("offset-index", "time-index", "txn-index")
+
+
+def _index_events(fd: int, size: int, path: str, kind: str) -> Iterator[dict]:
+    """Summary, entries and trailer of an offset or time index in two windowed passes: the first finds the
+    shape (the summary comes first), the second streams the real entries and stops after the last one."""
+    from parsers.indexes import OFFSET_INDEX, TIME_INDEX, IndexScan
+
+    spec = OFFSET_INDEX if kind == "offset-index" else TIME_INDEX
+    base = base_offset_from_name(path)
+    shape_scan = IndexScan.of_fd(spec, fd, size=size)
+    for _ in shape_scan.prefix():
+        pass
+    shape = shape_scan.shape
+    assert shape is not None
+    yield {
+        "kind": "summary",
+        "baseOffset": base,
+        "size": shape.size,
+        "slots": shape.slots,
+        "trailingBytes": shape.trailing_bytes,
+        "paddingSlots": shape.padding_slots,
+        "garbageAfterPadding": shape.garbage_after_padding,
+        "preallocated": shape.preallocated,
+    }
+    left = shape.entries
+    if left:
+        for table in IndexScan.of_fd(spec, fd, size=size).prefix():
+            rows = table[:left]
+            rel = [base + r for r in rows["relative_offset"].tolist()]  # Python ints: exact, never wrapped
+            if spec is OFFSET_INDEX:
+                for offset, position in zip(rel, rows["position"].tolist(), strict=True):
+                    yield {"kind": "entry", "offset": offset, "position": position}
+            else:
+                for timestamp, offset in zip(rows["timestamp"].tolist(), rel, strict=True):
+                    yield {"kind": "entry", "timestamp": timestamp, "offset": offset}
+            left -= len(rows)
+            if not left:
+                break
+    _index_trailer(shape, spec.dtype.itemsize)
+
+
+def _txn_index_events(read, size: int, path: str) -> Iterator[dict]:
+    """Summary and entries of a transaction index, streamed; a bad version ends them with a ParseError at
+    that entry."""
+    from parsers.indexes import ABORTED_TXN_SIZE, iter_txn_index, txn_entries
+
+    yield {"kind": "summary", "size": size, "trailingBytes": size % ABORTED_TXN_SIZE}
+    for table in iter_txn_index(read, size, path):
+        for entry in txn_entries(table):
+            yield {"kind": "entry", **to_jsonable(entry)}
+
+
 def _index_trailer(index, entry_size: int) -> None:
     """Raise for what Kafka's index sanity check rejects, after the readable entries were shown."""
     if index.trailing_bytes:
@@ -415,12 +481,15 @@ def _index_trailer(index, entry_size: int) -> None:
 
 
 def _summary(obj, exclude: tuple[str, ...] = ()) -> dict:
-    full = to_jsonable(obj)
-    return (
-        {k: v for k, v in full.items() if k not in {camel(e) for e in exclude}}
-        if isinstance(full, dict)
-        else {}
-    )
+    """The dataclass ``obj`` as JSON-ready fields without ``exclude`` (never converted: they can hold
+    millions of entries)."""
+    if not dataclasses.is_dataclass(obj) or isinstance(obj, type):
+        return {}
+    return {
+        camel(f.name): to_jsonable(getattr(obj, f.name))
+        for f in dataclasses.fields(obj)
+        if f.name not in exclude
+    }
 
 
 def _entry(entry, names: tuple[str, ...]) -> dict:

@@ -78,7 +78,13 @@ def _pairs(e: dict) -> str:
 
 
 def render_text(events: Iterable[dict], out: TextIO) -> None:
-    write = out.write
+    from auditor.report.escape import visible
+
+    def write(line: str) -> None:
+        """One line, its control and bidi characters (file names, keys, values) made visible."""
+        body, end = (line[:-1], "\n") if line.endswith("\n") else (line, "")
+        out.write(visible(body) + end)
+
     marked = False
     for e in events:
         kind = e["kind"]
@@ -107,7 +113,8 @@ def render_text(events: Iterable[dict], out: TextIO) -> None:
                     f"!! decoding stopped at byte {e['position']}: {e['message']} "
                     f"({e['trailingBytes']} bytes not decoded)\n"
                 )
-        elif kind == "error":
+        elif kind == "error":  # records that do not decode: the marker at the byte where decoding failed
+            marked = True
             write(f"!! byte {e.get('position')}: {e['message']}\n")
         elif kind == "failed" and not marked:
             write(f"!! decoding stopped: {e['message']}\n")

@@ -12,6 +12,16 @@ recovered LEO and ``live`` follow Kafka's log loading (spec §17.1, §17.3): wit
 ``.kafka_cleanshutdown``, recovery re-reads every segment from the one containing the recovery point and
 cuts the log at the first invalid batch or torn tail (later segments are deleted); batches past that point
 have ``live = false``. With a clean shutdown nothing is re-validated.
+
+What cannot be read is never guessed: a segment that is not a regular file (opened only through
+``parsers.files``: a FIFO or device is never opened), that raises an OS error or whose entries do not parse
+is skipped, and a segment that is not the last and stops early leaves the rest of its offsets unread. The
+replica row carries one span over these holes (``unreadable_from`` .. ``unreadable_to``, null when it runs to
+the end of the log, whose LEO is then unknown: ``leo`` is the base offset of the unreadable last segment, a
+lower bound) and why (``unreadable``); ``audit`` compares the replica outside that span only (KA691). Kafka
+itself loads only regular files as segments (``LogLoader.loadSegmentFiles``: ``file.isFile``) and takes the
+log directory offline on an I/O error (KIP-112), so the LEO of the later readable segments is the LEO Kafka
+computes (the next offset after the last batch of the last segment), as ``scan`` reports it.
 """
 
 from __future__ import annotations
@@ -39,16 +49,17 @@ from parsers.dirfiles import (
     parse_segment_file_name,
 )
 from parsers.errors import ParseError
+from parsers.files import read_regular, regular_file_problem
 from parsers.record_batch import (
     ATTR_COMPRESSION_MASK,
     ATTR_CONTROL,
     ATTR_TRANSACTIONAL,
+    HEADER_STRUCT,
     LOG_OVERHEAD,
-    decode_records,
-    parse_header,
-    records_payload,
+    RECORD_BATCH_OVERHEAD,
+    RecordBatch,
 )
-from parsers.segment import HeaderBlock, SegmentWalker
+from parsers.segment import HeaderBlock, SegmentWalker, WalkStop
 
 METADATA_TOPIC = "__cluster_metadata"
 INTERNAL_COMPACTED = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
@@ -81,27 +92,49 @@ class LogDirInfo:
 
 
 def is_log_dir(path: Path) -> bool:
-    """A Kafka log directory: ``meta.properties`` or an offset checkpoint at its root."""
-    return (path / "meta.properties").is_file() or (path / "replication-offset-checkpoint").is_file()
+    """A Kafka log directory: ``meta.properties`` or an offset checkpoint at its root (whatever its file type:
+    a FIFO named ``meta.properties`` makes a log dir that :func:`read_log_dir` reports, never reads)."""
+    return any(os.path.lexists(path / name) for name in ("meta.properties", "replication-offset-checkpoint"))
 
 
 def _read_small(path: Path) -> bytes:
-    with open(path, "rb") as fh:
-        return fh.read(MAX_TEXT)
+    """At most :data:`MAX_TEXT` bytes of the regular file ``path``; a FIFO, socket or device is never opened
+    (:class:`parsers.files.NotRegularFile`, an OSError)."""
+    return read_regular(path, MAX_TEXT)
+
+
+def _reason(path: Path, exc: ParseError | OSError) -> str:
+    """One line naming the file (and the byte, for a parse error) and what is wrong with it."""
+    return str(exc) if isinstance(exc, ParseError) else f"{path}: {exc.strerror or exc}"
+
+
+def _read_meta(info: LogDirInfo, meta: Path) -> None:
+    """Node and cluster ID from ``meta.properties``; why there is none goes to ``info.errors``."""
+    if not os.path.lexists(meta):
+        info.errors.append(f"{meta}: no such file")
+        return
+    try:
+        data = _read_small(meta)
+        props = parse_meta_properties(data, str(meta))
+    except (ParseError, OSError) as exc:
+        info.errors.append(_reason(meta, exc))
+        return
+    info.node = props.node_id if props.node_id is not None else props.broker_id
+    info.cluster_id = props.cluster_id
+    why = props.identity_problem()
+    if why is not None:
+        empty = "is empty (0 bytes)" if not data else why
+        info.errors.append(f"{meta}: {empty}; no node.id/broker.id")
 
 
 def read_log_dir(path: str | os.PathLike) -> LogDirInfo:
-    """Read the root files of a log directory; problems are collected in ``errors``, never raised."""
+    """Read the root files of a log directory; problems are collected in ``errors``, never raised.
+
+    Only regular files are read (:mod:`parsers.files`); a root file of another type is an error naming it.
+    """
     root = Path(path)
     info = LogDirInfo(str(root), None, None, (root / ".kafka_cleanshutdown").exists())
-    meta = root / "meta.properties"
-    if meta.is_file():
-        try:
-            props = parse_meta_properties(_read_small(meta), str(meta))
-            info.node = props.node_id if props.node_id is not None else props.broker_id
-            info.cluster_id = props.cluster_id
-        except (ParseError, OSError) as exc:
-            info.errors.append(f"meta.properties: {exc}")
+    _read_meta(info, root / "meta.properties")
     for name, attr in (
         ("replication-offset-checkpoint", "hw"),
         ("recovery-point-offset-checkpoint", "recovery"),
@@ -109,15 +142,22 @@ def read_log_dir(path: str | os.PathLike) -> LogDirInfo:
         ("cleaner-offset-checkpoint", "cleaner"),
     ):
         file = root / name
-        if not file.is_file():
+        if not os.path.lexists(file):
             continue
         try:
             setattr(info, attr, parse_offset_checkpoint(_read_small(file), str(file)).as_dict())
         except (ParseError, OSError) as exc:
-            info.errors.append(f"{name}: {exc}")
+            info.errors.append(_reason(file, exc))
     if info.clean_shutdown:
-        with contextlib.suppress(OSError):
-            parse_clean_shutdown(_read_small(root / ".kafka_cleanshutdown"))
+        # Kafka tests that the marker exists; its content (the broker epoch) is optional. A marker that is
+        # not a regular file counts as absent, as in ``scan`` (the inventory sets special files apart).
+        problem = regular_file_problem(root / ".kafka_cleanshutdown")
+        if problem is not None:
+            info.clean_shutdown = False
+            info.errors.append(f"{root / '.kafka_cleanshutdown'}: {problem}")
+        else:
+            with contextlib.suppress(OSError, ParseError):
+                parse_clean_shutdown(_read_small(root / ".kafka_cleanshutdown"))
     try:
         entries = sorted(os.listdir(root))
     except OSError as exc:
@@ -306,6 +346,23 @@ class _LogState:
     tail_message: str | None = None
     recovered: bool = False
     cut: bool = False
+    # offsets whose batches could not be read (one span over every hole; ``hole_to`` None: to the end)
+    hole_from: int | None = None
+    hole_to: int | None = None
+    hole_open: bool = False
+    holes: list[str] = field(default_factory=list)
+
+    def hole(self, lo: int, hi: int | None, why: str) -> None:
+        """Record that offsets ``[lo, hi)`` (``hi`` None: up to the unknown end) could not be read."""
+        if hi is not None and hi <= lo:
+            return
+        self.holes.append(why)
+        self.hole_from = lo if self.hole_from is None else min(self.hole_from, lo)
+        if hi is None:
+            self.hole_open = True
+            self.hole_to = None
+        elif not self.hole_open:
+            self.hole_to = hi if self.hole_to is None else max(self.hole_to, hi)
     # (segment, position, size) of every CRC-valid batch: where record rows are read from
     valid_batches: list[tuple[int, int, int]] = field(default_factory=list)
 
@@ -318,9 +375,17 @@ def _walk_partition(task: PartitionTask, part_dir: Path, state: _LogState, keep_
     if not task.clean_shutdown and segments:
         below = [base for base, _ in segments if base <= rp]
         recover_from = below[-1] if below else segments[0][0]
-    for base, path in segments:
-        walker = SegmentWalker(path, stop_on_invalid=False)
-        positions, headers, computed = _concat(list(walker.header_blocks()))
+    for i, (base, path) in enumerate(segments):
+        next_base = segments[i + 1][0] if i + 1 < len(segments) else None
+        read = _read_segment(path)
+        if isinstance(read, str):
+            # the whole segment is unknown: [base, next segment) or, for the last one, the end of the log
+            state.hole(base, next_base, f"{path.name}: {read}")
+            if next_base is None:
+                state.leo = base if state.leo is None else max(state.leo, base)
+            continue
+        walker, blocks = read
+        positions, headers, computed = _concat(blocks)
         stop = walker.stop
         deleted = state.cut
         valid = computed.astype(np.int64) == headers["crc"].astype(np.int64)
@@ -378,8 +443,44 @@ def _walk_partition(task: PartitionTask, part_dir: Path, state: _LogState, keep_
             state.recovered_leo = int(h["base_offset"]) + int(h["last_offset_delta"]) + 1
         elif not deleted:
             state.recovered_leo = base  # empty, or emptied by recovery
+        if next_base is not None and stop is not None and not stop.clean:
+            # a segment that is not the last stops early: what lies between its valid prefix and the next
+            # segment cannot be read (recovery would cut here; without recovery Kafka serves it as is)
+            state.hole(
+                state.leo if len(positions) else base,
+                next_base,
+                f"{path.name}: {stop.reason} at byte {stop.position}"
+                + (f" ({stop.message})" if stop.message else ""),
+            )
         if len(positions):
             yield _batch_table(task, base, positions, headers, computed, live)
+
+
+def _read_segment(path: Path) -> tuple[SegmentWalker, list[HeaderBlock]] | str:
+    """The header blocks of one segment, or why it cannot be read (not a regular file, an OS error, an
+    entry the walker cannot parse). Never opens a FIFO or device (``parsers.files``)."""
+    problem = regular_file_problem(path)
+    if problem is not None:
+        return problem
+    blocks: list[HeaderBlock] = []
+    try:
+        walker = SegmentWalker(path, stop_on_invalid=False)
+        for block in walker.header_blocks():
+            blocks.append(block)
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    except ParseError as exc:
+        # an entry the walker cannot decode (e.g. a legacy wrapper that is not one): the walk ends there,
+        # as in ``scan`` (auditor.facts.collect_segment), and Kafka's reader rejects the entry
+        done = [b for b in blocks if len(b)]
+        pos = exc.offset
+        if pos is None:
+            last = done[-1] if done else None
+            pos = 0
+            if last is not None:
+                pos = int(last.positions[-1]) + int(last.headers[-1]["batch_length"]) + LOG_OVERHEAD
+        walker.stop = WalkStop("corrupt", pos, max(0, walker.file_size - pos), exc.message)
+    return walker, blocks
 
 
 # ------------------------------------------------------------------------------------------------ records
@@ -408,13 +509,16 @@ def record_hash(key: bytes | None, value: bytes | None, headers) -> int:
 
 
 def read_batch_records(path: str | os.PathLike, position: int, size: int):
-    """Decode the records of the batch at ``position`` in a segment (ParseError on bad data)."""
-    with open(path, "rb", buffering=0) as fh:
-        raw = os.pread(fh.fileno(), size, position)
-    batch = parse_header(raw, 0)
-    if batch.computed_crc != batch.crc:
+    """The header of the CRC-valid batch at ``position`` in a segment and an iterator streaming its records
+    (the batch is never held whole; ParseError on bad data, also while iterating)."""
+    walker = SegmentWalker(path)
+    raw = walker.read(position, RECORD_BATCH_OVERHEAD)
+    if len(raw) < RECORD_BATCH_OVERHEAD or struct.unpack_from(">i", raw, 8)[0] + LOG_OVERHEAD != size:
+        raise ParseError("batch header does not match the walk", path=str(path), offset=position)
+    batch = RecordBatch.from_tuple(HEADER_STRUCT.unpack_from(raw), position=position)
+    if walker.batch_crc(batch) != batch.crc:
         raise ParseError("batch CRC mismatch", path=str(path), offset=position)
-    return batch, decode_records(batch, records_payload(batch, raw))
+    return batch, walker.records(batch)
 
 
 def _record_table(task: PartitionTask, part_dir: Path, valid_batches) -> tuple[pa.Table, list[str]]:
@@ -424,16 +528,16 @@ def _record_table(task: PartitionTask, part_dir: Path, valid_batches) -> tuple[p
         path = part_dir / f"{segment:020d}.log"
         try:
             batch, records = read_batch_records(path, position, size)
+            for rec in records:
+                offsets.append(rec.offset)
+                bases.append(batch.base_offset)
+                stamps.append(rec.timestamp)
+                hashes.append(record_hash(rec.key, rec.value, rec.headers))
+                controls.append(batch.is_control)
+                sizes.append(rec.size)
         except (ParseError, OSError) as exc:
-            errors.append(f"{path.name}@{position}: {exc}")
+            errors.append(f"{path.name}@{exc.offset if isinstance(exc, ParseError) else position}: {exc}")
             continue
-        for rec in records:
-            offsets.append(rec.offset)
-            bases.append(batch.base_offset)
-            stamps.append(rec.timestamp)
-            hashes.append(record_hash(rec.key, rec.value, rec.headers))
-            controls.append(batch.is_control)
-            sizes.append(rec.size)
     n = len(offsets)
     table = pa.Table.from_arrays(
         [
@@ -529,20 +633,17 @@ def _metadata_records(path: Path, start: int = 0) -> Iterator[tuple[int, int, ob
             last = int(h["base_offset"]) + int(h["last_offset_delta"])
             if last < start:
                 continue
-            size = int(h["batch_length"]) + LOG_OVERHEAD
-            raw = walker.read(int(block.positions[i]), size)
+            batch = RecordBatch.from_tuple(h.item(), position=int(block.positions[i]))
             try:
-                batch = parse_header(raw, 0)
-                records = decode_records(batch, records_payload(batch, raw))
+                for rec in walker.records(batch):  # streamed: a batch of millions of records is never a list
+                    if rec.offset < start:
+                        continue
+                    try:
+                        yield rec.offset, int(h["max_timestamp"]), decode_metadata_record(rec.value)
+                    except ParseError:
+                        continue
             except ParseError:
                 continue
-            for rec in records:
-                if rec.offset < start:
-                    continue
-                try:
-                    yield rec.offset, int(h["max_timestamp"]), decode_metadata_record(rec.value)
-                except ParseError:
-                    continue
 
 
 def extract_metadata(log_dir: str, node: int, cluster: str) -> pa.Table:
@@ -642,8 +743,9 @@ def extract_partition(task: PartitionTask) -> Iterator[tuple[str, pa.Table]]:
         walk = _walk_partition(task, part_dir, state, keep_positions=task.compacted)
         for table in walk:
             yield "batch", table
-    except (ParseError, OSError) as exc:
-        errors.append(f"segments: {exc}")
+    except OSError as exc:
+        # the partition directory cannot be listed: nothing of the log is known
+        state.hole(task.log_start_checkpoint or 0, None, f"{task.dir_name}: {exc.strerror or exc}")
     leo = state.leo if state.leo is not None else (task.log_start_checkpoint or 0)
     entries, dropped, epoch_error = _epochs(task, part_dir)
     if epoch_error:
@@ -707,6 +809,9 @@ def extract_partition(task: PartitionTask) -> Iterator[tuple[str, pa.Table]]:
         "tail_message": state.tail_message,
         "recovered": state.recovered,
         "error": "; ".join(errors) if errors else None,
+        "unreadable_from": state.hole_from,
+        "unreadable_to": state.hole_to,
+        "unreadable": "; ".join(state.holes) if state.holes else None,
     }
     yield "replica", pa.Table.from_pylist([replica], schema=rows.REPLICA)
 
@@ -733,20 +838,26 @@ def extract_log_dir(path: str | os.PathLike, out: str | os.PathLike, cluster: st
     """Write one Parquet file (layout ``rows.EXTRACT``) for a broker log directory; return counts."""
     info = read_log_dir(path)
     if info.node is None:
-        raise ParseError(
-            "no meta.properties node.id or broker.id: not a broker log directory", path=str(path)
-        )
+        why = info.errors[0] if info.errors else "no node.id or broker.id in meta.properties"
+        raise ParseError(f"not a broker log directory: {why}", path=str(path))
     label = cluster if cluster is not None else (info.cluster_id or "")
     meta = metadata_for(info, label)
     compacted = {label: compacted_topics(meta)} if meta is not None else None
     tasks = plan_tasks([info], [label], compacted)
     counts = dict.fromkeys(rows.TABLES, 0)
+    errors = list(info.errors)
     with ExtractWriter(out) as writer:
         for task in tasks:
             for kind, table in extract_partition(task):
                 counts[kind] += table.num_rows
                 writer.add(kind, table)
-    counts["errors"] = info.errors
+                if kind == "replica":
+                    errors += [
+                        f"{task.dir_name}: incomplete from offset {r['unreadable_from']}: {r['unreadable']}"
+                        for r in table.select(["unreadable_from", "unreadable"]).to_pylist()
+                        if r["unreadable_from"] is not None
+                    ]
+    counts["errors"] = errors
     return counts
 
 

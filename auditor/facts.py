@@ -12,7 +12,7 @@ No policy here: whether something is a finding, and how severe, is decided by ``
 
 from __future__ import annotations
 
-import mmap
+import errno
 import os
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,47 +25,50 @@ from parsers.checkpoints import LeaderEpochCheckpoint, NormalizedEpochs, OffsetC
 from parsers.control import decode_control_record
 from parsers.dirfiles import CleanShutdown, MetaProperties, PartitionMetadata, QuorumState
 from parsers.errors import ParseError
+from parsers.files import NotRegularFile, open_regular, read_regular
 from parsers.indexes import (
-    TIME_INDEX_ENTRY_SIZE,
+    ABORTED_TXN_SIZE,
+    INDEX_WINDOW,
+    OFFSET_INDEX,
+    TIME_INDEX,
     AbortedTxnEntry,
-    OffsetIndexEntry,
-    TimeIndexEntry,
-    read_txn_index,
-    sanity_check_offset_index,
-    sanity_check_time_index,
+    IndexScan,
+    IndexShape,
+    TxnIndex,
+    iter_txn_index,
+    sanity_check_index_shape,
     sanity_check_txn_index,
+    txn_entries,
 )
 from parsers.record_batch import (
     ATTR_CONTROL,
     ATTR_TRANSACTIONAL,
     RecordBatch,
-    decode_records,
-    records_payload,
+    RecordBudgetExceeded,
 )
 from parsers.segment import SegmentWalker, WalkStop
 
 EVIDENCE_CAP = 20
 """Evidence items kept per kind and segment (counts stay exact)."""
 MAX_EPOCH_RUNS = 100_000
-MAX_INDEX_BYTES = 256 << 20
-"""Index files larger than this are read only up to it (Kafka's own maximum is segment.index.bytes)."""
+MAX_INDEX_ENTRIES = 1 << 21
+"""Real entries of one ``.index`` / ``.timeindex`` loaded and joined with the batches (16 MiB of offset index,
+more than a full index of Kafka's default ``segment.index.bytes``, 10 MiB). The whole file is always scanned
+(in windows) for its shape; entries past this many are counted, not loaded (``truncated_read``)."""
+MAX_SUMMARY_EPOCHS = 1000
+"""Leader-epoch cache entries listed in a partition's report summary (one per leader change)."""
+MAX_TXN_ENTRIES = 1 << 18
+"""Aborted transactions of one ``.txnindex`` kept as objects; all of them are checked."""
 MAX_SMALL_FILE = 64 << 20
 INT32_MAX = 2**31 - 1
 COMPACTED_TOPICS = ("__consumer_offsets", "__transaction_state", "__share_group_state")
 _TXN_MARKER = ATTR_CONTROL | ATTR_TRANSACTIONAL
 
 
-def read_bytes(path: str, limit: int = MAX_SMALL_FILE) -> bytes | memoryview:
-    """A file's bytes (read-only; large files through a read-only mmap), at most ``limit`` bytes."""
-    size = os.stat(path).st_size
-    if size == 0:
-        return b""
-    if size <= 1 << 20:
-        with open(path, "rb") as fh:
-            return fh.read(limit)
-    with open(path, "rb") as fh:
-        mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
-    return memoryview(mm)[: min(size, limit)]
+def read_bytes(path: str, limit: int = MAX_SMALL_FILE) -> bytes:
+    """At most ``limit`` bytes of the regular file ``path`` (``parsers.files``: never a FIFO or device).
+    Only for small files; indexes are scanned in windows (:class:`parsers.indexes.IndexScan`)."""
+    return read_regular(path, limit)
 
 
 def batch_info(headers_row: Any, position: int, computed_crc: int | None = None) -> dict[str, Any]:
@@ -111,6 +114,7 @@ class OffsetIndexFacts:
     batch_last: np.ndarray
     sanity: str | None = None
     truncated_read: bool = False
+    """More real entries than :data:`MAX_INDEX_ENTRIES`: only the first ones were loaded."""
     _order: np.ndarray | None = None
     _sorted_pos: np.ndarray | None = None
 
@@ -156,24 +160,15 @@ class TxnIndexFacts:
     error: str | None = None
     error_offset: int | None = None
     sanity: str | None = None
-
-
-_NUMPY_CODES = {"l": "i4", "i": "i4", "q": "i8", "h": "i2", "b": "i1"}
-
-
-def _dtype(schema) -> np.dtype:
-    """numpy layout of a Construct struct of big-endian integer fields (derived, not restated)."""
-    return np.dtype([(sc.name, ">" + _NUMPY_CODES[sc.subcon.fmtstr.lstrip("<>=!")]) for sc in schema.subcons])
-
-
-OFFSET_INDEX_DTYPE = _dtype(OffsetIndexEntry)
-TIME_INDEX_DTYPE = _dtype(TimeIndexEntry)
+    truncated_read: bool = False
+    """More entries than :data:`MAX_TXN_ENTRIES`: only the first ones are in ``entries``."""
 
 
 @dataclass
 class IndexArrays:
     """An index decoded column-wise with the same rules as ``parsers.indexes.read_offset_index`` /
-    ``read_time_index`` (real prefix, zero padding, garbage after it); ``columns`` holds the prefix."""
+    ``read_time_index`` (real prefix, zero padding, garbage after it); ``columns`` holds the prefix (at most
+    the ``max_entries`` first entries: ``shape.entries`` counts all of them)."""
 
     size: int
     slots: int
@@ -181,72 +176,99 @@ class IndexArrays:
     padding_slots: int
     garbage_after_padding: int | None
     columns: dict[str, np.ndarray]
+    shape: IndexShape | None = None
 
     @property
     def preallocated(self) -> bool:
         return self.padding_slots > 0
 
-
-def _index_arrays(data: bytes | memoryview, dtype: np.dtype, cut_at) -> IndexArrays:
-    raw = np.frombuffer(data, dtype=np.uint8)
-    size, width = len(raw), dtype.itemsize
-    slots = size // width
-    table = raw[: slots * width].view(dtype)
-    bad = cut_at(table, size) if slots else np.zeros(0, dtype=bool)
-    prefix = int(np.argmax(bad)) if bad.any() else slots
-    start = prefix * width
-    nonzero = np.flatnonzero(raw[start:])
-    garbage = None if len(nonzero) == 0 else start + int(nonzero[0])
-    body = raw[start : slots * width].reshape(-1, width)
-    padding = int(np.count_nonzero(~body.any(axis=1))) if len(body) else 0
-    columns = {name: table[name][:prefix].astype(np.int64) for name in dtype.names}
-    return IndexArrays(size, slots, size % width, padding, garbage, columns)
+    @property
+    def truncated(self) -> bool:
+        """More real entries than were loaded (``max_entries``)."""
+        return self.shape is not None and self.shape.entries > len(next(iter(self.columns.values())))
 
 
-def _offset_cut(table: np.ndarray, size: int) -> np.ndarray:
-    bad = (table["relative_offset"] == 0) & (table["position"] == 0)
-    bad[0] = bad[0] and size > OFFSET_INDEX_DTYPE.itemsize
-    return bad
+def _index_arrays(scan: IndexScan, max_entries: int | None = None) -> IndexArrays:
+    """Run a windowed :class:`IndexScan`: memory is one window plus the loaded entries."""
+    shape, table = scan.run(max_entries)
+    columns = {name: table[name].astype(np.int64) for name in table.dtype.names}
+    padding, garbage = shape.padding_slots, shape.garbage_after_padding
+    return IndexArrays(shape.size, shape.slots, shape.trailing_bytes, padding, garbage, columns, shape)
 
 
-def _time_cut(table: np.ndarray, size: int) -> np.ndarray:
-    ts, rel = table["timestamp"], table["relative_offset"]
-    bad = np.empty(len(table), dtype=bool)
-    bad[0] = ts[0] == 0 and rel[0] == 0 and size > TIME_INDEX_DTYPE.itemsize
-    bad[1:] = (rel[1:] == 0) | (ts[1:] == 0) | (ts[1:] <= ts[:-1])
-    return bad
+_INT64_MAX = 2**63 - 1
 
 
-def offset_index_arrays(data: bytes | memoryview, base_offset: int) -> IndexArrays:
-    """``read_offset_index`` column-wise: ``columns["offset"]`` (absolute) and ``columns["position"]``.
-    ``tests/rules/test_facts.py`` proves both agree."""
-    arrays = _index_arrays(data, OFFSET_INDEX_DTYPE, _offset_cut)
+def _absolute(relative: np.ndarray, base_offset: int) -> np.ndarray:
+    """``base_offset + relative`` as int64 without wrapping: a segment name near (or past) the int64 limit
+    would otherwise turn index offsets negative; an entry past the limit saturates at it (no batch is there,
+    so the rules report the entry as pointing outside the segment)."""
+    if 0 <= base_offset <= _INT64_MAX - INT32_MAX:
+        return relative + base_offset
+    return np.array([min(base_offset + r, _INT64_MAX) for r in relative.tolist()], dtype=np.int64)
+
+
+def _offset_columns(arrays: IndexArrays, base_offset: int) -> IndexArrays:
     arrays.columns = {
-        "offset": arrays.columns["relative_offset"] + base_offset,
+        "offset": _absolute(arrays.columns["relative_offset"], base_offset),
         "position": arrays.columns["position"],
     }
     return arrays
 
 
-def time_index_arrays(data: bytes | memoryview, base_offset: int) -> IndexArrays:
-    """``read_time_index`` column-wise: ``columns["timestamp"]`` and ``columns["offset"]`` (absolute)."""
-    arrays = _index_arrays(data, TIME_INDEX_DTYPE, _time_cut)
+def _time_columns(arrays: IndexArrays, base_offset: int) -> IndexArrays:
     arrays.columns = {
         "timestamp": arrays.columns["timestamp"],
-        "offset": arrays.columns["relative_offset"] + base_offset,
+        "offset": _absolute(arrays.columns["relative_offset"], base_offset),
     }
     return arrays
 
 
+def offset_index_arrays(
+    data: bytes | memoryview, base_offset: int, *, window: int = INDEX_WINDOW
+) -> IndexArrays:
+    """``read_offset_index`` column-wise: ``columns["offset"]`` (absolute) and ``columns["position"]``.
+    ``tests/rules/test_facts.py`` proves both agree (also with windows a few slots wide)."""
+    return _offset_columns(_index_arrays(IndexScan.of_bytes(OFFSET_INDEX, data, window=window)), base_offset)
+
+
+def time_index_arrays(
+    data: bytes | memoryview, base_offset: int, *, window: int = INDEX_WINDOW
+) -> IndexArrays:
+    """``read_time_index`` column-wise: ``columns["timestamp"]`` and ``columns["offset"]`` (absolute)."""
+    return _time_columns(_index_arrays(IndexScan.of_bytes(TIME_INDEX, data, window=window)), base_offset)
+
+
+def _open_index(path: str) -> int:
+    """A descriptor of the index ``path``; a FIFO, device or directory there is an OSError like an unreadable
+    file (``collect_segment`` records it in ``index_errors``), never opened."""
+    try:
+        return open_regular(path)
+    except NotRegularFile as exc:
+        raise OSError(errno.EINVAL, exc.message, path) from None
+
+
+def _scan_file(path: str, kind, base_offset: int) -> tuple[IndexArrays, str | None]:
+    """Scan an index file in windows (never read or mapped whole); its arrays (at most
+    :data:`MAX_INDEX_ENTRIES` entries) and Kafka's sanity check message."""
+    fd = _open_index(path)
+    try:
+        arrays = _index_arrays(IndexScan.of_fd(kind, fd), MAX_INDEX_ENTRIES)
+    finally:
+        os.close(fd)
+    assert arrays.shape is not None
+    return arrays, sanity_check_index_shape(arrays.shape, kind, base_offset, path)
+
+
 def load_offset_index(info: FileInfo, base_offset: int) -> OffsetIndexFacts:
-    data = read_bytes(info.path, MAX_INDEX_BYTES)
-    idx = offset_index_arrays(data, base_offset)
+    idx, sanity = _scan_file(info.path, OFFSET_INDEX, base_offset)
+    idx = _offset_columns(idx, base_offset)
     offsets, positions = idx.columns["offset"], idx.columns["position"]
     order = np.argsort(positions, kind="stable")
     n = len(offsets)
     return OffsetIndexFacts(
         info.path,
-        info.size,
+        idx.size,
         idx.slots,
         idx.trailing_bytes,
         idx.padding_slots,
@@ -257,28 +279,24 @@ def load_offset_index(info: FileInfo, base_offset: int) -> OffsetIndexFacts:
         np.zeros(n, dtype=bool),
         np.full(n, -1, dtype=np.int64),
         np.full(n, -1, dtype=np.int64),
-        sanity=sanity_check_offset_index(data, base_offset, info.path),
-        truncated_read=info.size > len(data),
+        sanity=sanity,
+        truncated_read=idx.truncated,
         _order=order,
         _sorted_pos=positions[order],
     )
 
 
 def load_time_index(info: FileInfo, base_offset: int) -> TimeIndexFacts:
-    data = read_bytes(info.path, MAX_INDEX_BYTES)
-    idx = time_index_arrays(data, base_offset)
+    idx, sanity = _scan_file(info.path, TIME_INDEX, base_offset)
+    idx = _time_columns(idx, base_offset)
     timestamps, offsets = idx.columns["timestamp"], idx.columns["offset"]
-    next_slot = None
-    start = len(offsets) * TIME_INDEX_ENTRY_SIZE
-    if idx.garbage_after_padding is not None and start + TIME_INDEX_ENTRY_SIZE <= len(data):
-        slot = TimeIndexEntry.parse(bytes(data[start : start + TIME_INDEX_ENTRY_SIZE]))
-        if slot.timestamp or slot.relative_offset:
-            next_slot = (slot.timestamp, base_offset + slot.relative_offset)
+    raw_next = idx.shape.next_slot if idx.shape is not None else None
+    next_slot = None if raw_next is None else (raw_next[0], min(base_offset + raw_next[1], _INT64_MAX))
     order = np.argsort(offsets, kind="stable")
     n = len(offsets)
     return TimeIndexFacts(
         info.path,
-        info.size,
+        idx.size,
         idx.slots,
         idx.trailing_bytes,
         idx.padding_slots,
@@ -289,24 +307,41 @@ def load_time_index(info: FileInfo, base_offset: int) -> TimeIndexFacts:
         np.zeros(n, dtype=bool),
         np.full(n, -1, dtype=np.int64),
         next_slot=next_slot,
-        sanity=sanity_check_time_index(data, base_offset, info.path),
-        truncated_read=info.size > len(data),
+        sanity=sanity,
+        truncated_read=idx.truncated,
         _order=order,
         _sorted_off=offsets[order],
     )
 
 
 def load_txn_index(info: FileInfo, base_offset: int) -> TxnIndexFacts:
+    """Read a ``.txnindex`` in windows: every entry is checked (version, Kafka's sanity check), at most
+    :data:`MAX_TXN_ENTRIES` are kept as objects."""
     facts = TxnIndexFacts(info.path, info.size)
-    data = read_bytes(info.path, MAX_INDEX_BYTES)
+    fd = _open_index(info.path)
     try:
-        idx = read_txn_index(data, info.path)
+        size = os.fstat(fd).st_size
+        facts.size = size
+        kept: list[AbortedTxnEntry] = []
+        below_base: AbortedTxnEntry | None = None
+        for table in iter_txn_index(lambda pos, n: os.pread(fd, n, pos), size, info.path):
+            if len(kept) < MAX_TXN_ENTRIES:
+                kept.extend(txn_entries(table[: MAX_TXN_ENTRIES - len(kept)]))
+            else:
+                facts.truncated_read = True
+            if below_base is None:
+                bad = np.flatnonzero(table["last_offset"] < base_offset)
+                if len(bad):
+                    below_base = txn_entries(table[int(bad[0]) : int(bad[0]) + 1])[0]
     except ParseError as exc:
         facts.error, facts.error_offset = exc.message, exc.offset
         return facts
-    facts.entries = idx.entries
-    facts.trailing_bytes = idx.trailing_bytes
-    facts.sanity = sanity_check_txn_index(idx, base_offset, info.path)
+    finally:
+        os.close(fd)
+    facts.entries = kept
+    facts.trailing_bytes = size % ABORTED_TXN_SIZE
+    if below_base is not None:
+        facts.sanity = sanity_check_txn_index(TxnIndex(size, [below_base]), base_offset, info.path)
     return facts
 
 
@@ -369,6 +404,14 @@ class SegmentFacts:
     markers: list[tuple[int, int, str, int]] = field(default_factory=list)
     """(marker offset, producer id, ABORT/COMMIT, position) of the transaction markers."""
     marker_errors: list[dict[str, Any]] = field(default_factory=list)
+    records_checked: bool = False
+    """True when the records of every CRC-valid v2 data batch were decoded (``scan --deep``)."""
+    undecodable: list[dict[str, Any]] = field(default_factory=list)
+    """CRC-valid data batches whose records do not decode (batch info + ``failedAt``, ``reason``)."""
+    undecodable_count: int = 0
+    not_decoded: list[dict[str, Any]] = field(default_factory=list)
+    """Data batches declaring more records than ``record_batch.MAX_RECORDS_PER_BATCH``: left undecoded."""
+    not_decoded_count: int = 0
     offset_index: OffsetIndexFacts | None = None
     time_index: TimeIndexFacts | None = None
     txn_index: TxnIndexFacts | None = None
@@ -416,9 +459,10 @@ def _keep(items: list, value: dict) -> None:
 class _Collector:
     """Per-block state of one walk."""
 
-    def __init__(self, facts: SegmentFacts, walker: SegmentWalker) -> None:
+    def __init__(self, facts: SegmentFacts, walker: SegmentWalker, deep: bool = False) -> None:
         self.f = facts
         self.walker = walker
+        self.deep = deep
         self.prev_last: int | None = None
         self.prev_epoch: int | None = None
         self.first_invalid_seen = False
@@ -495,6 +539,26 @@ class _Collector:
             attrs = vh["attributes"].astype(np.int64)
             for j in np.flatnonzero((attrs & _TXN_MARKER) == _TXN_MARKER):
                 self._marker(vh[j], int(vpos[j]))
+        if self.deep:
+            data = v2 & ((vh["attributes"].astype(np.int64) & ATTR_CONTROL) == 0)
+            for j in np.flatnonzero(data):
+                self._records(vh[j], int(vpos[j]))
+
+    def _records(self, row, position: int) -> None:
+        """Decode every record of one CRC-valid data batch, as a consumer would (streaming, nothing kept)."""
+        batch = RecordBatch.from_tuple(row.item(), position=position)
+        try:
+            for _rec in self.walker.records(batch, payloads=False):
+                pass
+        except ParseError as exc:
+            info = batch_info(row, position)
+            info.update(failedAt=exc.offset, reason=exc.message)
+            if isinstance(exc, RecordBudgetExceeded):
+                self.f.not_decoded_count += 1
+                _keep(self.f.not_decoded, info)
+            else:
+                self.f.undecodable_count += 1
+                _keep(self.f.undecodable, info)
 
     def _invalid(self, block, ok: np.ndarray, base: np.ndarray, last: np.ndarray) -> None:
         f = self.f
@@ -596,9 +660,9 @@ class _Collector:
         f = self.f
         batch = RecordBatch.from_tuple(row.item(), position=position)
         try:
-            raw = self.walker.read(position, batch.size)
-            records = decode_records(batch, records_payload(batch, raw))
-            ctl = decode_control_record(records[0].key, records[0].value) if records else None
+            # Kafka reads only the first record of a control batch (UnifiedLog.analyzeAndValidateRecords)
+            first = next(iter(self.walker.records(batch, budget=INT32_MAX)), None)
+            ctl = decode_control_record(first.key, first.value) if first is not None else None
         except (ParseError, OSError) as exc:
             _keep(f.marker_errors, {"position": position, "message": getattr(exc, "message", str(exc))})
             return
@@ -651,9 +715,11 @@ def collect_segment(
     files: SegmentFiles | None = None,
     next_base: int | None = None,
     is_last: bool = False,
+    deep: bool = False,
 ) -> SegmentFacts:
     """Walk one segment (read-only) and collect its :class:`SegmentFacts`, indexes joined in the same pass.
 
+    ``deep``: also decode the records of every CRC-valid v2 data batch (streaming; KA111).
     OSErrors (unreadable files) are recorded in ``read_error`` / ``index_errors``, never raised.
     """
     try:
@@ -683,7 +749,8 @@ def collect_segment(
                 facts.txn_index = loaded
     try:
         walker = SegmentWalker(path, stop_on_invalid=False)
-        collector = _Collector(facts, walker)
+        collector = _Collector(facts, walker, deep)
+        facts.records_checked = deep
         for block in walker.header_blocks():
             collector.block(block)
     except OSError as exc:
@@ -920,7 +987,9 @@ class PartitionContext:
             "recoveryPoint": self.logdir.recovery_point,
             "cleanerOffset": self.logdir.cleaner_offset,
             "latestEpoch": runs[-1][0] if runs else None,
-            "leaderEpochCache": [list(e) for e in cache] if cache is not None else None,
+            # at most MAX_SUMMARY_EPOCHS entries (a hostile file can hold millions); the count is beside it
+            "leaderEpochCache": [list(e) for e in cache[:MAX_SUMMARY_EPOCHS]] if cache is not None else None,
+            "leaderEpochCacheEntries": len(cache) if cache is not None else None,
             "topicId": self.partition_metadata.value.topic_id if self.partition_metadata.ok else None,
             "willRecover": self.will_recover and not self.is_metadata,
             "recoverySegments": self.recovery_segments,

@@ -100,7 +100,8 @@ class Finding:
                 self.epoch,
             )
         )
-        return hashlib.sha256(key.encode()).hexdigest()[:32]
+        # surrogatepass: a file name with undecodable bytes (PEP 383) still has a fingerprint
+        return hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
     def sort_key(self) -> tuple:
         """Log dir, partition, file, position, then most severe first."""
@@ -199,7 +200,7 @@ FINDING_COLUMNS: tuple[tuple[str, str], ...] = (
 
 def _jsonable(value: Any) -> Any:
     """Evidence values as JSON-ready data: tuples to lists, bytes to hex, sets sorted, numpy scalars to
-    int."""
+    int, exceptions to one line (type and first message line)."""
     if isinstance(value, dict):
         return {str(k): _jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
@@ -210,6 +211,10 @@ def _jsonable(value: Any) -> Any:
         return bytes(value).hex()
     if isinstance(value, Severity):
         return value.label
+    if isinstance(value, BaseException):  # one line, never a stack trace (a Java one included)
+        from auditor.rules.engine import describe_error
+
+        return describe_error(value)
     if hasattr(value, "item") and callable(value.item):  # numpy scalar
         return value.item()
     return value

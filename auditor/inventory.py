@@ -5,6 +5,11 @@ through :mod:`parsers.dirfiles`). Files pending deletion (``.deleted``), cleaner
 half-finished replacements (``.swap``), interrupted checkpoint writes (``.tmp``) and partial KRaft snapshots
 (``.checkpoint.part``) are kept as leftovers with their state; names Kafka does not know are listed as
 unknown. Only ``os.scandir``/``stat`` are used: the tree is never opened for writing.
+
+Entries that are not regular files (FIFO, socket, character or block device; directly or through a symbolic
+link) are set apart in ``special`` whatever their name: no reader ever sees them, since opening a FIFO blocks
+and reading a device never ends (:mod:`parsers.files`). Symbolic links keep their target (``link_target``) so
+that links leaving the log dir can be reported (Kafka itself never creates links in a log dir).
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from auditor.filetypes import classify
 from parsers.checkpoints import OFFSET_CHECKPOINT_FILES
 from parsers.dirfiles import (
     parse_kraft_snapshot_file_name,
@@ -22,6 +28,7 @@ from parsers.dirfiles import (
     segment_file_name,
 )
 from parsers.errors import ParseError
+from parsers.files import special_kind
 
 METADATA_DIR = "__cluster_metadata-0"
 REMOTE_INDEX_CACHE = "remote-log-index-cache"
@@ -45,7 +52,9 @@ ROOT_FILES = {
 @dataclass(slots=True)
 class FileInfo:
     """One file (or unknown directory). ``state``: None, ``deleted``, ``cleaned``, ``swap``, ``tmp`` or
-    ``partial``; ``canonical`` is False for a segment name whose offset is not written with 20 digits."""
+    ``partial``; ``canonical`` is False for a segment name whose offset is not written with 20 digits.
+    ``file_type`` names a special file (``"a FIFO (named pipe)"``, ...), None for regular files and
+    directories; ``link_target`` is the text of the symbolic link when the entry is one."""
 
     path: str
     name: str
@@ -57,6 +66,8 @@ class FileInfo:
     epoch: int | None = None
     canonical: bool = True
     is_dir: bool = False
+    file_type: str | None = None
+    link_target: str | None = None
 
 
 @dataclass(slots=True)
@@ -97,6 +108,10 @@ class PartitionDir:
     """Segment files naming the same base offset and kind as another one (e.g. ``15.log`` beside
     ``00000000000000000015.log``): Kafka would load both spellings as one segment."""
     unreadable: list[tuple[str, str]] = field(default_factory=list)
+    special: list[FileInfo] = field(default_factory=list)
+    """Entries that are not regular files (FIFO, socket, device), never opened; ``kind`` from the name."""
+    link_target: str | None = None
+    """The symbolic link's text when the partition directory itself is a link."""
 
     @property
     def is_metadata(self) -> bool:
@@ -121,7 +136,12 @@ class PartitionDir:
     def files(self) -> list[FileInfo]:
         out: list[FileInfo] = [f for s in self.segments for f in s.files]
         out += (
-            self.producer_snapshots + self.kraft_snapshots + self.leftovers + self.unknown + self.duplicates
+            self.producer_snapshots
+            + self.kraft_snapshots
+            + self.leftovers
+            + self.unknown
+            + self.duplicates
+            + self.special
         )
         out += [f for f in (self.leader_epoch_checkpoint, self.partition_metadata, self.quorum_state) if f]
         return out
@@ -147,6 +167,8 @@ class LogDirInventory:
     invalid_dirs: list[tuple[FileInfo, str]] = field(default_factory=list)
     unreadable: list[tuple[str, str]] = field(default_factory=list)
     remote_index_cache: FileInfo | None = None
+    special: list[FileInfo] = field(default_factory=list)
+    """Root entries that are not regular files (FIFO, socket, device), never opened."""
 
     @property
     def metadata_partition(self) -> PartitionDir | None:
@@ -158,23 +180,84 @@ class LogDirInventory:
 
     def files(self) -> list[FileInfo]:
         out = [f for f in (self.meta_properties, self.clean_shutdown, self.lock, self.bootstrap) if f]
-        out += list(self.checkpoints.values()) + self.leftovers + self.unknown
+        out += list(self.checkpoints.values()) + self.leftovers + self.unknown + self.special
         for part in self.partitions:
             out += part.files()
         return out
+
+    def special_files(self) -> list[tuple[PartitionDir | None, FileInfo]]:
+        """Every entry that is not a regular file, with its partition directory (None at the root)."""
+        return [(None, f) for f in self.special] + [(p, f) for p in self.partitions for f in p.special]
+
+    def links_outside(self) -> list[tuple[PartitionDir | None, FileInfo | PartitionDir, str]]:
+        """Symbolic links (files or partition directories) whose target resolves outside this log dir, with
+        their partition directory and resolved target. Links within the log dir, and a log dir that is
+        itself reached through a link, are not listed; neither are special files (see ``special``)."""
+        root = os.path.realpath(self.path)
+        out: list[tuple[PartitionDir | None, FileInfo | PartitionDir, str]] = []
+        for part in self.partitions:
+            if part.link_target is not None and (target := _outside(part.path, root)):
+                out.append((part, part, target))
+        linked = [(None, f) for f in self._root_files()] + [
+            (p, f) for p in self.partitions for f in p.files()
+        ]
+        for part, info in linked:
+            if (
+                info.link_target is not None
+                and info.file_type is None
+                and (target := _outside(info.path, root))
+            ):
+                out.append((part, info, target))
+        return out
+
+    def _root_files(self) -> list[FileInfo]:
+        out = [f for f in (self.meta_properties, self.clean_shutdown, self.lock, self.bootstrap) if f]
+        return out + list(self.checkpoints.values()) + self.leftovers + self.unknown
+
+
+def _outside(path: str, real_root: str) -> str | None:
+    """The resolved target of ``path`` when it lies outside ``real_root``, else None."""
+    target = os.path.realpath(path)
+    try:
+        inside = os.path.commonpath([target, real_root]) == real_root
+    except ValueError:  # different drives
+        inside = False
+    return None if inside else target
 
 
 # ------------------------------------------------------------------------------------------ scanning
 
 
 def _info(entry: os.DirEntry, kind: str, **kw) -> FileInfo:
+    file_type = None
     try:
         st = entry.stat()
-        size, mtime = st.st_size, st.st_mtime_ns
+        size, mtime, file_type = st.st_size, st.st_mtime_ns, special_kind(st.st_mode)
     except OSError:
         size, mtime = 0, 0
-    is_dir = _is_dir(entry)
-    return FileInfo(entry.path, entry.name, kind, size, mtime, is_dir=is_dir, **kw)
+    info = FileInfo(
+        entry.path, entry.name, kind, size, mtime, is_dir=_is_dir(entry), file_type=file_type, **kw
+    )
+    info.link_target = _link_target(entry)
+    return info
+
+
+def _link_target(entry: os.DirEntry) -> str | None:
+    try:
+        return os.readlink(entry.path) if entry.is_symlink() else None
+    except OSError:
+        return None
+
+
+def _special(entry: os.DirEntry) -> FileInfo | None:
+    """A :class:`FileInfo` for an entry that is not a regular file or directory (symlinks followed), else
+    None. Its kind is what its name says (:func:`auditor.filetypes.classify`), or ``unknown``."""
+    try:
+        if special_kind(entry.stat().st_mode) is None:
+            return None
+    except OSError:  # dangling link, permissions: readers report it as unreadable
+        return None
+    return _info(entry, classify(entry.name) or "unknown")
 
 
 def _entries(path: str, unreadable: list[tuple[str, str]]) -> list[os.DirEntry]:
@@ -197,7 +280,17 @@ def classify_partition_file(entry: os.DirEntry, part: PartitionDir) -> None:
     """File the entry under ``part`` (segment file, snapshot, checkpoint, leftover or unknown)."""
     name = entry.name
     if _is_dir(entry):
-        part.unknown.append(_info(entry, "directory"))
+        kind = classify(name)
+        if kind is not None:  # a directory named like a segment, index, snapshot or checkpoint
+            info = _info(entry, kind)
+            info.file_type = "a directory"
+            part.special.append(info)
+        else:
+            part.unknown.append(_info(entry, "directory"))
+        return
+    special = _special(entry)
+    if special is not None:
+        part.special.append(special)
         return
     if name in PARTITION_FILES:
         info = _info(entry, name.replace(".", "-"))
@@ -293,7 +386,12 @@ def inventory(path: str | os.PathLike) -> LogDirInventory:
             if isinstance(result, str):
                 inv.invalid_dirs.append((_info(entry, "directory"), result))
             else:
+                result.link_target = _link_target(entry)
                 inv.partitions.append(result)
+            continue
+        special = _special(entry)
+        if special is not None:
+            inv.special.append(special)
             continue
         kind = ROOT_FILES.get(name)
         if kind is not None:

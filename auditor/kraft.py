@@ -14,7 +14,7 @@ from auditor.inventory import PartitionDir
 from parsers.errors import ParseError
 from parsers.metadata import decode_metadata_record
 from parsers.primitives import read_uvarint
-from parsers.record_batch import RecordBatch, decode_records, records_payload
+from parsers.record_batch import RecordBatch
 from parsers.segment import SegmentWalker
 
 TOPIC_RECORD, REMOVE_TOPIC_RECORD = 2, 9
@@ -51,34 +51,48 @@ def _apply(view: TopicView, walker: SegmentWalker, min_offset: int) -> int:
         next_offset = max(next_offset, batch.next_offset)
         if batch.last_offset < min_offset:
             continue
+        # Records are streamed (a batch of millions of records is never a list); like Kafka's metadata
+        # loader, a batch applies only once all of its records decoded: just its topic changes are kept.
+        changes: list[tuple[int, dict]] = []
         try:
-            records = decode_records(batch, records_payload(batch, walker.batch_bytes(batch)))
+            for rec in walker.records(batch):
+                change = _topic_change(view, walker.path, rec, min_offset)
+                if change is not None:
+                    changes.append(change)
         except ParseError as exc:
             view.notes.append(f"{walker.path}: batch at position {batch.position}: {exc.message}")
             continue
-        for rec in records:
-            if rec.offset < min_offset or not rec.value:
-                continue
-            try:
-                _frame, pos = read_uvarint(rec.value, 0)
-                api_key, _ = read_uvarint(rec.value, pos)
-                if api_key not in (TOPIC_RECORD, REMOVE_TOPIC_RECORD):
-                    continue
-                data = decode_metadata_record(rec.value).data or {}
-            except ParseError as exc:
-                view.notes.append(f"{walker.path}: offset {rec.offset}: {exc.message}")
-                continue
-            if api_key == TOPIC_RECORD and "name" in data:
-                old = view.topics.get(data["name"])
-                if old is not None:
-                    ids.pop(old, None)
-                view.topics[data["name"]] = data["topicId"]
-                ids[data["topicId"]] = data["name"]
-            elif api_key == REMOVE_TOPIC_RECORD:
-                name = ids.pop(data.get("topicId"), None)
-                if name is not None:
-                    view.topics.pop(name, None)
+        for api_key, data in changes:
+            _apply_change(view, ids, api_key, data)
     return next_offset
+
+
+def _topic_change(view: TopicView, path: str, rec, min_offset: int) -> tuple[int, dict] | None:
+    """(api key, data) of a TopicRecord / RemoveTopicRecord at or after ``min_offset``, else None."""
+    if rec.offset < min_offset or not rec.value:
+        return None
+    try:
+        _frame, pos = read_uvarint(rec.value, 0)
+        api_key, _ = read_uvarint(rec.value, pos)
+        if api_key not in (TOPIC_RECORD, REMOVE_TOPIC_RECORD):
+            return None
+        return api_key, decode_metadata_record(rec.value).data or {}
+    except ParseError as exc:
+        view.notes.append(f"{path}: offset {rec.offset}: {exc.message}")
+        return None
+
+
+def _apply_change(view: TopicView, ids: dict, api_key: int, data: dict) -> None:
+    if api_key == TOPIC_RECORD and "name" in data:
+        old = view.topics.get(data["name"])
+        if old is not None:
+            ids.pop(old, None)
+        view.topics[data["name"]] = data["topicId"]
+        ids[data["topicId"]] = data["name"]
+    elif api_key == REMOVE_TOPIC_RECORD:
+        name = ids.pop(data.get("topicId"), None)
+        if name is not None:
+            view.topics.pop(name, None)
 
 
 def topic_view(part: PartitionDir) -> TopicView:

@@ -6,6 +6,12 @@ records, batch by batch).
 Spark feeds one partition at a time (``applyInPandas``): its replica rows, their leader-epoch caches,
 the leader-epoch ranges found in their batches, the first divergent offset of every replica pair (computed
 from the batches by ``auditor.spark.compare``) and the KRaft metadata rows about the partition.
+
+A replica is *incomplete* when some of its batches could not be read (``unreadable_from`` ..
+``unreadable_to`` of its extract row: an unreadable segment, or a segment that is not the last and stops
+early). Nothing is derived from what could not be read: the comparisons skip that span (``compare``), a
+replica whose span runs to the end has an unknown log end offset (``leo`` is then only a lower bound) and
+the rules that need it are skipped, and KA691 says which file and why.
 """
 
 from __future__ import annotations
@@ -27,7 +33,9 @@ SEVERITY = {
     "KA621": "info",
     "KA622": "warning",
     "KA623": "info",
+    "KA630": "info",
     "KA690": "warning",
+    "KA691": "error",
     "KA701": "error",
     "KA702": "error",
     "KA703": "warning",
@@ -50,6 +58,7 @@ class PartitionInput:
 class PartitionOutput:
     findings: list[dict] = field(default_factory=list)
     zones: list[dict] = field(default_factory=list)
+    lags: list[dict] = field(default_factory=list)
     timeline: list[dict] = field(default_factory=list)
     summary: list[dict] = field(default_factory=list)
 
@@ -86,6 +95,28 @@ def _int(value) -> int | None:
     except TypeError:
         pass
     return int(value)
+
+
+REPLICA_LAG_TIME_MAX_MS = 30_000
+"""Kafka's default ``replica.lag.time.max.ms`` (30 s since Kafka 2.5, KIP-537): a follower that has not
+caught up with the leader's log end offset for that long leaves the ISR. KA630 is a warning beyond it."""
+
+
+def leo_known(r: dict) -> bool:
+    """The replica's log end offset is known: it has no unreadable span running to the end of its log."""
+    return r.get("unreadable_from") is None or r.get("unreadable_to") is not None
+
+
+def hole(r: dict) -> tuple[int, int | None] | None:
+    """The replica's unreadable span ``[from, to)`` (``to`` None: to the end of its log), or None."""
+    lo = r.get("unreadable_from")
+    return None if lo is None else (lo, r.get("unreadable_to"))
+
+
+def overlaps_hole(r: dict, first: int, last: int) -> bool:
+    """Offsets ``first..last`` (inclusive) touch the replica's unreadable span."""
+    span = hole(r)
+    return span is not None and last >= span[0] and (span[1] is None or first < span[1])
 
 
 def kraft_view(metadata: list[dict], topic: str, partition: int) -> dict | None:
@@ -143,6 +174,8 @@ def evaluate(inp: PartitionInput) -> PartitionOutput:
             "latest_epoch",
             "max_batch_epoch",
             "log_start_checkpoint",
+            "unreadable_from",
+            "unreadable_to",
         ):
             r[key] = _int(r.get(key))
         r["leo"] = int(r["leo"])
@@ -189,6 +222,8 @@ def evaluate(inp: PartitionInput) -> PartitionOutput:
     for r in replicas:
         if r.get("error"):
             out.findings.append(_finding("KA690", r, f"replica could not be read completely: {r['error']}"))
+        if hole(r) is not None:
+            out.findings.append(_incomplete_finding(r))
 
     kraft = None if is_meta else kraft_view(inp.metadata, topic, partition)
     leader, source = choose_leader(replicas, kraft)
@@ -202,6 +237,7 @@ def evaluate(inp: PartitionInput) -> PartitionOutput:
         truncations = _truncation_findings(out, replicas, leader, caches, div_between)
         _epoch_findings(out, replicas, leader, caches, inp.ranges)
         _zones(out, replicas, leader, source, div_between)
+        _lags(out, replicas, leader, source, kraft, caches, div_between)
     if out.zones or inp.divergences:
         # the epoch timeline of a diverged partition: leader-epoch ranges of every replica's batches
         for broker, ranges in sorted(inp.ranges.items()):
@@ -238,6 +274,10 @@ def evaluate(inp: PartitionInput) -> PartitionOutput:
                 "compacted": bool(r.get("compacted")),
                 "tail_state": r.get("tail_state"),
                 "tail_bytes": _int(r.get("tail_bytes")),
+                "leo_known": leo_known(r),
+                "unreadable_from": r.get("unreadable_from"),
+                "unreadable_to": r.get("unreadable_to"),
+                "unreadable": r.get("unreadable"),
                 "divergence": d["offset"] if d else None,
                 "truncation_offset": truncations.get(r["broker"], {}).get("offset"),
                 "epochs": json.dumps(caches.get(r["broker"], [])),
@@ -304,7 +344,7 @@ def _hw_findings(out: PartitionOutput, replicas: list[dict], leader: dict, sourc
         hw = r["hw"]
         if hw is None:
             continue
-        if hw > r["leo"]:
+        if hw > r["leo"] and leo_known(r):
             out.findings.append(
                 _finding(
                     "KA701",
@@ -316,7 +356,7 @@ def _hw_findings(out: PartitionOutput, replicas: list[dict], leader: dict, sourc
                     evidence={"hw": hw, "leo": r["leo"], "log_start": r["log_start"]},
                 )
             )
-        above_leader = r["broker"] != lb and hw > leader["leo"]
+        above_leader = r["broker"] != lb and hw > leader["leo"] and leo_known(leader)
         if above_leader:
             out.findings.append(
                 _finding(
@@ -375,6 +415,8 @@ def _truncation_findings(out, replicas, leader, caches, div_between) -> dict[int
     for r in replicas:
         if r["broker"] == lb:
             continue
+        if not (leo_known(r) and leo_known(leader)):
+            continue  # OffsetsForLeaderEpoch needs both log end offsets
         f_cache = loaded_cache(caches.get(r["broker"], []), r["log_start"], r["leo"])
         t = follower_truncation(l_cache, leader["leo"], f_cache, r["leo"], clamped_hw(r))
         result[r["broker"]] = {"offset": t.offset, "fallback": t.fallback, "steps": t.steps}
@@ -445,6 +487,8 @@ def _epoch_findings(out, replicas, leader, caches, ranges) -> None:
         for rg in sorted(ranges.get(r["broker"], []), key=lambda g: g["epoch"]):
             if rg["epoch"] < 0 or rg["epoch"] in known or rg["last"] < leader["log_start"]:
                 continue
+            if overlaps_hole(leader, rg["first"], rg["last"]):
+                continue  # the leader's batches there could not be read
             out.findings.append(
                 _finding(
                     "KA604",
@@ -478,7 +522,129 @@ def _zones(out, replicas, leader, source, div_between) -> None:
             start = max(leader["leo"], r["log_start"])
         else:
             continue
-        out.zones.append({"broker": r["broker"], "leader": lb, "leader_source": source, "from": start})
+        span = hole(leader)
+        out.zones.append(
+            {
+                "broker": r["broker"],
+                "leader": lb,
+                "leader_source": source,
+                "from": start,
+                "leader_unreadable_from": span[0] if span else None,
+                "leader_unreadable_to": span[1] if span else None,
+            }
+        )
+
+
+def _incomplete_finding(r: dict) -> dict:
+    lo, hi = hole(r)
+    if hi is None:
+        where = (
+            f"offsets from {lo} to the end of its log could not be read, so its log end offset is unknown "
+            f"(at least {r['leo']})"
+        )
+    else:
+        where = f"offsets {lo}..{hi - 1} could not be read"
+    return _finding(
+        "KA691",
+        r,
+        f"replica incomplete from offset {lo}: {where} ({r.get('unreadable')}); it is not compared there and "
+        "no divergence, high-watermark or loss finding is derived from that span",
+        offset_start=lo,
+        offset_end=hi - 1 if hi is not None else None,
+        evidence={"unreadable": r.get("unreadable"), "from": lo, "to": hi, "leo_known": hi is not None},
+    )
+
+
+def _epoch_at(cache: list[tuple[int, int]], offset: int) -> int | None:
+    """The leader epoch whose range in a leader-epoch cache contains ``offset``."""
+    epoch = None
+    for e, s in cache:
+        if s <= offset:
+            epoch = e
+    return epoch
+
+
+def _lags(out, replicas, leader, source, kraft, caches, div_between) -> None:
+    """Followers whose log is a prefix of the leader's (no divergence) and end below the leader's log end
+    offset: lag rows for Spark to count the leader's records and bytes from the follower's LEO on."""
+    lb = leader["broker"]
+    if not leo_known(leader):
+        return
+    isr = kraft["isr"] if kraft is not None else None
+    for r in replicas:
+        if r["broker"] == lb or not leo_known(r) or r["leo"] >= leader["leo"]:
+            continue
+        if div_between(r["broker"], lb) is not None:
+            continue  # divergent: KA601, not lag
+        out.lags.append(
+            {
+                "cluster": r["cluster"],
+                "topic": r["topic"],
+                "partition": int(r["partition"]),
+                "broker": r["broker"],
+                "log_dir": r["log_dir"],
+                "leader": lb,
+                "leader_source": source,
+                "from": r["leo"],
+                "to": leader["leo"],
+                "epoch": _epoch_at(caches.get(lb, []), r["leo"]),
+                "in_isr": None if isr is None else r["broker"] in isr,
+                "isr": json.dumps(isr) if isr is not None else None,
+            }
+        )
+
+
+def lag_finding(row: dict) -> dict:
+    """The KA630 finding (``rows.FINDING`` layout) of a lag row counted by ``auditor.spark.compare``: warning
+    when the KRaft metadata has the follower out of the ISR, or when the leader's newest batch is more than
+    ``replica.lag.time.max.ms`` (default) newer than the first batch the follower lacks; info otherwise."""
+    behind_ms = None
+    if row.get("first_timestamp") is not None and row.get("last_timestamp") is not None:
+        behind_ms = max(0, int(row["last_timestamp"]) - int(row["first_timestamp"]))
+    out_of_isr = row.get("in_isr") is False
+    slow = behind_ms is not None and behind_ms > REPLICA_LAG_TIME_MAX_MS
+    severity = "warning" if out_of_isr or slow else "info"
+    why = []
+    if row.get("in_isr") is not None:
+        why.append(("out of" if out_of_isr else "in") + " the ISR in the KRaft metadata")
+    if behind_ms is not None:
+        why.append(f"the leader's newest batch is {behind_ms / 1000:.1f} s newer than the first one it lacks")
+    records = int(row.get("records") or 0)
+    nbytes = int(row.get("bytes") or 0)
+    epoch = row.get("epoch")
+    return {
+        "cluster": row["cluster"],
+        "code": "KA630",
+        "severity": severity,
+        "topic": row["topic"],
+        "partition": row["partition"],
+        "broker": row["broker"],
+        "peer": row["leader"],
+        "log_dir": row.get("log_dir"),
+        "offset_start": row["from"],
+        "offset_end": row["to"] - 1,
+        "epoch": epoch,
+        "records": records,
+        "bytes": nbytes,
+        "message": f"follower {row['broker']} is {records} records ({nbytes} bytes, offsets "
+        f"{row['from']}..{row['to'] - 1}"
+        + (f", from leader epoch {epoch}" if epoch is not None else "")
+        + f") behind the current leader {row['leader']} ({row['leader_source']}); its log is a prefix of the "
+        "leader's, so nothing is lost: it catches up by fetching" + (f" ({'; '.join(why)})" if why else ""),
+        "evidence": json.dumps(
+            {
+                "follower_leo": row["from"],
+                "leader_leo": row["to"],
+                "batches": int(row.get("batches") or 0),
+                "in_isr": row.get("in_isr"),
+                "isr": json.loads(row["isr"]) if row.get("isr") else None,
+                "behind_ms": behind_ms,
+                "replica_lag_time_max_ms": REPLICA_LAG_TIME_MAX_MS,
+                "leader_source": row["leader_source"],
+            },
+            sort_keys=True,
+        ),
+    }
 
 
 def evaluate_rows(rows_: Iterable[dict]) -> PartitionOutput:

@@ -100,6 +100,12 @@ REPLICA = pa.schema(
         pa.field("tail_message", pa.string()),
         pa.field("recovered", pa.bool_()),  # recovery (no clean shutdown) cuts the log at the tail
         pa.field("error", pa.string()),  # what could not be read
+        # offsets whose batches could not be read (an unreadable segment: not a regular file, an I/O error,
+        # a parse error; or a segment that is not the last and stops early): from, to (null: to the end, the
+        # log end offset is then unknown and ``leo`` is only a lower bound), and which file and why
+        pa.field("unreadable_from", pa.int64()),
+        pa.field("unreadable_to", pa.int64()),
+        pa.field("unreadable", pa.string()),
     ]
 )
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 import multiprocessing
 import os
 import time
-import traceback
 from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
@@ -39,6 +38,7 @@ from auditor.facts import (
 from auditor.findings import Finding
 from auditor.inventory import LogDirInventory, PartitionDir, discover, inventory
 from auditor.kraft import TopicView, topic_view
+from auditor.rules.engine import describe_error, error_evidence
 from auditor.rules.registry import REGISTRY, Location, Rule, Selection, load_rules, select_rules
 from parsers.checkpoints import parse_leader_epoch_checkpoint, parse_offset_checkpoint
 from parsers.dirfiles import (
@@ -122,13 +122,9 @@ class _Emitter:
             except Exception as exc:  # noqa: BLE001 - a failing check must not stop the scan
                 self.engine(
                     "KA002",
-                    f"check {r.code} ({r.name}) failed: {type(exc).__name__}: {exc}",
+                    f"check {r.code} ({r.name}) failed: {describe_error(exc)}",
                     file=file,
-                    evidence={
-                        "rule": r.code,
-                        "error": f"{type(exc).__name__}: {exc}",
-                        "traceback": traceback.format_exc(limit=4).splitlines()[-3:],
-                    },
+                    evidence={"rule": r.code, **error_evidence(exc)},
                 )
 
     def engine(self, code: str, message: str, **kw: Any) -> None:
@@ -199,12 +195,9 @@ def scan_partition(task: PartitionTask) -> PartitionResult:
     except Exception as exc:  # noqa: BLE001 - one broken partition must not stop the scan
         emit.engine(
             "KA002",
-            f"scanning {task.dir.name} stopped: {type(exc).__name__}: {exc}",
+            f"scanning {task.dir.name} stopped: {describe_error(exc)}",
             file=task.dir.path,
-            evidence={
-                "error": f"{type(exc).__name__}: {exc}",
-                "traceback": traceback.format_exc(limit=6).splitlines()[-4:],
-            },
+            evidence=error_evidence(exc),
         )
         summary = PartitionContext(task.dir, task.logdir).summary()
     summary["findings"] = len(emit.findings)
@@ -234,6 +227,7 @@ def _scan_partition(task: PartitionTask, emit: _Emitter) -> dict[str, Any]:
             files=files,
             next_base=segments[i + 1].base_offset if i + 1 < len(segments) else None,
             is_last=i == len(segments) - 1,
+            deep="KA111" in task.codes,  # decode every record only when KA111 (scan --deep) is selected
         )
         _walk(seg, emit, seg_rules, ctx)
         ctx.segments.append(seg)
@@ -399,6 +393,7 @@ def scan(
         findings.extend(emit.findings)
         unreadable = unreadable or emit.incomplete
         logdir_rows.append(_logdir_row(ld))
+    findings.extend(duplicate_ids(contexts, codes))
     findings.sort(key=Finding.sort_key)
     partitions = sorted(
         (r.summary for r in results), key=lambda s: (s["logDir"], s["topic"], s["partition"], s["directory"])
@@ -417,6 +412,59 @@ def scan(
         **run_info,
     }
     return ScanResult(findings, partitions, logdir_rows, stats, selection, problems, unreadable)
+
+
+def duplicate_ids(contexts: list[LogDirContext], codes: frozenset[str]) -> list[Finding]:
+    """KA003 (``scan.duplicate-broker-id``): one finding per pair of scanned log dirs of one cluster that are
+    copies of one log dir (same directory.id, KIP-858) or of one broker (same node.id and the same live
+    partitions, where no distinct directory.ids say they are JBOD dirs). Not an error: scanning before and
+    after copies of a broker is legitimate; ``audit`` refuses them."""
+    if "KA003" not in codes:
+        return []
+    from auditor.rules.registry import Violation
+
+    dirs = sorted((ld for ld in contexts if ld.meta_value is not None), key=lambda ld: ld.path)
+    out = []
+    for i, a in enumerate(dirs):
+        for b in dirs[i + 1 :]:
+            why = _same_identity(a, b)
+            if why is None:
+                continue
+            ma = a.meta_value
+            same = (
+                f"same directory.id {ma.directory_id} and node.id {ma.node_id}"
+                if why == "one log dir"
+                else f"same node.id {ma.node_id} and partitions, no directory.id to tell JBOD dirs apart"
+            )
+            violation = Violation(
+                f"this log dir and {a.path} are copies of {why} ({same})",
+                file=os.path.join(b.path, "meta.properties"),
+                evidence={
+                    "nodeId": ma.node_id,
+                    "clusterId": ma.cluster_id,
+                    "directoryId": b.meta_value.directory_id,
+                    "logDirs": [a.path, b.path],
+                },
+                related=[{"logDir": a.path, "broker": ma.node_id}],
+            )
+            out.append(REGISTRY["KA003"].finding(violation, b.location))
+    return out
+
+
+def _same_identity(a: LogDirContext, b: LogDirContext) -> str | None:
+    """What ``a`` and ``b`` are copies of ("one log dir", "one broker"), or None (distinct brokers or
+    clusters, or JBOD dirs of one broker)."""
+    ma, mb = a.meta_value, b.meta_value
+    if ma.cluster_id != mb.cluster_id or ma.node_id is None:
+        return None
+    if ma.directory_id is not None and ma.directory_id == mb.directory_id:
+        return "one log dir"
+    if ma.node_id != mb.node_id or (ma.directory_id is not None and mb.directory_id is not None):
+        return None  # distinct directory.ids: JBOD dirs (a partition in both is KA514)
+    live_a = {(p.topic, p.partition) for p in a.inventory.partitions if p.kind == "live"}
+    if any(p.kind == "live" and (p.topic, p.partition) in live_a for p in b.inventory.partitions):
+        return "one broker"
+    return None
 
 
 def _logdir_row(ld: LogDirContext) -> dict[str, Any]:

@@ -1,29 +1,32 @@
 """Kafka's compression codecs (spec §6): gzip, xerial-framed snappy, LZ4 frames and zstd.
 
-``decompress`` reads a compressed records section (v2) or legacy wrapper value (v0/v1) the way Kafka's
-``CompressionType.wrapForInput`` streams do, never producing more than ``limit`` bytes (checked while
-decoding, not after); ``compress`` writes what Kafka's producer-side streams write (Java
-``GZIPOutputStream``, snappy-java ``SnappyOutputStream``, ``Lz4BlockOutputStream``, zstd-jni streaming).
+``stream`` reads a compressed records section (v2) or legacy wrapper value (v0/v1) incrementally, the way
+Kafka's ``CompressionType.wrapForInput`` streams do: input is read from a :class:`Source` (a buffer or a
+file region) a chunk at a time and output comes out in bounded pieces, never more than ``limit`` bytes in
+all (checked while decoding, not after). ``decompress`` is the same, joined, for data held in memory.
+``compress`` writes what Kafka's producer-side streams write (Java ``GZIPOutputStream``, snappy-java
+``SnappyOutputStream``, ``Lz4BlockOutputStream``, zstd-jni streaming).
 
-Only ``cramjam`` (and the standard library's ``zlib``) are used here. Oddities that Kafka tolerates
-(trailing bytes, little-endian xerial version fields, ...) are reported through :class:`DecodeNotes`.
+Memory by design, not by ``limit``: gzip and zstd keep one input chunk (``IN_CHUNK``) and one output piece
+(``OUT_CHUNK``) plus the codec's window (32 KiB for deflate; for zstd the frame's window, at most 128 MiB,
+libzstd's default ``windowLogMax`` 27); LZ4 one block (at most 4 MiB); snappy one block (xerial blocks are
+32 KiB as snappy-java writes them; a block's declared size is checked against ``limit`` before it is read).
 
-No buffer is sized from a header alone beyond what the input can expand to: snappy's declared length is
-checked against the block size, LZ4 blocks get min(block maximum, 256x the block), and zstd starts from
-the smaller of the frame walk's bound and 16x the input, growing (and decoding again) only while the
-output really is larger. Residual risk: libzstd may reserve (malloc, not touch) a window buffer as large
-as a frame header declares (at most 128 MiB, its default ``windowLogMax`` 27); resident memory stays
-bounded by ``limit`` because decoding stops when the output buffer is full.
+Only ``cramjam``, ``zstandard`` (libzstd's streaming decoder) and the standard library's ``zlib`` are used.
+Oddities that Kafka tolerates (trailing bytes, little-endian xerial version fields, ...) are reported
+through :class:`DecodeNotes`.
 """
 
 from __future__ import annotations
 
 import struct
 import zlib
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import construct as cs
 import cramjam
+import zstandard
 
 from parsers.errors import ParseError
 from parsers.primitives import read_uvarint
@@ -31,6 +34,10 @@ from parsers.primitives import read_uvarint
 NONE, GZIP, SNAPPY, LZ4, ZSTD = 0, 1, 2, 3, 4
 CODEC_NAMES = {NONE: "none", GZIP: "gzip", SNAPPY: "snappy", LZ4: "lz4", ZSTD: "zstd"}
 DEFAULT_LIMIT = 64 << 20
+OUT_CHUNK = 1 << 20
+"""Largest piece of output produced at once by the streaming decoders (gzip, zstd, uncompressed)."""
+IN_CHUNK = 256 << 10
+"""Compressed input read at once."""
 
 
 @dataclass
@@ -47,6 +54,80 @@ def codec_name(codec: int) -> str:
     return CODEC_NAMES.get(codec, f"unknown({codec})")
 
 
+class Source:
+    """Random access to the bytes ``[0, size)`` of one compressed stream: a buffer or a region of a file.
+
+    ``consumed`` is how far the decoder has read (for locating errors found after decompression).
+    """
+
+    __slots__ = ("size", "_read_at", "consumed")
+
+    def __init__(self, size: int, read_at: Callable[[int, int], bytes]) -> None:
+        self.size = max(0, size)
+        self._read_at = read_at
+        self.consumed = 0
+
+    @classmethod
+    def of_buffer(cls, data: bytes | bytearray | memoryview) -> Source:
+        view = memoryview(data).cast("B") if not isinstance(data, bytes) else data
+        return cls(len(view), lambda pos, n: bytes(view[pos : pos + n]))
+
+    @classmethod
+    def of_file(cls, pread: Callable[[int, int], bytes], start: int, size: int) -> Source:
+        """Bytes ``[start, start+size)`` of a file read through ``pread(position, n)``."""
+        return cls(size, lambda pos, n: pread(start + pos, n))
+
+    def read_at(self, pos: int, n: int) -> bytes:
+        """At most ``n`` bytes from ``pos`` (clipped to the end); marks them consumed."""
+        n = min(n, self.size - pos)
+        if n <= 0:
+            return b""
+        data = self._read_at(pos, n)
+        if len(data) < n:
+            raise ParseError(f"file ended while reading the compressed stream ({len(data)} of {n} bytes)",
+                             offset=pos + len(data))
+        self.consumed = max(self.consumed, pos + n)
+        return data
+
+    def chunks(self, size: int = OUT_CHUNK) -> Iterator[bytes]:
+        """The bytes as they are (the ``none`` codec), ``size`` at a time."""
+        pos = 0
+        while pos < self.size:
+            data = self.read_at(pos, size)
+            pos += len(data)
+            yield data
+
+
+def stream(
+    codec: int,
+    src: Source,
+    *,
+    magic: int = 2,
+    limit: int = DEFAULT_LIMIT,
+    notes: DecodeNotes | None = None,
+) -> Iterator[bytes]:
+    """Decompress ``src`` incrementally: output pieces of at most ``OUT_CHUNK`` bytes (one LZ4 or snappy
+    block for those block-based codecs), at most ``limit`` bytes in all, else ParseError.
+
+    Memory is one input chunk plus one output piece, whatever the stream's size; error offsets are relative
+    to the start of ``src``.
+    """
+    notes = notes if notes is not None else DecodeNotes()
+    if codec == NONE:
+        if src.size > limit:
+            raise ParseError(f"none: size {src.size} exceeds limit of {limit} bytes", offset=0)
+        return src.chunks()
+    if codec == GZIP:
+        return _gunzip(src, limit, notes)
+    if codec == SNAPPY:
+        return _unsnappy(src, limit, notes)
+    if codec == LZ4:
+        return _unlz4(src, magic, limit, notes)
+    if codec == ZSTD:
+        return _unzstd(src, limit, notes)
+    raise ParseError(f"Unknown compression type id {codec}")
+
+
 def decompress(
     codec: int,
     data: bytes | bytearray | memoryview,
@@ -55,26 +136,12 @@ def decompress(
     limit: int = DEFAULT_LIMIT,
     notes: DecodeNotes | None = None,
 ) -> bytes:
-    """Decompress one compressed stream; at most ``limit`` output bytes, else ParseError.
+    """Decompress one compressed stream held in memory: :func:`stream`, joined.
 
     ``magic`` is the record format of the enclosing batch/wrapper: magic 0 LZ4 frames carry the broken
     header checksum of KAFKA-3160, which Kafka ignores. Error offsets are relative to ``data``.
     """
-    notes = notes if notes is not None else DecodeNotes()
-    data = data if isinstance(data, bytes) else bytes(data)
-    if codec == NONE:
-        if len(data) > limit:
-            raise ParseError(f"none: size {len(data)} exceeds limit of {limit} bytes", offset=0)
-        return data
-    if codec == GZIP:
-        return _gunzip(data, limit, notes)
-    if codec == SNAPPY:
-        return _unsnappy(data, limit, notes)
-    if codec == LZ4:
-        return _unlz4(data, magic, limit, notes)
-    if codec == ZSTD:
-        return _unzstd(data, limit, notes)
-    raise ParseError(f"Unknown compression type id {codec}")
+    return b"".join(stream(codec, Source.of_buffer(data), magic=magic, limit=limit, notes=notes))
 
 
 def compress(codec: int, data: bytes | bytearray | memoryview, *, magic: int = 2) -> bytes:
@@ -155,39 +222,46 @@ def _gzip(data: bytes) -> bytes:
     return _GZIP_HEADER + body + struct.pack("<II", zlib.crc32(data) & _M32, len(data) & _M32)
 
 
-def _gunzip(data: bytes, limit: int, notes: DecodeNotes) -> bytes:
-    """RFC 1952, members read one after another like Java's ``GZIPInputStream``.
+def _gunzip(src: Source, limit: int, notes: DecodeNotes) -> Iterator[bytes]:
+    """RFC 1952, members read one after another like Java's ``GZIPInputStream``, input and output streamed.
 
     Bytes after a member that do not start another member header are ignored (Java does the same).
     """
-    n = len(data)
+    n = src.size
     if n == 0:
         raise ParseError("gzip: empty stream, no member header", offset=0)
-    view = memoryview(data)
-    out = bytearray()
-    pos = 0
+    total = 0
+    pos = 0  # input read so far
     while True:
         inflater = zlib.decompressobj(wbits=31)
-        tail: bytes | memoryview = view[pos:]
+        pending = b""
         while not inflater.eof:
-            where = n - len(tail)
+            if not pending:
+                if pos >= n:
+                    raise ParseError("gzip: stream ended prematurely (truncated member)", offset=n)
+                pending = src.read_at(pos, IN_CHUNK)
+                pos += len(pending)
+            where = pos - len(pending)
             try:
-                piece = inflater.decompress(tail, limit - len(out) + 1)
+                piece = inflater.decompress(pending, OUT_CHUNK)
             except zlib.error as exc:
                 raise ParseError(f"gzip: {exc}", offset=where) from None
-            out += piece
-            if len(out) > limit:
-                raise ParseError(f"gzip: decompressed size exceeds limit of {limit} bytes", offset=where)
             rest = inflater.unconsumed_tail
-            if not piece and len(rest) == len(tail):
-                raise ParseError("gzip: stream ended prematurely (truncated member)", offset=n)
-            tail = rest
-        pos = n - len(inflater.unused_data)
+            if not piece and len(rest) == len(pending) and not inflater.eof:
+                raise ParseError("gzip: stream ended prematurely (truncated member)", offset=where)
+            pending = rest
+            total += len(piece)
+            if total > limit:
+                raise ParseError(f"gzip: decompressed size exceeds limit of {limit} bytes", offset=where)
+            if piece:
+                yield piece
+        pos -= len(inflater.unused_data)
         if pos >= n:
-            return bytes(out)
-        if n - pos < 10 or bytes(view[pos : pos + 3]) != b"\x1f\x8b\x08":
+            return
+        head = src.read_at(pos, 10)
+        if len(head) < 10 or head[:3] != b"\x1f\x8b\x08":
             notes.add(f"gzip: {n - pos} bytes after the last member ignored (at byte {pos})")
-            return bytes(out)
+            return
 
 
 # ---------------------------------------------------------------------------------------------- snappy
@@ -214,8 +288,8 @@ def _snappy(data: bytes) -> bytes:
     return bytes(out)
 
 
-def _xerial_header(data: bytes | memoryview, pos: int, notes: DecodeNotes) -> int:
-    version, compatible = struct.unpack_from(">ii", data, pos + 8)
+def _xerial_header(head: bytes, pos: int, notes: DecodeNotes) -> int:
+    version, compatible = struct.unpack_from(">ii", head, 8)
     if version < 1:
         raise ParseError(
             f"snappy: Compressed with an incompatible codec version {version}. "
@@ -223,7 +297,7 @@ def _xerial_header(data: bytes | memoryview, pos: int, notes: DecodeNotes) -> in
             offset=pos + 8,
         )
     if (version, compatible) != (1, 1):
-        raw = bytes(data[pos + 8 : pos + 16])
+        raw = bytes(head[8:16])
         if raw == b"\x01\x00\x00\x00\x01\x00\x00\x00":
             notes.add(f"snappy: xerial version fields written little-endian (at byte {pos + 8})")
         else:
@@ -231,25 +305,33 @@ def _xerial_header(data: bytes | memoryview, pos: int, notes: DecodeNotes) -> in
     return pos + _XERIAL_HEADER_SIZE
 
 
-def _unsnappy(data: bytes, limit: int, notes: DecodeNotes) -> bytes:
-    """snappy-java's ``SnappyInputStream``: xerial blocks, or one raw snappy buffer without the magic."""
-    n = len(data)
+def _unsnappy(src: Source, limit: int, notes: DecodeNotes) -> Iterator[bytes]:
+    """snappy-java's ``SnappyInputStream``: xerial blocks, or one raw snappy buffer without the magic.
+
+    Block-based: one block is read and decoded at a time (snappy-java allocates a block whole too); a block
+    never yields more than its uvarint-declared size, checked against ``limit`` before decoding.
+    """
+    n = src.size
     if n == 0:
         notes.add("snappy: empty stream")
-        return b""
-    if n < _XERIAL_HEADER_SIZE or bytes(data[:8]) != XERIAL_MAGIC:
-        return _snappy_block(data, 0, limit)
-    out = bytearray()
-    pos = _xerial_header(data, 0, notes)
+        return
+    first = src.read_at(0, _XERIAL_HEADER_SIZE)
+    if n < _XERIAL_HEADER_SIZE or first[:8] != XERIAL_MAGIC:
+        _snappy_budget(src.read_at(0, 5), 0, n, limit)
+        yield _snappy_block(src.read_at(0, n), 0, limit)
+        return
+    total = 0
+    pos = _xerial_header(first, 0, notes)
     while pos < n:
         if n - pos < 4:
             notes.add(f"snappy: {n - pos} bytes after the last block ignored (at byte {pos})")
             break
-        (length,) = struct.unpack_from(">i", data, pos)
-        again = length == _XERIAL_MAGIC_HEAD and data[pos : pos + 8] == XERIAL_MAGIC
-        if again and n - pos >= _XERIAL_HEADER_SIZE:
+        head = src.read_at(pos, _XERIAL_HEADER_SIZE)
+        (length,) = struct.unpack_from(">i", head, 0)
+        again = length == _XERIAL_MAGIC_HEAD and head[:8] == XERIAL_MAGIC
+        if again and len(head) >= _XERIAL_HEADER_SIZE:
             notes.add(f"snappy: concatenated xerial stream at byte {pos}")
-            pos = _xerial_header(data, pos, notes)
+            pos = _xerial_header(head, pos, notes)
             continue
         if length < 0:
             raise ParseError(f"snappy: chunkSize is too big or negative : {length}", offset=pos)
@@ -258,24 +340,33 @@ def _unsnappy(data: bytes, limit: int, notes: DecodeNotes) -> bytes:
                 f"snappy: block of {length} bytes runs past the end ({n - pos - 4} bytes remain)",
                 offset=pos,
             )
-        out += _snappy_block(data[pos + 4 : pos + 4 + length], pos + 4, limit - len(out))
+        _snappy_budget(src.read_at(pos + 4, 5), pos + 4, length, limit - total)
+        piece = _snappy_block(src.read_at(pos + 4, length), pos + 4, limit - total)
+        total += len(piece)
         pos += 4 + length
-    return bytes(out)
+        if piece:
+            yield piece
 
 
-def _snappy_block(block: bytes | memoryview, where: int, budget: int) -> bytes:
-    """One raw snappy buffer; its uvarint uncompressed length is checked before anything is allocated."""
+def _snappy_budget(head: bytes, where: int, size: int, budget: int) -> None:
+    """Check a raw snappy block's declared length before the block is read."""
     try:
-        declared, _ = read_uvarint(block, 0, 5)
+        declared, _ = read_uvarint(head, 0, 5)
     except ParseError as exc:
         raise ParseError(f"snappy: bad uncompressed length: {exc.message}", offset=where) from None
     if declared > budget:
         raise ParseError(f"snappy: decompressed size exceeds limit (block of {declared} bytes)", offset=where)
-    if declared > 32 + len(block) * _SNAPPY_MAX_EXPANSION:
+    if declared > 32 + size * _SNAPPY_MAX_EXPANSION:
         raise ParseError(
-            f"snappy: block of {len(block)} bytes declares {declared} uncompressed bytes, more than possible",
+            f"snappy: block of {size} bytes declares {declared} uncompressed bytes, more than possible",
             offset=where,
         )
+
+
+def _snappy_block(block: bytes | memoryview, where: int, budget: int) -> bytes:
+    """One raw snappy buffer; its uvarint uncompressed length is checked before anything is allocated."""
+    _snappy_budget(bytes(block[:5]), where, len(block), budget)
+    declared, _ = read_uvarint(block, 0, 5)
     out = bytearray(declared)
     try:
         written = cramjam.snappy.decompress_raw_into(bytes(block), out)
@@ -384,9 +475,9 @@ def _lz4(data: bytes, *, broken_checksum: bool = False) -> bytes:
     return bytes(out)
 
 
-def _unlz4(data: bytes, magic: int, limit: int, notes: DecodeNotes) -> bytes:
-    """Kafka's ``Lz4BlockInputStream`` checks, block by block, with output bounded by ``limit``."""
-    head = read_lz4_header(data)
+def _unlz4(src: Source, magic: int, limit: int, notes: DecodeNotes) -> Iterator[bytes]:
+    """Kafka's ``Lz4BlockInputStream`` checks, one block (at most 4 MiB) at a time, at most ``limit`` out."""
+    head = read_lz4_header(src.read_at(0, 15))
     if head.reserved:
         raise ParseError("lz4: Reserved bits of FLG must be 0", offset=4)
     if head.version != 1:
@@ -412,14 +503,13 @@ def _unlz4(data: bytes, magic: int, limit: int, notes: DecodeNotes) -> bytes:
             f"lz4: decompressed size exceeds limit (frame declares {head.content_size} bytes)", offset=6
         )
     max_block = LZ4_BLOCK_SIZES[head.block_max_size]
-    n = len(data)
-    view = memoryview(data)
-    out = bytearray()
+    n = src.size
+    total = 0
     pos = head.size
     while True:
         if n - pos < 4:
             raise ParseError("lz4: Stream ended prematurely (no EndMark)", offset=pos)
-        (word,) = struct.unpack_from("<I", data, pos)
+        (word,) = struct.unpack("<I", src.read_at(pos, 4))
         size = word & ~LZ4_UNCOMPRESSED_BIT
         start = pos + 4
         if size == 0:
@@ -434,30 +524,32 @@ def _unlz4(data: bytes, magic: int, limit: int, notes: DecodeNotes) -> bytes:
         end = start + size
         if end > n:
             raise ParseError(f"lz4: Stream ended prematurely (block of {size} bytes)", offset=pos)
-        block = view[start:end]
+        block = src.read_at(start, size)
         if head.block_checksum:
             if end + 4 > n:
                 raise ParseError("lz4: Stream ended prematurely (block checksum)", offset=end)
-            if xxh32(block) != struct.unpack_from("<I", data, end)[0]:
+            if xxh32(block) != struct.unpack("<I", src.read_at(end, 4))[0]:
                 raise ParseError("lz4: Block checksum mismatch", offset=end)
         if word & LZ4_UNCOMPRESSED_BIT:
-            out += block
+            piece = block
         else:
             room = min(max_block, _LZ4_MAX_EXPANSION * size + 64)
             scratch = bytearray(room)
             try:
-                written = cramjam.lz4.decompress_block_into(bytes(block), scratch, output_len=room)
+                written = cramjam.lz4.decompress_block_into(block, scratch, output_len=room)
             except Exception as exc:  # cramjam's error types are not part of its documented API
                 raise ParseError(f"lz4: block decompression failed: {exc}", offset=start) from None
-            out += memoryview(scratch)[:written]
-        if len(out) > limit:
+            piece = bytes(memoryview(scratch)[:written])
+        total += len(piece)
+        if total > limit:
             raise ParseError(f"lz4: decompressed size exceeds limit of {limit} bytes", offset=start)
+        if piece:
+            yield piece
         pos = end + 4 if head.block_checksum else end
     if pos < n:
         notes.add(f"lz4: {n - pos} bytes after the EndMark ignored (at byte {pos})")
-    if head.content_size is not None and head.content_size != len(out):
-        notes.add(f"lz4: frame declares content size {head.content_size}, decoded {len(out)} bytes")
-    return bytes(out)
+    if head.content_size is not None and head.content_size != total:
+        notes.add(f"lz4: frame declares content size {head.content_size}, decoded {total} bytes")
 
 
 # ------------------------------------------------------------------------------------------------ zstd
@@ -467,8 +559,6 @@ ZSTD_SKIPPABLE_MASK = 0xFFFFFFF0
 ZSTD_SKIPPABLE_MAGIC = 0x184D2A50
 ZSTD_BLOCK_MAX = 128 << 10
 ZSTD_LEVEL = 3
-_ZSTD_FIRST_GUESS = 1 << 16
-_ZSTD_TYPICAL_RATIO = 16
 """Kafka's default ``compression.zstd.level``."""
 _ZSTD_DID_SIZES = (0, 1, 2, 4)
 _ZSTD_FCS_SIZES = (0, 2, 4, 8)
@@ -509,24 +599,25 @@ class ZstdFrame:
     max_output: int
 
 
-def zstd_frames(data: bytes | memoryview) -> list[ZstdFrame]:
+def zstd_frames(data: bytes | memoryview | Source) -> list[ZstdFrame]:
     """Walk the frames and block headers of a zstd stream without decoding, bounding each frame's output.
 
     A raw or RLE block yields exactly its ``Block_Size`` bytes, a compressed one at most
     ``Block_Maximum_Size`` = min(window size, 128 KiB).
     """
-    n = len(data)
+    src = data if isinstance(data, Source) else Source.of_buffer(data)
+    n = src.size
     frames: list[ZstdFrame] = []
     pos = 0
     while pos < n:
         start = pos
         if n - pos < 4:
             raise ParseError(f"zstd: {n - pos} bytes after the last frame", offset=pos)
-        (magic,) = struct.unpack_from("<I", data, pos)
+        (magic,) = struct.unpack("<I", src.read_at(pos, 4))
         if magic & ZSTD_SKIPPABLE_MASK == ZSTD_SKIPPABLE_MAGIC:
             if n - pos < 8:
                 raise ParseError("zstd: truncated skippable frame header", offset=pos)
-            (length,) = struct.unpack_from("<I", data, pos + 4)
+            (length,) = struct.unpack("<I", src.read_at(pos + 4, 4))
             if length > n - pos - 8:
                 raise ParseError("zstd: skippable frame runs past the end of the stream", offset=pos)
             pos += 8 + length
@@ -536,7 +627,8 @@ def zstd_frames(data: bytes | memoryview) -> list[ZstdFrame]:
             raise ParseError(f"zstd: Unknown frame descriptor (magic 0x{magic:08x})", offset=pos)
         if n - pos < 5:
             raise ParseError("zstd: truncated frame header", offset=pos)
-        fhd = data[pos + 4]
+        head = src.read_at(pos, 18)
+        fhd = head[4]
         fcs_flag, single, checksum, did_flag = fhd >> 6, bool(fhd & 0x20), bool(fhd & 0x04), fhd & 0x03
         if fhd & 0x08:
             raise ParseError("zstd: reserved bit of the frame header descriptor is set", offset=pos + 4)
@@ -544,17 +636,17 @@ def zstd_frames(data: bytes | memoryview) -> list[ZstdFrame]:
         header_size = 5 + (0 if single else 1) + _ZSTD_DID_SIZES[did_flag] + fcs_size
         if n - pos < header_size:
             raise ParseError("zstd: truncated frame header", offset=pos)
-        q = pos + 5
+        q = 5
         window_size = 0
         if not single:
-            wd = data[q]
+            wd = head[q]
             base = 1 << (10 + (wd >> 3))
             window_size = base + (base >> 3) * (wd & 0x07)
             q += 1
         q += _ZSTD_DID_SIZES[did_flag]
         content_size = None
         if fcs_size:
-            content_size = int.from_bytes(bytes(data[q : q + fcs_size]), "little")
+            content_size = int.from_bytes(head[q : q + fcs_size], "little")
             if fcs_size == 2:
                 content_size += 256
             if single:
@@ -565,7 +657,7 @@ def zstd_frames(data: bytes | memoryview) -> list[ZstdFrame]:
         while True:
             if n - pos < 3:
                 raise ParseError("zstd: incomplete frame (truncated block header)", offset=pos)
-            header = int.from_bytes(bytes(data[pos : pos + 3]), "little")
+            header = int.from_bytes(src.read_at(pos, 3), "little")
             last, block_type, size = header & 1, (header >> 1) & 3, header >> 3
             if block_type == 3:
                 raise ParseError("zstd: reserved block type", offset=pos)
@@ -595,30 +687,45 @@ def _zstd(data: bytes) -> bytes:
     return bytes(compressor.finish())
 
 
-def _unzstd(data: bytes, limit: int, notes: DecodeNotes) -> bytes:
-    """Frames read across like zstd-jni's ``ZstdInputStream``, into a buffer of the frame walk's bound."""
-    if len(data) == 0:
+class _SourceFile:
+    """A read-only file object over a :class:`Source`, for ``zstandard``'s stream reader."""
+
+    def __init__(self, src: Source) -> None:
+        self.src = src
+        self.pos = 0
+
+    def read(self, n: int = -1) -> bytes:
+        data = self.src.read_at(self.pos, self.src.size - self.pos if n < 0 else n)
+        self.pos += len(data)
+        return data
+
+
+def _unzstd(src: Source, limit: int, notes: DecodeNotes) -> Iterator[bytes]:
+    """Frames read across like zstd-jni's ``ZstdInputStream``, streamed through libzstd (``zstandard``).
+
+    The frame and block headers are walked first (reading only headers) so that structural damage is
+    reported with its offset; then output comes ``OUT_CHUNK`` bytes at a time. libzstd keeps one window
+    (at most 128 MiB, its default ``windowLogMax`` 27; Kafka's producers write 8 MiB windows or less).
+    """
+    if src.size == 0:
         notes.add("zstd: empty stream")
-        return b""
-    frames = zstd_frames(data)
-    bound = sum(f.max_output for f in frames)
-    cap = min(bound, limit)
-    size = min(cap, max(_ZSTD_FIRST_GUESS, _ZSTD_TYPICAL_RATIO * len(data)))
-    while True:
-        out = bytearray(size)
-        try:
-            written = cramjam.zstd.decompress_into(data, out)
-            break
-        except Exception as exc:  # cramjam's error types are not part of its documented API
-            full = "failed to write whole buffer" in str(exc)
-            if full and size < cap:
-                size = min(cap, size * 4)  # the output is real: grow and decode again
-                continue
-            if full and bound > limit:
-                message = f"zstd: decompressed size exceeds limit of {limit} bytes"
-                raise ParseError(message, offset=0) from None
-            raise ParseError(f"zstd: {exc}", offset=0) from None
-    if sum(1 for f in frames if f.skippable):
+        return
+    frames = zstd_frames(src)
+    src.consumed = 0
+    if any(f.skippable for f in frames):
         notes.add("zstd: skippable frame(s) ignored")
-    del out[written:]
-    return bytes(out)
+    reader = zstandard.ZstdDecompressor().stream_reader(
+        _SourceFile(src), read_size=IN_CHUNK, read_across_frames=True
+    )
+    total = 0
+    while True:
+        try:
+            piece = reader.read(OUT_CHUNK)
+        except zstandard.ZstdError as exc:
+            raise ParseError(f"zstd: {exc}", offset=src.consumed) from None
+        if not piece:
+            return
+        total += len(piece)
+        if total > limit:
+            raise ParseError(f"zstd: decompressed size exceeds limit of {limit} bytes", offset=src.consumed)
+        yield piece

@@ -279,7 +279,8 @@ class MetaProperties:
 
     ``node_id`` is the node ID Kafka derives (``node.id`` for v1, ``broker.id`` for v0); ``broker_id`` is the
     v0 ``broker.id`` value. ``problems`` lists what Kafka accepts here but an auditor should look at (reserved
-    or missing directory ID, odd cluster ID, ignored or unknown keys, non-ASCII bytes).
+    or missing directory ID, odd cluster ID, ignored or unknown keys, non-ASCII bytes);
+    :meth:`identity_problem` says when the file names no node at all.
     """
 
     version: int
@@ -289,6 +290,20 @@ class MetaProperties:
     directory_id: str | None
     raw: dict[str, str] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
+
+    def identity_problem(self) -> str | None:
+        """Why this file names no node although Kafka's reader accepts it, or None when it names one.
+
+        ``MetaProperties.Builder`` reads a file without ``version`` as version 0 and accepts version 0 without
+        ``broker.id``, so an empty file, or one holding only comments and blank lines, parses. A KRaft node
+        then refuses the log dir (``KafkaRaftServer.initializeLogDirs``: "Error: node ID not found in <dir>"),
+        and nothing attributes the log dir to a broker (spec §12.2).
+        """
+        if not self.raw:
+            return "holds no properties at all (no version, node.id, broker.id or cluster.id)"
+        if self.node_id is None:
+            return "has no broker.id (version 0) and so names no node"
+        return None
 
 
 _KNOWN_META_KEYS = {"version", "broker.id", "node.id", "cluster.id", "directory.id"}
@@ -340,6 +355,8 @@ def parse_meta_properties(data: bytes | memoryview, path: str | None = None) -> 
     if version != 0 and cluster_id is None:
         raise fail("cluster.id was not found.")
 
+    if version == 0 and cluster_id is None:
+        problems.append("no cluster.id (a KRaft node refuses the log dir: 'Error: cluster ID not found')")
     if version == 1 and directory_id is None:
         problems.append("no directory.id (a 3.7+ broker writes one at startup)")
     if version == 0 and "node.id" in props:

@@ -26,8 +26,17 @@ _KINDS = (
 )
 
 
-class NotRegularFile(ParseError):
-    """The path is not a regular file (FIFO, socket, device, directory, dangling link)."""
+class NotRegularFile(ParseError, OSError):
+    """The path is not a regular file (FIFO, socket, device, directory, dangling link).
+
+    Both the project's parse error (file and byte offset 0) and an :class:`OSError` whose ``strerror`` is the
+    reason, so that every reader's existing "cannot read this file" path reports it without a new branch.
+    """
+
+    def __init__(self, message: str, *, path: str | None = None, offset: int | None = 0) -> None:
+        super().__init__(message, path=path, offset=offset)
+        self.strerror = message
+        self.filename = path
 
 
 def file_kind(mode: int) -> str:
@@ -38,6 +47,14 @@ def file_kind(mode: int) -> str:
         if test(mode):
             return name
     return "a special file"
+
+
+def special_kind(mode: int) -> str | None:
+    """The file type of ``mode`` when it is a special file (FIFO, socket, character or block device), else
+    None (regular files, directories, symbolic links)."""
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode) or stat.S_ISLNK(mode):
+        return None
+    return file_kind(mode)
 
 
 def regular_file_problem(path: str | os.PathLike) -> str | None:
@@ -98,4 +115,5 @@ __all__ = [
     "open_regular_file",
     "read_regular",
     "regular_file_problem",
+    "special_kind",
 ]

@@ -10,14 +10,22 @@ Only the transaction index has a check that makes Kafka reject a file while read
 
 Fast path: slots are decoded with a ``struct.Struct`` derived from the Construct schema (``struct_of``);
 ``tests/parsers/test_indexes.py`` proves both read the same values.
+
+Large files: :class:`IndexScan` (offset and time indexes) and :func:`iter_txn_index` read a file in windows
+of :data:`INDEX_WINDOW` bytes with numpy (no per-slot Python loop), so memory does not grow with the file, and
+skip the holes of a sparse (preallocated) file with ``SEEK_DATA``. The in-memory readers above are the
+reference they are tested against.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import errno
+import os
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 import construct as cs
+import numpy as np
 
 from parsers.errors import ParseError
 from parsers.primitives import struct_of
@@ -128,30 +136,17 @@ class TxnIndex:
 # ------------------------------------------------------------------------------------------- helpers
 
 
-def _first_nonzero(data: bytes | memoryview, start: int) -> int | None:
-    tail = bytes(data[start:])
-    stripped = tail.lstrip(b"\x00")
-    if not stripped:
-        return None
-    return start + len(tail) - len(stripped)
-
-
-def _count_zero_slots(data: bytes | memoryview, start: int, slots: int, size: int) -> int:
-    """All-zero slots among ``slots`` complete slots starting at ``start``."""
-    if slots <= 0:
-        return 0
-    end = start + slots * size
-    if _first_nonzero(data[:end], start) is None:
-        return slots
-    zero = bytes(size)
-    view = memoryview(data)
-    return sum(1 for pos in range(start, end, size) if view[pos : pos + size] == zero)
-
-
 def _tail_shape(data: bytes | memoryview, prefix_slots: int, slots: int, size: int) -> tuple[int, int | None]:
+    """(all-zero slots after the real prefix, file position of the first non-zero byte after it), vectorised
+    over the whole buffer (numpy, no per-slot Python loop); :class:`IndexScan` computes it in windows."""
+    raw = np.frombuffer(data, dtype=np.uint8)
     start = prefix_slots * size
-    padding = _count_zero_slots(data, start, slots - prefix_slots, size)
-    return padding, _first_nonzero(data, start)
+    tail = raw[start:]
+    if not tail.any():
+        return slots - prefix_slots, None
+    body = raw[start : slots * size].reshape(-1, size)
+    padding = int(np.count_nonzero(~body.any(axis=1))) if len(body) else 0
+    return padding, start + int(np.argmax(tail != 0))
 
 
 # ------------------------------------------------------------------------------------------- readers
@@ -243,20 +238,272 @@ def read_txn_index(data: bytes | memoryview, path: str | None = None) -> TxnInde
     return TxnIndex(size=size, entries=entries, trailing_bytes=size % ABORTED_TXN_SIZE)
 
 
+# ------------------------------------------------------------------------------------------- windowed scan
+
+INDEX_WINDOW = 1 << 20
+"""Bytes of an index read at a time by :class:`IndexScan` (rounded down to whole slots)."""
+
+_NUMPY_CODES = {"l": "i4", "i": "i4", "q": "i8", "h": "i2", "b": "i1"}
+
+
+def _dtype(schema: cs.Struct) -> np.dtype:
+    """numpy layout of a Construct struct of big-endian integer fields (derived, not restated)."""
+    return np.dtype([(sc.name, ">" + _NUMPY_CODES[sc.subcon.fmtstr.lstrip("<>=!")]) for sc in schema.subcons])
+
+
+OFFSET_INDEX_DTYPE = _dtype(OffsetIndexEntry)
+TIME_INDEX_DTYPE = _dtype(TimeIndexEntry)
+
+
+def _offset_cut(table: np.ndarray, first: bool, previous: int | None, size: int) -> np.ndarray:
+    """Slots of ``table`` that end the real prefix of an offset index (``read_offset_index``'s rule)."""
+    bad = (table["relative_offset"] == 0) & (table["position"] == 0)
+    if first:
+        bad[0] = bad[0] and size > OFFSET_INDEX_ENTRY_SIZE
+    return bad
+
+
+def _time_cut(table: np.ndarray, first: bool, previous: int | None, size: int) -> np.ndarray:
+    """Slots of ``table`` that end the real prefix of a time index (``read_time_index``'s rule);
+    ``previous`` is the timestamp of the slot before the table (None at the start of the file)."""
+    ts, rel = table["timestamp"], table["relative_offset"]
+    bad = (rel == 0) | (ts == 0)
+    bad[1:] |= ts[1:] <= ts[:-1]
+    if first:
+        bad[0] = ts[0] == 0 and rel[0] == 0 and size > TIME_INDEX_ENTRY_SIZE
+    elif previous is not None:
+        bad[0] |= ts[0] <= previous
+    return bad
+
+
+@dataclass(frozen=True)
+class _IndexKind:
+    dtype: np.dtype
+    cut: Callable[[np.ndarray, bool, int | None, int], np.ndarray]
+    carry: str | None  # the column the prefix rule compares with the previous slot
+
+
+OFFSET_INDEX = _IndexKind(OFFSET_INDEX_DTYPE, _offset_cut, None)
+TIME_INDEX = _IndexKind(TIME_INDEX_DTYPE, _time_cut, "timestamp")
+
+
+@dataclass
+class IndexShape:
+    """What a whole scan of an offset or time index established (the fields of :class:`OffsetIndex` /
+    :class:`TimeIndex` without the entries): ``entries`` is the length of the real prefix; ``first_slot``,
+    ``last_slot`` (for Kafka's sanity checks) and ``next_slot`` (the slot right after the real prefix, when
+    it is not all zero) are raw slots as tuples in the dtype's field order."""
+
+    size: int
+    slots: int
+    trailing_bytes: int
+    entries: int
+    padding_slots: int
+    garbage_after_padding: int | None
+    first_slot: tuple | None
+    last_slot: tuple | None
+    next_slot: tuple | None
+
+    @property
+    def preallocated(self) -> bool:
+        return self.padding_slots > 0
+
+
+def _next_data(fd: int, size: int) -> Callable[[int], int] | None:
+    """``lseek(SEEK_DATA)``: where the next non-hole byte is (``size`` when none); None where unsupported."""
+    seek_data = getattr(os, "SEEK_DATA", None)
+    if seek_data is None:
+        return None
+
+    def next_data(pos: int) -> int:
+        try:
+            return os.lseek(fd, pos, seek_data)
+        except OSError as exc:
+            if exc.errno == errno.ENXIO:
+                return size
+            return pos  # the file system cannot tell: read everything
+
+    return next_data
+
+
+class IndexScan:
+    """A windowed, bounded-memory scan of an offset or time index with the rules of ``read_offset_index`` /
+    ``read_time_index`` (spec §7.3, §8.3).
+
+    :meth:`prefix` yields the real entries as structured numpy arrays (``kind.dtype``, raw relative offsets)
+    window by window; once it is exhausted :attr:`shape` holds the rest. Memory is one window whatever the
+    file size; holes of a sparse file (a preallocated index is often one) are skipped with ``SEEK_DATA``
+    and counted as zero slots without being read, so a 1 GiB preallocated index costs a few system calls.
+    """
+
+    def __init__(
+        self,
+        kind: _IndexKind,
+        size: int,
+        read: Callable[[int, int], bytes | memoryview],
+        *,
+        next_data: Callable[[int], int] | None = None,
+        window: int = INDEX_WINDOW,
+    ) -> None:
+        self.kind = kind
+        self.size = size
+        self.read = read
+        self.next_data = next_data
+        self.width = kind.dtype.itemsize
+        self.window = max(self.width, window // self.width * self.width)
+        self.shape: IndexShape | None = None
+
+    @classmethod
+    def of_bytes(cls, kind: _IndexKind, data: bytes | memoryview, *, window: int = INDEX_WINDOW) -> IndexScan:
+        view = memoryview(data).cast("B")
+        return cls(kind, len(view), lambda pos, n: view[pos : pos + n], window=window)
+
+    @classmethod
+    def of_fd(
+        cls, kind: _IndexKind, fd: int, *, size: int | None = None, window: int = INDEX_WINDOW
+    ) -> IndexScan:
+        """Scan the open file ``fd`` (its first ``size`` bytes; all of it by default) with ``pread``; the
+        caller closes it."""
+        size = os.fstat(fd).st_size if size is None else size
+        read = lambda pos, n: os.pread(fd, n, pos)  # noqa: E731
+        return cls(kind, size, read, next_data=_next_data(fd, size), window=window)
+
+    def _slot(self, pos: int) -> tuple | None:
+        raw = bytes(self.read(pos, self.width))
+        if len(raw) < self.width:
+            return None
+        return np.frombuffer(raw, dtype=self.kind.dtype)[0].item()
+
+    def prefix(self) -> Iterator[np.ndarray]:
+        """The real entries, window by window (structured arrays of raw slots)."""
+        kind, size, width = self.kind, self.size, self.width
+        slot_end = size // width * width
+        pos = entries = padding = 0
+        garbage: int | None = None
+        in_prefix = True
+        previous: int | None = None
+        next_slot: tuple | None = None
+        while pos < size:
+            if self.next_data is not None and size > width and pos < slot_end:
+                zero = (min(self.next_data(pos), slot_end) - pos) // width
+                if zero > 0:  # a hole: zero slots, and a zero slot always ends the real prefix
+                    in_prefix = False
+                    padding += zero
+                    pos += zero * width
+                    continue
+            chunk = self.read(pos, min(self.window, size - pos))
+            if not len(chunk):
+                break  # the file shrank under us: what was read is all there is
+            raw = np.frombuffer(chunk, dtype=np.uint8)
+            whole = (min(pos + len(raw), slot_end) - pos) // width
+            tail_from = whole
+            if in_prefix and whole:
+                table = raw[: whole * width].view(kind.dtype)
+                bad = kind.cut(table, pos == 0, previous, size)
+                stop = int(np.argmax(bad)) if bad.any() else whole
+                if stop:
+                    yield table[:stop]
+                entries += stop
+                if stop < whole:
+                    in_prefix = False
+                    tail_from = stop
+                    if table[stop : stop + 1].view(np.uint8).any():
+                        next_slot = table[stop].item()
+                elif kind.carry is not None:
+                    previous = int(table[kind.carry][-1])
+            elif not in_prefix:
+                tail_from = 0
+            if not in_prefix and tail_from < whole:
+                body = raw[tail_from * width : whole * width]
+                if body.any():
+                    padding += int(np.count_nonzero(~body.reshape(-1, width).any(axis=1)))
+                else:
+                    padding += whole - tail_from
+            tail = raw[tail_from * width :]  # the tail of this window, with any trailing partial slot
+            if garbage is None and len(tail) and tail.any():
+                garbage = pos + tail_from * width + int(np.argmax(tail != 0))
+            pos += len(raw)
+        slots = size // width
+        self.shape = IndexShape(
+            size=size,
+            slots=slots,
+            trailing_bytes=size % width,
+            entries=entries,
+            padding_slots=padding,
+            garbage_after_padding=garbage,
+            first_slot=self._slot(0) if slots else None,
+            last_slot=self._slot((slots - 1) * width) if slots else None,
+            next_slot=next_slot,
+        )
+
+    def run(self, max_entries: int | None = None) -> tuple[IndexShape, np.ndarray]:
+        """Scan the whole file; return its shape and at most ``max_entries`` of the first real entries."""
+        kept: list[np.ndarray] = []
+        room = max_entries
+        for table in self.prefix():
+            if room is None:
+                kept.append(table.copy())
+            elif room > 0:
+                kept.append(table[:room].copy())
+                room -= len(kept[-1])
+        assert self.shape is not None
+        entries = np.concatenate(kept) if kept else np.zeros(0, dtype=self.kind.dtype)
+        return self.shape, entries
+
+
+ABORTED_TXN_DTYPE = _dtype(AbortedTxn)
+
+
+def txn_entries(table: np.ndarray) -> list[AbortedTxnEntry]:
+    """:class:`AbortedTxnEntry` objects for a structured array of ``.txnindex`` entries."""
+    return [
+        AbortedTxnEntry(pid, first, last, lso, version=raw >> 8, raw_version=raw)
+        for raw, pid, first, last, lso in table.tolist()
+    ]
+
+
+def iter_txn_index(
+    read: Callable[[int, int], bytes | memoryview],
+    size: int,
+    path: str | None = None,
+    *,
+    window: int = INDEX_WINDOW,
+) -> Iterator[np.ndarray]:
+    """The whole entries of a transaction index as structured arrays (``ABORTED_TXN_DTYPE``), window by
+    window, with :func:`read_txn_index`'s one check: an entry whose version (the signed high byte of the
+    int16) is above 0 raises ParseError at that entry, after the good entries before it were yielded."""
+    width = ABORTED_TXN_SIZE
+    step = max(width, window // width * width)
+    end = size // width * width
+    pos = 0
+    while pos < end:
+        chunk = read(pos, min(step, end - pos))
+        whole = len(chunk) // width
+        if not whole:
+            return
+        table = np.frombuffer(chunk, dtype=np.uint8)[: whole * width].view(ABORTED_TXN_DTYPE)
+        bad = np.flatnonzero((table["version"] >> 8) > ABORTED_TXN_CURRENT_VERSION)
+        if len(bad):
+            i = int(bad[0])
+            if i:
+                yield table[:i]
+            version = int(table["version"][i]) >> 8
+            raise ParseError(
+                f"Unexpected aborted transaction version {version} in transaction index "
+                f"{path or '<buffer>'}, current version is {ABORTED_TXN_CURRENT_VERSION}",
+                path=path,
+                offset=pos + i * width,
+            )
+        yield table
+        pos += whole * width
+
+
 # ------------------------------------------------------------------------------------------- Kafka's checks
 
 
-def sanity_check_offset_index(data: bytes | memoryview, base_offset: int, path: str) -> str | None:
-    """``OffsetIndex.sanityCheck`` (Kafka 4.0 text) on a pre-existing file: the CorruptIndexException message.
-
-    Kafka treats every slot as an entry (``entries = length / 8``), so only a negative relative offset in the
-    last slot or a bad length fail. Brokers stopped running this at startup in 2.3 (KAFKA-7283).
-    """
-    size = len(data)
-    slots = size // OFFSET_INDEX_ENTRY_SIZE
-    if slots:
-        rel, _ = _OFFSET_SLOT.unpack_from(data, (slots - 1) * OFFSET_INDEX_ENTRY_SIZE)
-        last_offset = base_offset + rel
+def _offset_sanity(size: int, last_slot: tuple | None, base_offset: int, path: str) -> str | None:
+    if last_slot is not None:
+        last_offset = base_offset + last_slot[0]
         if last_offset < base_offset:
             return (
                 f"Corrupt index found, index file {path} has non-zero size but the last offset is "
@@ -270,14 +517,12 @@ def sanity_check_offset_index(data: bytes | memoryview, base_offset: int, path: 
     return None
 
 
-def sanity_check_time_index(data: bytes | memoryview, base_offset: int, path: str) -> str | None:
-    """``TimeIndex.sanityCheck`` (Kafka 4.0 text): fails on a crashed preallocated index with real entries,
-    whose zero last slot has a timestamp (0) below the first one."""
-    size = len(data)
-    slots = size // TIME_INDEX_ENTRY_SIZE
-    if slots:
-        first_ts, _ = _TIME_SLOT.unpack_from(data, 0)
-        last_ts, last_rel = _TIME_SLOT.unpack_from(data, (slots - 1) * TIME_INDEX_ENTRY_SIZE)
+def _time_sanity(
+    size: int, first_slot: tuple | None, last_slot: tuple | None, base_offset: int, path: str
+) -> str | None:
+    if first_slot is not None and last_slot is not None:
+        first_ts = first_slot[0]
+        last_ts, last_rel = last_slot
         if last_ts < first_ts:
             return (
                 f"Corrupt time index found, time index file ({path}) has non-zero size but the last "
@@ -295,6 +540,35 @@ def sanity_check_time_index(data: bytes | memoryview, base_offset: int, path: st
             f"of {TIME_INDEX_ENTRY_SIZE}"
         )
     return None
+
+
+def sanity_check_offset_index(data: bytes | memoryview, base_offset: int, path: str) -> str | None:
+    """``OffsetIndex.sanityCheck`` (Kafka 4.0 text) on a pre-existing file: the CorruptIndexException message.
+
+    Kafka treats every slot as an entry (``entries = length / 8``), so only a negative relative offset in the
+    last slot or a bad length fail. Brokers stopped running this at startup in 2.3 (KAFKA-7283).
+    """
+    slots = len(data) // OFFSET_INDEX_ENTRY_SIZE
+    last = _OFFSET_SLOT.unpack_from(data, (slots - 1) * OFFSET_INDEX_ENTRY_SIZE) if slots else None
+    return _offset_sanity(len(data), last, base_offset, path)
+
+
+def sanity_check_time_index(data: bytes | memoryview, base_offset: int, path: str) -> str | None:
+    """``TimeIndex.sanityCheck`` (Kafka 4.0 text): fails on a crashed preallocated index with real entries,
+    whose zero last slot has a timestamp (0) below the first one."""
+    slots = len(data) // TIME_INDEX_ENTRY_SIZE
+    first = _TIME_SLOT.unpack_from(data, 0) if slots else None
+    last = _TIME_SLOT.unpack_from(data, (slots - 1) * TIME_INDEX_ENTRY_SIZE) if slots else None
+    return _time_sanity(len(data), first, last, base_offset, path)
+
+
+def sanity_check_index_shape(shape: IndexShape, kind: _IndexKind, base_offset: int, path: str) -> str | None:
+    """Kafka's sanity check of an offset (``kind`` :data:`OFFSET_INDEX`) or time index from a scan's shape
+    (first and last slot, size): the same message as :func:`sanity_check_offset_index` /
+    :func:`sanity_check_time_index` without holding the file."""
+    if kind is OFFSET_INDEX:
+        return _offset_sanity(shape.size, shape.last_slot, base_offset, path)
+    return _time_sanity(shape.size, shape.first_slot, shape.last_slot, base_offset, path)
 
 
 def sanity_check_txn_index(index: TxnIndex, base_offset: int, path: str) -> str | None:

@@ -24,6 +24,8 @@ RECORD_OVERHEAD_V1 = 22
 ATTR_COMPRESSION_MASK = 0x07
 ATTR_TIMESTAMP_TYPE = 0x08
 NO_TIMESTAMP = -1
+INT32_MAX = 2**31 - 1
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 CRC_START = 16
 """The CRC-32 covers the bytes from the magic byte to the end of the message."""
 
@@ -71,6 +73,8 @@ class LegacyEntry:
     value: bytes | None
     value_position: int = -1
     trailing_bytes: int = 0
+    span: tuple[int, int, int] | None = None
+    """(first offset, last offset delta, records) once :func:`header_span` computed it (it decompresses)."""
 
     @property
     def compression_name(self) -> str:
@@ -299,6 +303,48 @@ def base_offset(entry: LegacyEntry, *, limit: int = codecs.DEFAULT_LIMIT) -> int
     if not entry.compression:
         return entry.offset
     return inner_messages(entry, limit=limit)[0].offset
+
+
+def header_span(entry: LegacyEntry, *, limit: int = codecs.DEFAULT_LIMIT) -> tuple[int, int, int]:
+    """(first offset, last offset delta, record count) of a legacy entry, as a v2-shaped header row holds
+    them (int64 base offset, int32 delta); cached in ``entry.span``.
+
+    A wrapper's first offset comes from its inner messages (§5.2); a wrapper whose records do not decompress
+    or parse gives (offset, 0, 0): that is a records problem, not a framing one. The offset field is not
+    covered by the CRC, so a damaged one can put the last offset below the first, more than 2^31 - 1 past it,
+    or (magic 1, with inner offsets) the first offset outside int64. Such an entry cannot be placed in any
+    segment: Kafka's recovery checks ``lastOffset`` against the segment's int32 relative range
+    (``LogSegment.ensureOffsetInRange`` -> ``LogSegmentOffsetOverflowException``, KAFKA-6264) and the split
+    it then attempts starts a segment at the entry's base offset, where it still does not fit
+    (``IllegalStateException``: the log fails to load). ParseError at the entry's offset field, never a
+    wrapped or negative offset.
+    """
+    if entry.span is not None:
+        return entry.span
+    if not entry.compression:
+        entry.span = (entry.offset, 0, 1)
+        return entry.span
+    try:
+        inner = inner_messages(entry, limit=limit)
+    except ParseError:
+        entry.span = (entry.offset, 0, 0)
+        return entry.span
+    first = inner[0].offset
+    delta = entry.offset - first
+    if not INT64_MIN <= first <= INT64_MAX:
+        problem = f"its first inner offset {first} is outside the int64 range"
+    elif delta < 0:
+        problem = f"its offset {entry.offset} is below its first inner offset {first}"
+    elif delta > INT32_MAX:
+        problem = (
+            f"its offset {entry.offset} is {delta} past its first inner offset {first}, beyond the int32 "
+            "relative offsets of a segment (Kafka: LogSegmentOffsetOverflowException, the log cannot load)"
+        )
+    else:
+        entry.span = (first, delta, len(inner))
+        return entry.span
+    what = f"magic {entry.magic} {entry.compression_name} wrapper"
+    raise ParseError(f"{what}: {problem}", offset=entry.position)
 
 
 # ------------------------------------------------------------------------------------------- building

@@ -1,7 +1,7 @@
 """RecordBatch magic v2: the 61-byte header, records and their zig-zag varint fields (spec §3).
 
 ``BatchHeaderV2`` and ``RecordV2`` are the declarations; ``HEADER_STRUCT`` (a ``struct.Struct``
-derived from ``BatchHeaderV2``) and ``decode_records`` are the fast paths used on large segments,
+derived from ``BatchHeaderV2``) and ``iter_records``/``batch_records`` (streaming) are the fast paths,
 and ``tests/parsers/test_record_batch.py`` proves both agree with the declarations.
 """
 
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import struct
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 import construct as cs
@@ -188,6 +189,9 @@ class Record:
     headers: list[Header] = field(default_factory=list)
     size: int = 0
     sequence: int = NO_SEQUENCE
+    key_size: int = -1
+    """Length of the key (-1: null); set even when the key bytes were not kept (``payloads=False``)."""
+    value_size: int = -1
 
 
 def parse_header(buf: bytes | memoryview, pos: int = 0) -> RecordBatch:
@@ -213,8 +217,34 @@ def parse_header(buf: bytes | memoryview, pos: int = 0) -> RecordBatch:
     return batch
 
 
-def records_payload(batch: RecordBatch, raw: bytes | memoryview, *, max_bytes: int = 64 << 20) -> bytes:
-    """The (decompressed) records section of ``batch``; ``raw`` holds the batch from its first byte."""
+DECOMPRESSED_LIMIT = 64 << 20
+"""Most bytes one batch's records section may decompress to here (Kafka itself sets no limit)."""
+RECORD_WINDOW = 1 << 20
+"""Records up to this size are decoded from one buffer; larger ones are read piece by piece."""
+_MAX_VARINT = 10
+
+
+MAX_RECORDS_PER_BATCH = 1 << 20
+"""Most records decoded from one batch. Kafka's count is an int32 and its readers iterate exactly that many
+records (``DefaultRecordBatch.RecordIterator``), so a 6 KB zstd batch of 64 MiB of 7-byte records holds
+9.6 M of them; KRaft writes at most 8 MiB per batch (``KafkaRaftClient.MAX_BATCH_SIZE_BYTES``) and
+producers ``batch.size`` bytes (16 KiB by default). Above this the batch is reported as not decoded
+(:class:`RecordBudgetExceeded`), which bounds the time spent on one batch (linear in its records)."""
+
+
+class RecordError(ParseError):
+    """A record that does not decode; ``offset`` is relative to the decompressed records section."""
+
+
+class RecordBudgetExceeded(ParseError):
+    """The batch declares more records than :data:`MAX_RECORDS_PER_BATCH`: not decoded (not a Kafka error)."""
+
+
+def records_payload(
+    batch: RecordBatch, raw: bytes | memoryview, *, max_bytes: int = DECOMPRESSED_LIMIT
+) -> bytes:
+    """The (decompressed) records section of ``batch`` as one buffer; ``raw`` holds the batch from its first
+    byte. For small batches and tests: :func:`batch_records` streams instead."""
     start = RECORD_BATCH_OVERHEAD
     raw = bytes(memoryview(raw)[start : batch.size])
     if batch.compression == 0:
@@ -229,88 +259,305 @@ def records_payload(batch: RecordBatch, raw: bytes | memoryview, *, max_bytes: i
 
 
 def decode_records(batch: RecordBatch, payload: bytes | memoryview) -> list[Record]:
-    """Decode ``batch.records_count`` records from a (decompressed) records section.
+    """All records of a (decompressed) records section held in memory; errors carry payload-relative
+    offsets. :func:`iter_records` is the same without the list."""
+    return list(iter_records(batch, [bytes(payload)], total=len(payload)))
 
-    Applies Kafka's checks: each record consumes exactly its declared length, no bytes remain after
-    the last record, header keys are non-null. Errors carry payload-relative byte offsets.
+
+def batch_records(
+    batch: RecordBatch,
+    pread: Callable[[int, int], bytes],
+    *,
+    payloads: bool = True,
+    limit: int = DECOMPRESSED_LIMIT,
+    budget: int | None = None,
+) -> Iterator[Record]:
+    """Stream the records of ``batch`` straight from its file (``pread(position, n)``), never holding the
+    batch or its decompressed records whole: memory is one input chunk, one decompressed piece and the
+    record being decoded, whatever the batch size or record count.
+
+    ``payloads=False`` skips key, value and header values (their sizes are kept): a record larger than
+    :data:`RECORD_WINDOW` is then never held either. Errors are :class:`ParseError` at the **file** byte
+    where decoding failed: exact for uncompressed batches; for compressed ones the compressed byte read up
+    to then (the message names the byte of the decompressed records). Time is linear in the decompressed
+    bytes (at most ``limit``) and in the records, at most ``budget`` (see :func:`iter_records`).
+    """
+    from parsers import codecs
+
+    start = batch.position + RECORD_BATCH_OVERHEAD
+    src = codecs.Source.of_file(pread, start, batch.size - RECORD_BATCH_OVERHEAD)
+    compressed = batch.compression != 0
+    try:
+        # uncompressed records are read as they are, whatever their size (no decompression limit applies)
+        chunks = src.chunks() if not compressed else codecs.stream(batch.compression, src, limit=limit)
+        total = None if compressed else src.size
+        yield from iter_records(batch, chunks, payloads=payloads, total=total, budget=budget)
+    except RecordBudgetExceeded as exc:
+        raise RecordBudgetExceeded(exc.message, offset=batch.position) from None
+    except RecordError as exc:
+        if not compressed:
+            raise ParseError(exc.message, offset=start + (exc.offset or 0)) from None
+        raise ParseError(
+            f"{exc.message} (byte {exc.offset} of the decompressed records)", offset=start + src.consumed
+        ) from None
+    except ParseError as exc:
+        what = "decompress" if compressed else "read"
+        raise ParseError(
+            f"cannot {what} the records section: {exc.message}", offset=start + (exc.offset or 0)
+        ) from None
+
+
+class _Cursor:
+    """A read position over a stream of byte pieces; ``buf[pos:]`` is what is buffered, ``base`` the stream
+    offset of ``buf[0]``."""
+
+    __slots__ = ("chunks", "buf", "pos", "base", "eof")
+
+    def __init__(self, chunks: Iterable[bytes]) -> None:
+        self.chunks = iter(chunks)
+        self.buf = b""
+        self.pos = 0
+        self.base = 0
+        self.eof = False
+
+    @property
+    def offset(self) -> int:
+        return self.base + self.pos
+
+    def fill(self, n: int) -> bool:
+        """Buffer at least ``n`` bytes from ``pos`` if the stream has them."""
+        have = len(self.buf) - self.pos
+        if have >= n:
+            return True
+        parts = [self.buf[self.pos :]] if have else []
+        while have < n and not self.eof:
+            piece = next(self.chunks, None)
+            if piece is None:
+                self.eof = True
+                break
+            parts.append(piece)
+            have += len(piece)
+        self.base += self.pos
+        self.buf = b"".join(parts)
+        self.pos = 0
+        return have >= n
+
+    def varint(self, long: bool = False) -> int:
+        self.fill(_MAX_VARINT)
+        try:
+            value, self.pos = (read_varlong if long else read_varint)(self.buf, self.pos)
+        except ParseError as exc:
+            raise RecordError(exc.message, offset=self.base + (exc.offset or 0)) from None
+        return value
+
+    def take(self, n: int) -> bytes:
+        if not self.fill(n):
+            raise RecordError(f"premature end of the records: {n} bytes needed", offset=self.offset)
+        out = self.buf[self.pos : self.pos + n]
+        self.pos += n
+        return out
+
+    def skip(self, n: int) -> None:
+        while n > 0:
+            if not self.fill(1):
+                raise RecordError(f"premature end of the records: {n} more bytes needed", offset=self.offset)
+            step = min(n, len(self.buf) - self.pos)
+            self.pos += step
+            n -= step
+
+
+def iter_records(
+    batch: RecordBatch,
+    chunks: Iterable[bytes],
+    *,
+    payloads: bool = True,
+    total: int | None = None,
+    budget: int | None = None,
+) -> Iterator[Record]:
+    """Decode ``batch.records_count`` records from the decompressed records section given in pieces.
+
+    Applies Kafka's checks (``DefaultRecord.readFrom``, ``DefaultRecordBatch``): a non-negative count, each
+    record consumes exactly its declared length, header keys are non-null, no bytes remain after the last
+    record. Raises :class:`RecordError` with stream-relative offsets, :class:`RecordBudgetExceeded` (before
+    reading anything) when the count is above ``budget`` (default :data:`MAX_RECORDS_PER_BATCH`; a caller
+    that reads only the first records may lift it). ``total`` (the section's size, when known) only sharpens
+    the message about remaining bytes.
     """
     count = batch.records_count
     if count < 0:
-        raise ParseError(f"Found invalid record count {count} in magic v2 batch", offset=0)
-    out: list[Record] = []
-    pos = 0
-    end = len(payload)
-    base_offset, base_ts = batch.base_offset, batch.base_timestamp
-    log_append = bool(batch.attributes & ATTR_TIMESTAMP_TYPE)
-    for _ in range(count):
-        if pos >= end:
-            raise ParseError(f"premature EOF: {count} records declared, only {len(out)} found", offset=pos)
-        start = pos
-        length, pos = read_varint(payload, pos)
-        body_start = pos
-        if length < 0 or body_start + length > end:
-            raise ParseError(f"Invalid record size {length}", offset=start)
-        limit = body_start + length
-        if length < 6:  # attributes + five varints is the smallest record body
-            raise ParseError(f"Invalid record size {length}: smaller than the smallest record", offset=start)
-        attributes = payload[pos]
-        pos += 1
-        ts_delta, pos = read_varlong(payload, pos)
-        off_delta, pos = read_varint(payload, pos)
-        key, pos = _read_nullable(payload, pos, limit, "key")
-        value, pos = _read_nullable(payload, pos, limit, "value")
-        if pos >= limit:
-            raise ParseError(
-                f"Invalid record size: expected to read {length} bytes in record payload, but the record "
-                f"needs more",
-                offset=start,
+        raise RecordError(f"Found invalid record count {count} in magic v2 batch", offset=0)
+    budget = MAX_RECORDS_PER_BATCH if budget is None else budget
+    if count > budget:
+        raise RecordBudgetExceeded(
+            f"batch declares {count} records, more than the {budget} this auditor decodes per batch "
+            "(not decoded)",
+            offset=0,
+        )
+    cur = _Cursor(chunks)
+    for i in range(count):
+        buf, pos = cur.buf, cur.pos
+        if len(buf) - pos < _MAX_VARINT and not cur.fill(_MAX_VARINT) and not cur.fill(1):
+            raise RecordError(
+                f"Incorrect declared batch size, premature EOF reached: {count} records declared, "
+                f"only {i} found",
+                offset=cur.offset,
             )
-        n_headers, pos = read_varint(payload, pos)
+        buf, pos = cur.buf, cur.pos
+        start = cur.base + pos
+        c = buf[pos]
+        if c < 0x80:
+            length = (c >> 1) ^ -(c & 1)
+            pos += 1
+        else:
+            try:
+                length, pos = read_varint(buf, pos)
+            except ParseError as exc:
+                raise RecordError(exc.message, offset=cur.base + (exc.offset or 0)) from None
+        if length < 6:  # attributes + five varints is the smallest record body
+            raise RecordError(f"Invalid record size {length}: smaller than the smallest record", offset=start)
+        if pos + length > len(buf) and (length <= RECORD_WINDOW or payloads):
+            cur.pos = pos
+            if not cur.fill(length):
+                raise RecordError(
+                    f"Invalid record size {length}: the record runs past the end of the records section",
+                    offset=start,
+                )
+            buf, pos = cur.buf, cur.pos
+        if pos + length <= len(buf):
+            try:
+                rec, cur.pos = _record_body(batch, buf, pos, length, payloads)
+            except ParseError as exc:
+                raise RecordError(exc.message, offset=cur.base + (exc.offset or 0)) from None
+        else:
+            cur.pos = pos
+            rec = _large_record_body(batch, cur, length)
+        rec.size = cur.base + cur.pos - start
+        yield rec
+    if cur.fill(1):
+        left = f"{total - cur.offset} bytes remain" if total is not None else "records still remaining"
+        raise RecordError(f"Incorrect declared batch size, {left} after {count} records", offset=cur.offset)
+
+
+def _varint_at(buf: bytes, pos: int) -> tuple[int, int]:
+    """``read_varint`` with the one-byte case inline (most varints of a record are one byte)."""
+    if pos < len(buf):
+        c = buf[pos]
+        if c < 0x80:
+            return (c >> 1) ^ -(c & 1), pos + 1
+    return read_varint(buf, pos)
+
+
+def _record_body(batch: RecordBatch, buf: bytes, pos: int, length: int, payloads: bool) -> tuple[Record, int]:
+    """One record body of ``length`` bytes at ``buf[pos:]`` (all buffered); returns it and the end."""
+    body_start = pos
+    limit = pos + length
+    attributes = buf[pos]
+    ts_delta, pos = read_varlong(buf, pos + 1) if buf[pos + 1] >= 0x80 else _varint_at(buf, pos + 1)
+    off_delta, pos = _varint_at(buf, pos)
+    key_size, pos = _varint_at(buf, pos)
+    key = None
+    if key_size >= 0:
+        if pos + key_size > limit:
+            raise ParseError(f"key of {key_size} bytes runs past the end of the record", offset=pos)
+        if payloads:
+            key = buf[pos : pos + key_size]
+        pos += key_size
+    else:
+        key_size = -1
+    value_size, pos = _varint_at(buf, pos)
+    value = None
+    if value_size >= 0:
+        if pos + value_size > limit:
+            raise ParseError(f"value of {value_size} bytes runs past the end of the record", offset=pos)
+        if payloads:
+            value = buf[pos : pos + value_size]
+        pos += value_size
+    else:
+        value_size = -1
+    if pos >= limit:
+        raise ParseError(
+            f"Invalid record size: expected to read {length} bytes in record payload, but the record "
+            f"needs more",
+            offset=body_start,
+        )
+    n_headers, pos = _varint_at(buf, pos)
+    headers = []
+    if n_headers:
         if n_headers < 0 or n_headers > limit - pos:
             raise ParseError(f"Found invalid number of record headers {n_headers}", offset=pos)
-        headers = []
         for _h in range(n_headers):
-            hkey, pos = _read_nullable(payload, pos, limit, "header key")
+            _, hkey, pos = _field(buf, pos, limit, "header key", True)
             if hkey is None:
                 raise ParseError("Invalid negative header key size", offset=pos)
-            hval, pos = _read_nullable(payload, pos, limit, "header value")
+            _, hval, pos = _field(buf, pos, limit, "header value", payloads)
             headers.append(Header(hkey.decode("utf-8", "replace"), hval))
-        if pos != limit:
-            raise ParseError(
-                f"Invalid record size: expected to read {length} bytes in record payload, "
-                f"but instead read {pos - body_start}",
-                offset=start,
-            )
-        seq = last_sequence(batch.base_sequence, off_delta) if batch.base_sequence >= 0 else NO_SEQUENCE
-        ts = batch.max_timestamp if log_append else base_ts + ts_delta
-        out.append(
-            Record(
-                base_offset + off_delta,
-                ts,
-                off_delta,
-                ts_delta,
-                attributes,
-                key,
-                value,
-                headers,
-                pos - start,
-                seq,
-            )
-        )
-    if pos != end:
+    if pos != limit:
         raise ParseError(
-            f"Incorrect declared batch size, {end - pos} bytes remain after {count} records", offset=pos
+            f"Invalid record size: expected to read {length} bytes in record payload, "
+            f"but instead read {pos - body_start}",
+            offset=body_start,
         )
-    return out
+    return _record(batch, attributes, ts_delta, off_delta, key, value, headers, key_size, value_size), pos
 
 
-def _read_nullable(buf, pos: int, limit: int, what: str) -> tuple[bytes | None, int]:
+def _large_record_body(batch: RecordBatch, cur: _Cursor, length: int) -> Record:
+    """A record larger than :data:`RECORD_WINDOW`, read piece by piece with its key, value and header values
+    skipped (``payloads=False``)."""
+    body_start = cur.offset
+    end = body_start + length
+
+    def size(what: str) -> int:
+        n = cur.varint()
+        if n > end - cur.offset:
+            raise RecordError(f"{what} of {n} bytes runs past the end of the record", offset=cur.offset)
+        return n
+
+    attributes = cur.take(1)[0]
+    ts_delta = cur.varint(long=True)
+    off_delta = cur.varint()
+    key_size = size("key")
+    cur.skip(max(key_size, 0))
+    value_size = size("value")
+    cur.skip(max(value_size, 0))
+    n_headers = cur.varint()
+    if n_headers < 0 or n_headers > end - cur.offset:
+        raise RecordError(f"Found invalid number of record headers {n_headers}", offset=cur.offset)
+    headers = []
+    for _h in range(n_headers):
+        klen = size("header key")
+        if klen < 0:
+            raise RecordError("Invalid negative header key size", offset=cur.offset)
+        key = cur.take(klen) if klen <= RECORD_WINDOW else b"<%d-byte key>" % klen
+        if klen > RECORD_WINDOW:
+            cur.skip(klen)
+        cur.skip(max(size("header value"), 0))
+        headers.append(Header(key.decode("utf-8", "replace"), None))
+    if cur.offset != end:
+        raise RecordError(
+            f"Invalid record size: expected to read {length} bytes in record payload, "
+            f"but instead read {cur.offset - body_start}",
+            offset=body_start,
+        )
+    return _record(batch, attributes, ts_delta, off_delta, None, None, headers, key_size, value_size)
+
+
+def _record(batch, attributes, ts_delta, off_delta, key, value, headers, key_size, value_size) -> Record:
+    seq = last_sequence(batch.base_sequence, off_delta) if batch.base_sequence >= 0 else NO_SEQUENCE
+    ts = batch.max_timestamp if batch.attributes & ATTR_TIMESTAMP_TYPE else batch.base_timestamp + ts_delta
+    return Record(
+        batch.base_offset + off_delta, ts, off_delta, ts_delta, attributes, key, value, headers, 0, seq,
+        key_size, value_size,
+    )
+
+
+def _field(buf, pos: int, limit: int, what: str, keep: bool) -> tuple[int, bytes | None, int]:
+    """(length, bytes or None, next position) of a nullable varint-prefixed field."""
     length, pos = read_varint(buf, pos)
     if length < 0:
-        return None, pos
+        return -1, None, pos
     if pos + length > limit:
         raise ParseError(f"{what} of {length} bytes runs past the end of the record", offset=pos)
-    return bytes(buf[pos : pos + length]), pos + length
+    return length, (buf[pos : pos + length] if keep else None), pos + length
 
 
 def parse_records_with_schema(batch: RecordBatch, payload: bytes) -> list[Record]:
@@ -341,6 +588,8 @@ def parse_records_with_schema(batch: RecordBatch, payload: bytes) -> list[Record
                 [Header(h.key.decode("utf-8", "replace"), h.value) for h in rec.headers],
                 stream.tell() - start,
                 seq,
+                -1 if rec.key.data is None else len(rec.key.data),
+                -1 if rec.value.data is None else len(rec.value.data),
             )
         )
     return out

@@ -8,6 +8,9 @@ Two interfaces over one loop:
 * :meth:`SegmentWalker.headers` — the fast path: ``(position, header_tuple, crc_ok)`` per v2 batch,
   ``header_tuple`` laid out as ``record_batch.HEADER_STRUCT`` (legacy entries come as ``LegacyEntry``);
 * iterating the walker — ``RecordBatch`` / ``LegacyEntry`` objects, for dumps and checks.
+
+Entries larger than the window are never read whole: their CRC-32C is computed over ``_CRC_CHUNK`` pieces and
+:meth:`SegmentWalker.records` streams their records. Files are opened with ``parsers.files.open_regular``.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from parsers.errors import ParseError
+from parsers.files import open_regular
 from parsers.record_batch import (
     CRC_START,
     HEADER_FIELDS,
@@ -32,13 +36,33 @@ from parsers.record_batch import (
     LOG_OVERHEAD,
     MAGIC_V2,
     RECORD_BATCH_OVERHEAD,
+    Record,
     RecordBatch,
+    batch_records,
 )
 
 RECORD_OVERHEAD_V0 = 14
 """Kafka's minimum entry size (``size`` field); anything smaller is corruption (§2 step 3)."""
 _PREFIX = struct.Struct(">qiib")  # offset, size, partitionLeaderEpoch-or-crc, magic
-_LENGTH_MAGIC_CRC = struct.Struct(">i4xbI")  # batchLength, magic, crc (from byte 8 of an entry)
+_ENTRY_CHECK = struct.Struct(">qi4xbI2xi")
+"""baseOffset, batchLength, magic, crc, lastOffsetDelta: what the fast path checks of every v2 batch."""
+INT64_MAX = 2**63 - 1
+
+
+def offsets_problem(base_offset: int, last_offset_delta: int) -> str | None:
+    """Why a v2 batch's offsets cannot belong to any log (negative base offset or delta, or a last offset
+    past the int64 range; neither is covered by the batch CRC), or None. Kafka's recovery would fail on it
+    (``LogSegment.ensureOffsetInRange`` throws ``LogSegmentOffsetOverflowException``, KAFKA-6264); the
+    walk stops there as at any invalid entry, so no log end offset is ever negative or past int64."""
+    if base_offset < 0:
+        return f"Record batch has a negative base offset {base_offset}"
+    if last_offset_delta < 0:
+        return f"Record batch has a negative lastOffsetDelta {last_offset_delta}"
+    if base_offset > INT64_MAX - last_offset_delta:
+        return (
+            f"Record batch's last offset {base_offset} + {last_offset_delta} is beyond the int64 range"
+        )
+    return None
 _MIN_V2_LENGTH = RECORD_BATCH_OVERHEAD - LOG_OVERHEAD
 _RUN, _ONE, _LEGACY = "run", "one", "legacy"
 _NUMPY_CODES = {
@@ -79,14 +103,13 @@ class HeaderBlock:
 
 
 def legacy_block(entry) -> HeaderBlock:
-    """A magic 0/1 entry as a one-row block (base offset from its inner messages, no leader epoch)."""
+    """A magic 0/1 entry as a one-row block (base offset from its inner messages, no leader epoch).
+
+    The walker has already checked (``legacy.header_span``) that its offsets fit the int64 base / int32
+    delta of the row; an entry that does not ends the walk as corrupt instead of reaching here."""
     from parsers import legacy
 
-    try:
-        base = legacy.base_offset(entry)
-        count = len(legacy.inner_messages(entry)) if entry.compression else 1
-    except ParseError:
-        base, count = entry.offset, 0
+    base, delta, count = legacy.header_span(entry)  # ParseError when the offsets do not fit the row
     row = (
         base,
         entry.size - LOG_OVERHEAD,
@@ -94,7 +117,7 @@ def legacy_block(entry) -> HeaderBlock:
         entry.magic,
         entry.crc,
         entry.attributes,
-        entry.offset - base,
+        delta,
         entry.timestamp,
         entry.timestamp,
         -1,
@@ -163,8 +186,27 @@ class SegmentWalker:
         if not size:
             return b""
         if self._read_fd is None:
-            self._read_fd = os.open(self.path, os.O_RDONLY)
+            self._read_fd = open_regular(self.path)
         return os.pread(self._read_fd, size, position)
+
+    def batch_crc(self, batch: RecordBatch) -> int:
+        """CRC-32C of a v2 batch's covered bytes, read ``_CRC_CHUNK`` at a time (never the batch whole)."""
+        value = 0
+        pos, end = batch.position + CRC_START, batch.position + batch.size
+        while pos < end:
+            chunk = self.read(pos, min(_CRC_CHUNK, end - pos))
+            if not chunk:
+                break
+            value = _crc32c.crc32c(chunk, value)
+            pos += len(chunk)
+        return value
+
+    def records(
+        self, batch: RecordBatch, *, payloads: bool = True, budget: int | None = None
+    ) -> Iterator[Record]:
+        """Stream the records of a v2 ``batch`` yielded by this walker (see ``record_batch.batch_records``):
+        the batch is never held whole; a ParseError names the file byte where decoding failed."""
+        return batch_records(batch, self.read, payloads=payloads, budget=budget)
 
     def close(self) -> None:
         if self._read_fd is not None:
@@ -195,10 +237,11 @@ class SegmentWalker:
         end = self.end
         prefix = _PREFIX.unpack_from
         unpack = HEADER_STRUCT.unpack_from
-        lmc = _LENGTH_MAGIC_CRC.unpack_from
+        check = _ENTRY_CHECK.unpack_from
+        int64_max = INT64_MAX
         crc = _crc32c.crc32c
         window = self.window
-        fd = os.open(self.path, os.O_RDONLY)
+        fd = open_regular(self.path)
         try:
             buf = b""
             mv = memoryview(buf)
@@ -211,10 +254,12 @@ class SegmentWalker:
                 run = array("q")
                 keep = run.append
                 while rel <= last_header:
-                    length, magic, stored = lmc(buf, rel + 8)
+                    base, length, magic, stored, delta = check(buf, rel)
                     nxt = rel + LOG_OVERHEAD + length
                     if nxt > win or length < _MIN_V2_LENGTH or magic != MAGIC_V2:
                         break
+                    if base < 0 or delta < 0 or base > int64_max - delta:
+                        break  # the general path stops the walk there
                     if (
                         crc(buf[rel + CRC_START : nxt] if length < 4096 else mv[rel + CRC_START : nxt])
                         != stored
@@ -303,6 +348,10 @@ class SegmentWalker:
                         f"smaller than the minimum allowed overhead {RECORD_BATCH_OVERHEAD})",
                     )
                     return
+                if magic == MAGIC_V2 and (why := offsets_problem(h[0], h[6])) is not None:
+                    self.invalid_count += 1
+                    self._finish(pos, "corrupt", why)
+                    return
                 if pos + size <= buf_end:
                     computed = crc(mv[rel + CRC_START : rel + size])
                 else:
@@ -385,6 +434,7 @@ class SegmentWalker:
         else:
             entry = legacy.parse_legacy_entry(os.pread(fd, size, pos), 0)
         entry.position = pos
+        legacy.header_span(entry)  # offsets that fit no segment: ParseError, the walk stops here
         return entry
 
     def _finish(self, pos: int, reason: str, message: str | None) -> None:

@@ -131,3 +131,69 @@ def test_corpus_inventory_knows_every_file():
             assert all(f.canonical for f in part.files())
         on_disk = {os.path.join(d, f) for d, _, files in os.walk(logdir) for f in files}
         assert on_disk == {f.path for f in inv.files()}, logdir
+
+
+def test_special_files_are_set_apart_and_never_classified_as_data(tmp_path):
+    """A FIFO, a socket and a link to a character device, named like a segment, a checkpoint and an index,
+    land in ``special`` with their type; readers (segments, checkpoints) never see them."""
+    from tests.rules.cases_files import make_socket
+
+    ld, p = standard(tmp_path / "broker-1")
+    root = ld.write()
+    part_dir = p.path
+    (part_dir / "00000000000000000015.log").unlink()
+    os.mkfifo(part_dir / "00000000000000000015.log")
+    (root / "replication-offset-checkpoint").unlink()
+    make_socket(root / "replication-offset-checkpoint")
+    (part_dir / "00000000000000000000.index").unlink()
+    (part_dir / "00000000000000000000.index").symlink_to("/dev/zero")
+    os.mkfifo(part_dir / "not-a-kafka-name")
+    inv = inventory(root)
+    assert [(f.name, f.kind, f.file_type) for f in inv.special] == [
+        ("replication-offset-checkpoint", "offset-checkpoint", "a socket")
+    ]
+    assert "replication-offset-checkpoint" not in inv.checkpoints
+    part = next(x for x in inv.partitions if x.topic == "orders")
+    assert [(f.name, f.kind, f.file_type, f.link_target) for f in part.special] == [
+        ("00000000000000000000.index", "offset-index", "a character device", "/dev/zero"),
+        ("00000000000000000015.log", "log", "a FIFO (named pipe)", None),
+        ("not-a-kafka-name", "unknown", "a FIFO (named pipe)", None),
+    ]
+    assert [s.base_offset for s in part.log_segments] == [0]
+    assert part.segments[0].index is None and not part.unknown
+    assert [f.name for f in part.orphan_indexes] == [
+        "00000000000000000015.index",
+        "00000000000000000015.timeindex",
+    ]
+    assert [(pd.name if pd else None, f.name) for pd, f in inv.special_files()] == [
+        (None, "replication-offset-checkpoint"),
+        *(("orders-0", f.name) for f in part.special),
+    ]
+    assert {f.path for f in inv.files()} >= {f.path for _, f in inv.special_files()}
+
+
+def test_links_outside_the_log_dir(tmp_path):
+    ld, p = standard(tmp_path / "real" / "broker-1")
+    root = ld.write()
+    part_dir = p.path
+    inside = part_dir / "00000000000000000000.timeindex"
+    inside.rename(root / "kept.timeindex")
+    inside.symlink_to("../kept.timeindex")  # stays inside: not reported
+    seg = part_dir / "00000000000000000015.log"
+    seg.rename(tmp_path / "elsewhere.log")
+    seg.symlink_to(tmp_path / "elsewhere.log")
+    md = root / "__cluster_metadata-0"
+    md.rename(tmp_path / "metadata-copy")
+    md.symlink_to(tmp_path / "metadata-copy", target_is_directory=True)
+    os.mkfifo(tmp_path / "pipe")
+    (part_dir / "leader-epoch-checkpoint").unlink()
+    (part_dir / "leader-epoch-checkpoint").symlink_to(tmp_path / "pipe")  # a special file: KA515, not here
+    via_link = tmp_path / "evidence"
+    via_link.symlink_to(root, target_is_directory=True)
+    for given in (root, via_link):  # a log dir reached through a link changes nothing
+        inv = inventory(given)
+        found = sorted((entry.name, target) for _part, entry, target in inv.links_outside())
+        assert found == [
+            ("00000000000000000015.log", str(tmp_path / "elsewhere.log")),
+            ("__cluster_metadata-0", str(tmp_path / "metadata-copy")),
+        ], given

@@ -2,7 +2,10 @@
 
 Checks never print; commands build a :class:`Report` (``scan`` and, with its own partition rows, ``audit``)
 and call :func:`render`. Machine formats (json, jsonl, sarif, junit, prometheus) are a stable surface
-(JSON carries ``schemaVersion``); text and html are for people and may change.
+(JSON carries ``schemaVersion``); text and html are for people and may change. Every output is safe for
+its medium whatever the file names hold (:mod:`auditor.report.escape`): control and bidi characters are
+shown as ``\\x1b``/``\\u202e`` escapes in text, HTML, JUnit (valid XML 1.0) and Prometheus labels, and
+JSON-escaped in JSON, JSON Lines and SARIF, which keep the exact strings.
 """
 
 from __future__ import annotations

@@ -19,6 +19,7 @@ from rich.table import Table
 from rich.text import Text
 
 from auditor.findings import Severity
+from auditor.report.escape import escaped
 from auditor.report.model import TOOL_NAME, Report
 from auditor.report.terminal import (
     STYLES,
@@ -64,6 +65,15 @@ def _cell(value: Any) -> str:
     return "" if value is None else str(value)
 
 
+def _incomplete(r: dict[str, Any]) -> Text | str:
+    """The offsets of a replica that could not be read (KA691): ``from..last`` or ``from..`` (to the end)."""
+    lo = r.get("incompleteFrom")
+    if lo is None:
+        return ""
+    hi = r.get("incompleteTo")
+    return Text(f"{lo}..{hi - 1}" if hi is not None else f"{lo}..", style=STYLES[Severity.ERROR])
+
+
 def replicas_table(replicas: list[dict[str, Any]]) -> Table:
     """The replicas of one partition side by side (numbers are never cut: headers wrap instead)."""
     rows = []
@@ -73,13 +83,16 @@ def replicas_table(replicas: list[dict[str, Any]]) -> Table:
             [
                 str(r["broker"]),
                 r.get("role", ""),
-                _cell(r.get("logEndOffset")),
+                # an unknown log end offset (unreadable to the end, KA691) shows its lower bound
+                ("≥" if r.get("logEndOffsetKnown") is False else "") + _cell(r.get("logEndOffset")),
                 _cell(r.get("highWatermark")),
                 _cell(r.get("logStartOffset")),
                 _cell(r.get("latestEpoch")),
                 _cell(r.get("divergence")),
                 _cell(r.get("truncationOffset")),
                 Text(str(lost), style=STYLES[Severity.CRITICAL] if lost else ""),
+                _cell(r.get("lagRecords")),
+                _incomplete(r),
                 _cell(r.get("tail")) if r.get("tail") not in (None, "end") else "",
             ]
         )
@@ -94,6 +107,8 @@ def replicas_table(replicas: list[dict[str, Any]]) -> Table:
         ("diverges\nat", "right"),
         ("Kafka\ntruncates to", "right"),
         ("lost\nrecords", "right"),
+        ("records\nbehind", "right"),
+        ("unreadable\noffsets", "left"),
         ("tail", "left"),
     )
     for i, (head, justify) in enumerate(heads):
@@ -187,6 +202,8 @@ def leaders_line(report: Report) -> Text | None:
 
 
 def build_audit(report: Report) -> Group:
+    """The audit report as Rich renderables; strings from the evidence made visible (escape.py)."""
+    report = escaped(report)
     parts: list = [header(report)]
     for err in report.errors:
         parts.append(Text(f"error: {err}", style="bold red"))

@@ -1,6 +1,7 @@
 """JUnit XML: one test suite per log dir (or input), one test case per partition replica plus one for the
 log dir itself; a case fails when one of its findings reaches ``--fail-on`` (the failure lists them all),
-findings below the threshold go to ``system-out``."""
+findings below the threshold go to ``system-out``. Valid XML 1.0 whatever the file names (see
+:mod:`auditor.report.escape`)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import IO
 from xml.etree import ElementTree as ET
 
 from auditor.findings import Finding
+from auditor.report.escape import escaped
 from auditor.report.model import TOOL_NAME, Report
 
 
@@ -25,6 +27,10 @@ def _line(f: Finding) -> str:
 
 
 def junit_tree(report: Report) -> ET.Element:
+    """The JUnit document. Every string from the evidence is made :func:`~auditor.report.escape.visible`
+    first: XML 1.0 cannot carry most C0 controls even as character references, so a file name holding ESC
+    or NUL would otherwise make the whole report unparsable."""
+    report = escaped(report)
     suites = ET.Element("testsuites", name=f"{TOOL_NAME} {report.command}")
     by_dir: dict[str, dict[str, list[Finding]]] = {}
     broker_of: dict[str, str] = {}

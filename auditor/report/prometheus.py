@@ -10,11 +10,15 @@ from collections import Counter
 from typing import IO
 
 from auditor.findings import Severity
+from auditor.report.escape import visible
 from auditor.report.model import Report
 
 
 def _escape(value: object) -> str:
-    return str(value).replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+    """A label value as the text exposition format wants it: backslash, double quote and line feed escaped
+    (https://prometheus.io/docs/instrumenting/exposition_formats/), after every other control or bidi
+    character was made :func:`~auditor.report.escape.visible` (so ``\\x1b`` reads back as that text)."""
+    return visible(str(value)).replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
 
 
 def _labels(**kw: object) -> str:

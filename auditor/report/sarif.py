@@ -3,7 +3,9 @@
 Levels: critical and error -> ``error``, warning -> ``warning``, info -> ``note``. Files are given relative to
 their log dir (``uriBaseId`` ``LOGDIR<n>``, resolved in ``originalUriBaseIds``) with the byte position as
 ``region.byteOffset``; the topic-partition is a logical location. Kafka's terms (broker, offsets, epoch,
-evidence) are in each result's ``properties``.
+evidence) are in each result's ``properties``, exactly as found; the human-facing ``message.text`` has its
+control and bidi characters made visible (:mod:`auditor.report.escape`) and artifact URIs are
+percent-encoded (RFC 3986), whatever bytes the file names hold.
 """
 
 from __future__ import annotations
@@ -12,8 +14,10 @@ import json
 import os
 from pathlib import Path
 from typing import IO, Any
+from urllib.parse import quote
 
 from auditor.findings import Finding, Severity
+from auditor.report.escape import visible
 from auditor.report.model import SCHEMA_VERSION, TOOL_NAME, TOOL_URI, Report
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -58,7 +62,8 @@ def _location(f: Finding, bases: dict[str, str]) -> dict[str, Any]:
     if f.file:
         base = bases.get(f.log_dir or "")
         if base and f.log_dir and os.path.abspath(f.file).startswith(os.path.abspath(f.log_dir) + os.sep):
-            artifact = {"uri": Path(os.path.relpath(f.file, f.log_dir)).as_posix(), "uriBaseId": base}
+            rel = Path(os.path.relpath(f.file, f.log_dir)).as_posix()
+            artifact = {"uri": quote(os.fsencode(rel), safe="/"), "uriBaseId": base}
         else:
             artifact = {"uri": Path(os.path.abspath(f.file)).as_uri()}
         physical: dict[str, Any] = {"artifactLocation": artifact}
@@ -96,7 +101,7 @@ def sarif_dict(report: Report) -> dict[str, Any]:
                 "ruleIndex": index[f.code],
                 "level": LEVELS[f.severity],
                 "kind": "fail",
-                "message": {"text": f.message},
+                "message": {"text": visible(f.message)},
                 "locations": [loc] if loc else [],
                 "partialFingerprints": {"kafkaAuditorFinding/v1": f.fingerprint()},
                 "properties": {
@@ -136,7 +141,7 @@ def sarif_dict(report: Report) -> dict[str, Any]:
                         "exitCode": report.exit_code,
                         "commandLine": f"{TOOL_NAME} {report.command}",
                         "toolExecutionNotifications": [
-                            {"level": "error", "message": {"text": e}} for e in report.errors
+                            {"level": "error", "message": {"text": visible(e)}} for e in report.errors
                         ],
                     }
                 ],

@@ -16,6 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from auditor.findings import Finding, Severity
+from auditor.report.escape import escaped
 from auditor.report.model import TOOL_NAME, Report
 
 STYLES = {
@@ -31,10 +32,16 @@ def make_console(
     out: IO[str], *, color: bool | None = None, width: int | None = None, record: bool = False
 ) -> Console:
     """A console for ``out``: colour when ``color`` (None: when ``out`` is a terminal and NO_COLOR is
-    unset)."""
+    unset). Colour asked for explicitly is drawn even where Rich would detect none (piped, ``TERM=dumb``).
+    Console markup is off: text from the evidence (``[bold]``, ``[link=...]`` in a file name) prints as
+    is."""
     is_tty = hasattr(out, "isatty") and out.isatty()
+    requested = bool(color)
     if color is None:
         color = is_tty and not os.environ.get("NO_COLOR")
+    system = "auto"
+    if requested and (not is_tty or os.environ.get("TERM", "dumb") in ("dumb", "unknown")):
+        system = "standard"
     if width is None and not is_tty:
         try:
             width = int(os.environ.get("COLUMNS", DEFAULT_WIDTH))
@@ -43,9 +50,10 @@ def make_console(
     return Console(
         file=out,
         width=width,
-        color_system="auto" if color else None,
+        color_system=system if color else None,
         no_color=not color,
         force_terminal=color and not is_tty or None,
+        markup=False,
         highlight=False,
         emoji=False,
         record=record,
@@ -208,6 +216,8 @@ def verdict(report: Report) -> Text:
 
 
 def build(report: Report) -> Group:
+    """The whole report as Rich renderables, every string from the evidence made :func:`visible`."""
+    report = escaped(report)
     parts: list = [header(report)]
     for err in report.errors:
         parts.append(Text(f"error: {err}", style="bold red"))

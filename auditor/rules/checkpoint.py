@@ -5,7 +5,7 @@ cache against the batches' partitionLeaderEpoch (spec §17.5).
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from auditor.facts import LogDirContext, ParsedFile, PartitionContext
 from auditor.findings import Severity
@@ -147,19 +147,26 @@ def partition_metadata_malformed(part: PartitionContext) -> Iterator[Violation]:
 )
 def meta_properties_invalid(ld: LogDirContext) -> Iterator[Violation]:
     """
-    What it finds: a log dir without ``meta.properties``, one Kafka cannot read (unknown version, missing
-    node.id or cluster.id for version 1, unparsable directory.id), and, as warnings, values Kafka accepts but
-    that look wrong (reserved directory ID, cluster.id that is not a UUID, unknown keys, ignored keys).
+    What it finds: a log dir without ``meta.properties``; one Kafka cannot read (unknown version, missing
+    node.id or cluster.id for version 1, unparsable directory.id); one that names no node: empty (0 bytes),
+    stripped to comments and blank lines, or a version 0 file without ``broker.id``; and, as warnings, values
+    Kafka accepts but that look wrong (reserved directory ID, cluster.id missing or not a UUID, unknown keys,
+    ignored keys).
     Why it matters: ``meta.properties`` identifies the node and cluster owning the directory; a KRaft node
     refuses to start on a log dir without it ("No meta.properties found ... have you run kafka-storage.sh to
-    format the directory?") or with inconsistent identities (MetaPropertiesEnsemble.verify). Without it the
-    auditor cannot tell which broker the findings belong to.
+    format the directory?"), without a node or cluster ID ("Error: node ID not found in <dir>"; Kafka's
+    reader takes an empty file for a version 0 file without ``broker.id``) or with inconsistent identities
+    (MetaPropertiesEnsemble.verify). Without a node ID the auditor cannot tell which broker the findings
+    belong to, and ``audit`` skips the log dir.
     What to do: restore it from a backup or another log dir of the same broker (same node.id and cluster.id,
-    a fresh directory.id); check that the copy of the log dir is complete.
+    a fresh directory.id); check that the copy of the log dir is complete (an empty file often means the
+    copy or the disk lost the file's data after a crash).
     References: KIP-631, KIP-858, spec §12.2.
     """
     meta = ld.meta
     if not meta.present:
+        if any(f.name == "meta.properties" for f in ld.inventory.special):
+            return  # a FIFO, socket or device of that name: KA515 says what it is
         if ld.inventory.partitions or ld.inventory.checkpoints:
             yield Violation(
                 f"no meta.properties in {ld.path}; a KRaft node refuses to start on this log dir",
@@ -168,6 +175,15 @@ def meta_properties_invalid(ld: LogDirContext) -> Iterator[Violation]:
         return
     if meta.error is not None:
         yield _error_violation(meta, "Kafka refuses to start on this log dir")
+    elif meta.ok and (why := meta.value.identity_problem()) is not None:
+        size = ld.inventory.meta_properties.size if ld.inventory.meta_properties else None
+        what = "is empty (0 bytes)" if size == 0 and not meta.value.raw else why
+        yield Violation(
+            f"meta.properties {what}; no node ID: the log dir belongs to no broker and a KRaft node refuses "
+            "to start on it",
+            file=meta.path,
+            evidence={"bytes": size, "properties": sorted(meta.value.raw), "problems": meta.value.problems},
+        )
     elif meta.ok and meta.value.problems:
         yield Violation(
             f"meta.properties: {'; '.join(meta.value.problems)}",
@@ -222,19 +238,44 @@ def checkpoint_suspicious(ld: LogDirContext) -> Iterator[Violation]:
         if not parsed.ok:
             continue
         ckpt = parsed.value
-        for warning in ckpt.warnings:
-            yield Violation(f"{name}: {warning}", file=parsed.path, evidence={"warning": warning})
-        for (topic, partition, offset), line_offset in zip(ckpt.entries, ckpt.line_offsets, strict=True):
-            if offset < 0:
-                yield Violation(
-                    f"{name}: {topic}-{partition} has offset {offset}",
-                    file=parsed.path,
-                    position=line_offset,
-                    topic=topic,
-                    partition=partition,
-                    expected="offset >= 0",
-                    found=offset,
-                )
+        yield from _capped(_suspicious(name, parsed.path, ckpt), name, parsed.path, "suspicious entries")
+
+
+def _suspicious(name: str, path: str, ckpt) -> Iterator[Callable[[], Violation]]:
+    for warning in ckpt.warnings:
+        yield lambda w=warning: Violation(f"{name}: {w}", file=path, evidence={"warning": w})
+    for (topic, partition, offset), line_offset in zip(ckpt.entries, ckpt.line_offsets, strict=True):
+        if offset < 0:
+            yield lambda t=topic, p=partition, o=offset, at=line_offset: Violation(
+                f"{name}: {t}-{p} has offset {o}",
+                file=path,
+                position=at,
+                topic=t,
+                partition=p,
+                expected="offset >= 0",
+                found=o,
+            )
+
+
+PER_FILE_CAP = 20
+"""Findings of one kind per checkpoint file; past it one more finding gives the count (a 16 MB checkpoint
+would otherwise make hundreds of thousands of findings)."""
+
+
+def _capped(found: Iterator[Callable[[], Violation]], name: str, path: str, what: str) -> Iterator[Violation]:
+    """The first :data:`PER_FILE_CAP` findings (built only for those), then one with the count of the rest."""
+    more = 0
+    for i, make in enumerate(found):
+        if i < PER_FILE_CAP:
+            yield make()
+        else:
+            more += 1
+    if more:
+        yield Violation(
+            f"{name}: {more} more {what} (only the first {PER_FILE_CAP} are listed)",
+            file=path,
+            evidence={"notListed": more},
+        )
 
 
 @rule(
@@ -260,19 +301,34 @@ def checkpoint_orphan(ld: LogDirContext) -> Iterator[Violation]:
         ckpt = ld.checkpoint(name)
         if ckpt is None:
             continue
-        for (topic, partition, offset), line_offset in zip(ckpt.entries, ckpt.line_offsets, strict=True):
-            if (topic, partition) not in hosted:
-                yield Violation(
-                    f"{name} lists {topic}-{partition} (offset {offset}) but this log dir has no directory "
-                    "for it",
-                    file=os.path.join(ld.path, name),
-                    position=line_offset,
-                    topic=topic,
-                    partition=partition,
-                )
+        path = os.path.join(ld.path, name)
+        yield from _capped(_orphans(name, path, ckpt, hosted), name, path, "entries without a directory")
+
+
+def _orphans(name: str, path: str, ckpt, hosted: set[tuple[str, int]]) -> Iterator[Callable[[], Violation]]:
+    for (topic, partition, offset), line_offset in zip(ckpt.entries, ckpt.line_offsets, strict=True):
+        if (topic, partition) not in hosted:
+            yield lambda t=topic, p=partition, o=offset, at=line_offset: Violation(
+                f"{name} lists {t}-{p} (offset {o}) but this log dir has no directory for it",
+                file=path,
+                position=at,
+                topic=t,
+                partition=p,
+            )
 
 
 # ------------------------------------------------------------------------------------------ epoch cache
+
+
+def _head(items: list) -> list[list]:
+    """The first :data:`PER_FILE_CAP` items as lists (evidence stays small for a file of a million lines)."""
+    return [list(item) for item in items[:PER_FILE_CAP]]
+
+
+def _listed(items: list) -> str:
+    """``[[e, s], ...]`` of at most :data:`PER_FILE_CAP` items, with the count of the others."""
+    more = len(items) - PER_FILE_CAP
+    return f"{_head(items)}" + (f" and {more} more" if more > 0 else "")
 
 
 def _cache(part: PartitionContext) -> list[tuple[int, int]] | None:
@@ -328,8 +384,8 @@ def epoch_cache_not_increasing(part: PartitionContext) -> Iterator[Violation]:
             epoch=epoch,
             offset_start=start,
             expected="strictly increasing epochs and start offsets",
-            found=[list(e) for e in part.leader_epochs.value.entries],
-            evidence={"dropped": [list(d) for d in dropped]},
+            found=_head(part.leader_epochs.value.entries),
+            evidence={"dropped": _head(dropped), "droppedCount": len(dropped)},
         )
 
 
@@ -369,7 +425,7 @@ def epoch_cache_beyond_leo(part: PartitionContext) -> Iterator[Violation]:
             offset_end=start,
             expected=f"start offset <= {leo}",
             found=start,
-            evidence={"entries": [list(b) for b in beyond], "logEndOffset": leo},
+            evidence={"entries": _head(beyond), "count": len(beyond), "logEndOffset": leo},
         )
 
 
@@ -416,14 +472,14 @@ def epoch_cache_missing_epoch(part: PartitionContext) -> Iterator[Violation]:
         seen.add(epoch)
         yield Violation(
             f"batches from offset {first} carry leader epoch {epoch}, but the cache holds "
-            f"{[list(c) for c in cache]}",
+            f"{_listed(cache)}",
             file=part.leader_epochs.path,
             offset_start=first,
             offset_end=last,
             epoch=epoch,
             expected=f"an entry ({epoch}, {first})",
-            found=[list(c) for c in cache],
-            evidence={"firstBatchPosition": position},
+            found=_head(cache),
+            evidence={"firstBatchPosition": position, "cacheEntries": len(cache)},
         )
 
 

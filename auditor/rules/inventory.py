@@ -8,12 +8,18 @@ import os
 from collections.abc import Iterator
 
 from auditor.facts import LogDirContext, PartitionContext
+from auditor.filetypes import FILE_KINDS
 from auditor.findings import Severity
-from auditor.inventory import FileInfo
+from auditor.inventory import FileInfo, PartitionDir
 from auditor.kraft import METADATA_TOPIC_ID
 from auditor.rules.registry import Violation, rule
 
 LIST_CAP = 20
+
+
+def _kind(info: FileInfo) -> str:
+    """``log segment``, ``offset index``, ``offset checkpoint`` ...: the kind without its file names."""
+    return FILE_KINDS.get(info.kind, info.kind).split(" (")[0]
 
 
 def _names(files: list[FileInfo]) -> list[str]:
@@ -421,8 +427,9 @@ def duplicate_partition(ld: LogDirContext) -> Iterator[Violation]:
     Why it matters: a broker refuses to start when a partition lives in two of its log dirs ("Duplicate log
     directories for T-P are found in both ..."); one of the two is a leftover of a failed move between log
     dirs (KAFKA-16082) and may hold different data.
-    What to do: compare both copies (``audit`` can compare them as replicas); keep the newer one on the
-    broker and the other in the evidence.
+    What to do: compare both copies (``dump`` them, or ``audit`` each copy in its own run with the other
+    brokers: one audit refuses two copies of one replica); keep the newer one on the broker and the other in
+    the evidence.
     References: KIP-113, KAFKA-16082, spec §13.1.
     """
     me = ld.meta_value
@@ -452,3 +459,94 @@ def duplicate_partition(ld: LogDirContext) -> Iterator[Violation]:
                     partition=p.partition,
                     related=[{"logDir": other.path, "file": p.path}],
                 )
+
+
+@rule(
+    "KA515",
+    "inventory.not-regular-file",
+    Severity.ERROR,
+    "A FIFO, socket, device or directory where Kafka keeps a regular file",
+    scope="logdir",
+)
+def not_regular_file(ld: LogDirContext) -> Iterator[Violation]:
+    """
+    What it finds: an entry of the log dir or of a partition directory that is not a regular file (a FIFO,
+    a socket, a character or block device), directly or through a symbolic link, whatever its name: a
+    segment, index, snapshot, checkpoint, ``meta.properties``, ``quorum-state``, ``.kafka_cleanshutdown`` or
+    an unknown name; and a directory inside a partition directory named like one of Kafka's files. The evidence gives its type and, for a link, the link's text and where it resolves.
+    Why it matters: Kafka only ever writes regular files into a log dir (through ``FileChannel`` and atomic
+    renames); a special file there was put by hand or by another program, and its bytes are not evidence of
+    anything the broker wrote. Kafka's log loading lists segment files with ``File.isFile`` (regular files
+    only) and so skips it as if the segment, index or snapshot were missing; reading a checkpoint or
+    ``meta.properties`` of that kind would block (a FIFO without a writer), never end (``/dev/zero``) or
+    fail. The auditor never opens it: every other check treats the file as absent.
+    What to do: find out who created it and why; restore the real file from a backup or another replica if
+    one existed under that name. When copying the log dir for evidence, skip special files (``cp -rL``
+    blocks on a FIFO and copies a device's endless stream; ``rsync`` without ``--devices --specials`` skips
+    them).
+    References: spec §13, §17.3 (LogLoader); POSIX open(2) on FIFOs (blocks until a writer opens).
+    """
+    for part, info in ld.inventory.special_files():
+        where = part.name if part is not None else "the log dir root"
+        named = "a name Kafka does not use" if info.kind == "unknown" else f"named like Kafka's {_kind(info)}"
+        link = ""
+        evidence: dict = {"file": info.path, "fileType": info.file_type, "namedLike": info.kind}
+        if info.link_target is not None:
+            resolved = os.path.realpath(info.path)
+            link = f" through a symbolic link to {info.link_target}"
+            evidence |= {"linkTarget": info.link_target, "resolvedTarget": resolved}
+        yield Violation(
+            f"{info.name} in {where} is {info.file_type}{link}, not a regular file ({named}); not read",
+            file=info.path,
+            topic=part.topic if part is not None else None,
+            partition=part.partition if part is not None else None,
+            evidence=evidence,
+        )
+
+
+@rule(
+    "KA516",
+    "inventory.symlink-outside-log-dir",
+    Severity.WARNING,
+    "A file or partition directory is a symbolic link leading out of the log dir",
+    scope="logdir",
+)
+def symlink_outside_log_dir(ld: LogDirContext) -> Iterator[Violation]:
+    """
+    What it finds: a segment, index, snapshot, checkpoint or other entry of the log dir, or a partition
+    directory, that is a symbolic link whose target resolves outside the log dir. Links that stay inside
+    the log dir, and a log dir that is itself reached through a symbolic link, are not reported; special
+    files behind links are reported by KA515 instead.
+    Why it matters: Kafka never creates symbolic links in a log dir: it writes, renames and deletes regular
+    files in place. A link out of the log dir means the copy under audit is not self-contained (the linked
+    file may change or vanish independently of it, and a copy made with ``cp -r`` keeps the link, not the
+    data) or that someone replaced the broker's file with another one.
+    What to do: check where the link points and who created it; for evidence, copy the log dir with links
+    dereferenced (``cp -rL``, ``rsync -L``) after making sure the targets are regular files, and audit the
+    copy.
+    References: spec §13.
+    """
+    by_dir: dict[str, list[tuple[FileInfo | PartitionDir, str]]] = {}
+    parts: dict[str, PartitionDir | None] = {}
+    for part, entry, target in ld.inventory.links_outside():
+        key = part.path if part is not None else ld.path
+        by_dir.setdefault(key, []).append((entry, target))
+        parts[key] = part
+    for key, links in by_dir.items():
+        part = parts[key]
+        where = part.name if part is not None else "the log dir root"
+        shown = links[:LIST_CAP]
+        yield Violation(
+            f"{len(links)} symbolic link(s) in {where} lead out of the log dir: "
+            + ", ".join(f"{entry.name} -> {target}" for entry, target in shown),
+            file=shown[0][0].path,
+            topic=part.topic if part is not None else None,
+            partition=part.partition if part is not None else None,
+            evidence={
+                "links": [
+                    {"file": entry.path, "linkTarget": entry.link_target, "resolvedTarget": target}
+                    for entry, target in shown
+                ],
+                "count": len(links),
+            },
+        )

@@ -156,17 +156,71 @@ INFERRED = declare(
     scope="cluster",
 )
 
+REPLICA_LAG = declare(
+    "KA630",
+    "replication.replica-lag",
+    Severity.INFO,
+    "A follower is behind the current leader (its log is a prefix of the leader's)",
+    """
+    What it finds: a follower whose log end offset is below the current leader's while its log is a prefix of
+    the leader's (no divergence, KA601): the records, bytes and batches the leader holds from the follower's
+    log end offset on, the leader epoch at that offset, and whether the KRaft metadata has the follower in
+    the ISR. Warning when the metadata has it out of the ISR, or when the leader's newest batch is more than
+    replica.lag.time.max.ms (Kafka's default, 30 s) newer than the first batch the follower lacks (batch max
+    timestamps: CreateTime unless the topic uses LogAppendTime, so approximate); info otherwise (a copy of a
+    running cluster always shows followers a few batches behind). Not reported for a replica whose log end
+    offset is unknown (KA691).
+    Why it matters: nothing is lost, the follower catches up by fetching; but a follower out of the ISR does
+    not count towards min.insync.replicas, and if the leader fails now an unclean election of this follower
+    would lose these records (they would become KA710). A follower far behind after a crash (SIGKILL,
+    power loss) is the usual explanation of a shrunk ISR.
+    What to do: nothing if the broker is running and the lag shrinks; otherwise check the follower's fetcher
+    (replica fetcher threads, network, disk) and keep unclean.leader.election.enable off while it is out of
+    the ISR.
+    References: KIP-16 (ISR by time, replica.lag.time.max.ms), KIP-537 (30 s default), KIP-966, spec §17.1.
+    """,
+    scope="cluster",
+)
+
 UNREADABLE = declare(
     "KA690",
     "replication.replica-unreadable",
     Severity.WARNING,
     "A replica could not be read completely",
     """
-    What it finds: a partition replica whose segments, leader-epoch-checkpoint, records or partition.metadata
-    could not be read while extracting it for the audit.
+    What it finds: a partition replica whose leader-epoch-checkpoint, partition.metadata or (compacted
+    partitions) record contents could not be read while extracting it for the audit. Unreadable segments
+    are KA691.
     Why it matters: the comparison of that replica is based on what could be read only.
     What to do: run ``kafka-auditor scan`` on that log directory for the exact file and byte position.
     References: none (auditor behaviour).
+    """,
+    scope="cluster",
+)
+
+INCOMPLETE = declare(
+    "KA691",
+    "replication.replica-incomplete",
+    Severity.ERROR,
+    "Part of a replica's log could not be read; it is compared outside that part only",
+    """
+    What it finds: a partition replica whose batches could not be read from some offset on: a segment that is
+    not a regular file (a directory, FIFO, socket or device named like a segment), that cannot be opened or
+    read (permission denied, an I/O error), whose entries do not parse, or a segment that is not the last and
+    stops early (a corrupt or torn entry before the next segment's base offset). The finding names the file
+    and why, and the offsets from the first unreadable one to the next readable segment (or to the end of the
+    log, when the last segment is unreadable: the log end offset is then unknown, at least the base offset
+    of that segment). The audit exits with status 2.
+    Why it matters: the comparisons skip that span on this replica: no divergence (KA601), no loss (KA710,
+    KA711) and no epoch finding (KA604) is derived from it, a replica whose log end offset is unknown gets no
+    high-watermark check that needs it (KA701, KA702 as leader), no truncation point (KA602) and no lag
+    (KA630). Records there may be committed and held nowhere else. Kafka itself stops on such a log: an I/O
+    error on a segment takes the whole log directory offline (KafkaStorageException), and recovery truncates
+    at an entry it cannot read and deletes the later segments.
+    What to do: copy the file with a tool that reports read errors (ddrescue for a failing disk), fix its type
+    or permissions on the copy, and audit the copy; ``kafka-auditor scan`` of the log directory gives the byte
+    position. Until then, do not let this replica lead.
+    References: KAFKA-4763 (log dir failure handling, KIP-112), KIP-112, spec §17.1, §17.3.
     """,
     scope="cluster",
 )
@@ -281,7 +335,9 @@ CODES = tuple(
         OFFLINE,
         LEADER_ABSENT,
         INFERRED,
+        REPLICA_LAG,
         UNREADABLE,
+        INCOMPLETE,
         HW_ABOVE_LEO,
         HW_ABOVE_LEADER_LEO,
         HW_BELOW_LOG_START,

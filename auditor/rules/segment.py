@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from auditor.facts import PartitionContext, SegmentFacts
 from auditor.findings import Severity
 from auditor.rules.registry import Violation, rule
+from parsers.files import open_regular_file
 
 ZERO_PROBE = 1 << 20
 
@@ -148,7 +149,7 @@ def torn_tail(seg: SegmentFacts, part: PartitionContext) -> Iterator[Violation]:
 def _all_zero(path: str, position: int, size: int) -> bool | None:
     """Whether the bytes from ``position`` are zero (first MiB only); None when unreadable."""
     try:
-        with open(path, "rb") as fh:
+        with open_regular_file(path) as fh:
             fh.seek(position)
             chunk = fh.read(min(size - position, ZERO_PROBE))
     except OSError:
@@ -318,6 +319,73 @@ def control_record_invalid(seg: SegmentFacts, part: PartitionContext) -> Iterato
             file=seg.path,
             position=bad["position"],
             evidence={"error": bad["message"]},
+        )
+
+
+@rule(
+    "KA111",
+    "segment.records-undecodable",
+    Severity.ERROR,
+    "A CRC-valid batch whose records do not decode",
+    scope="segment",
+    lifecycle="preview",
+)
+def records_undecodable(seg: SegmentFacts, part: PartitionContext) -> Iterator[Violation]:
+    """
+    What it finds: a CRC-valid v2 data batch whose records section cannot be read the way a consumer reads
+    it: invalid compression codec bits, a compressed stream that is damaged or decompresses past the
+    auditor's 64 MiB limit (a decompression bomb), a record whose length, key, value or header lengths run
+    past it (a key length of 2^30), or a record count that lies (fewer records than ``recordsCount``, or
+    bytes left after that many). Runs with ``scan --deep`` (or ``--select KA111``): it decodes every
+    record, which costs far more than the header walk of a default scan.
+    Why it matters: the CRC-32C only proves the bytes are those the producer (or the leader, which
+    validated them) wrote; Kafka's consumers and followers decode the records and fail on these batches
+    with ``CorruptRecordException``/``InvalidRecordException`` ("Incorrect declared batch size", "Invalid
+    record size"), so the partition cannot be consumed past this offset. Brokers validate records on produce
+    (``LogValidator``), so such a batch came from a writer that bypassed validation or a tool that rewrote
+    the segment and its CRC.
+    What to do: dump the batch (``kafka-auditor dump --deep``: the marker names the byte where decoding
+    failed); compare with the other replicas (``audit``); if every replica holds it, consumers must skip
+    the batch's offsets (``kafka-consumer-groups.sh --reset-offsets --shift-by``).
+    A batch declaring more than 1,048,576 records (``MAX_RECORDS_PER_BATCH``: the bound on the time one
+    batch may cost; Kafka's own readers iterate any int32 count) is reported as a warning, not decoded.
+    References: KIP-98 (record batch format), KAFKA-5316, KAFKA-7585.
+    """
+    for big in seg.not_decoded[:1]:
+        more = f" ({seg.not_decoded_count} such batches)" if seg.not_decoded_count > 1 else ""
+        yield Violation(
+            f"{_name(seg)}: records of the batch at offset {big['baseOffset']} (position {big['position']}) "
+            f"were not checked: {big['reason']}{more}",
+            file=seg.path,
+            position=big["position"],
+            severity=Severity.WARNING,
+            evidence={
+                "baseOffset": big["baseOffset"],
+                "position": big["position"],
+                "recordsCount": big["recordsCount"],
+                "reason": big["reason"],
+                "batches": seg.not_decoded_count,
+            },
+        )
+    for bad in seg.undecodable[:1]:
+        more = f" ({seg.undecodable_count} such batches)" if seg.undecodable_count > 1 else ""
+        yield Violation(
+            f"{_name(seg)}: records of the batch at offset {bad['baseOffset']} (position {bad['position']}) "
+            f"do not decode at byte {bad['failedAt']}: {bad['reason']}{more}",
+            file=seg.path,
+            position=bad["position"],
+            evidence={
+                "baseOffset": bad["baseOffset"],
+                "position": bad["position"],
+                "failedAt": bad["failedAt"],
+                "reason": bad["reason"],
+                "recordsCount": bad["recordsCount"],
+                "batches": seg.undecodable_count,
+                "examples": [
+                    {k: b[k] for k in ("baseOffset", "position", "failedAt", "reason")}
+                    for b in seg.undecodable[1:]
+                ],
+            },
         )
 
 

@@ -195,7 +195,13 @@ def run_audit(
     with _small_input_settings(spark, inputs):
         tables = load(spark, inputs)
         frames = compare.audit(tables, **({"chunk_bits": chunk_bits} if chunk_bits else {}))
-        collected: dict[str, list[dict]] = {"finding": [], "summary": [], "timeline": [], "loss": []}
+        collected: dict[str, list[dict]] = {
+            "finding": [],
+            "summary": [],
+            "timeline": [],
+            "loss": [],
+            "lag": [],
+        }
         for row in frames.results.collect():
             collected[row["kind"]].append(json.loads(row["payload"]))
         result = _assemble(collected, tables, frames)
@@ -219,9 +225,16 @@ def run_audit(
 
 
 def _assemble(collected: dict[str, list[dict]], tables, frames) -> AuditResult:
+    from auditor.replication import lag_finding
+
     replicas = collected["summary"]
     loss = collected["loss"]
     findings = _aggregate_offline([finding_from_row(r) for r in collected["finding"]])
+    findings += [finding_from_row(lag_finding(row)) for row in collected["lag"]]
+    lag_by = {
+        (g["cluster"], g["topic"], g["partition"], g["broker"]): int(g["records"] or 0)
+        for g in collected["lag"]
+    }
     for cluster in _inferred_clusters(replicas):
         findings.append(
             finding_from_row(
@@ -240,17 +253,24 @@ def _assemble(collected: dict[str, list[dict]], tables, frames) -> AuditResult:
         if run["kind"] == "committed":
             key = (run["cluster"], run["topic"], run["partition"], run["broker"])
             lost_by[key] = lost_by.get(key, 0) + int(run["records"])
+    problems = list(tables.problems)
     for r in replicas:
-        r["lost_records"] = lost_by.get((r["cluster"], r["topic"], r["partition"], r["broker"]), 0)
+        key = (r["cluster"], r["topic"], r["partition"], r["broker"])
+        r["lost_records"] = lost_by.get(key, 0)
+        r["lag_records"] = lag_by.get(key)
+        if r.get("unreadable_from") is not None:
+            # the audit could not read all its input: exit 2 (KA691 has the details)
+            problems.append(
+                f"broker {r['broker']} {r['topic']}-{r['partition']} ({r['log_dir']}): incomplete from "
+                f"offset {r['unreadable_from']}: {r.get('unreadable')}"
+            )
     # epoch timelines of every partition with a divergence or a loss
     timelines: dict[tuple, list[dict[str, Any]]] = {}
     for d in collected["timeline"]:
         timelines.setdefault((d["cluster"], d["topic"], d["partition"]), []).append(d)
     for rows_ in timelines.values():
         rows_.sort(key=lambda d: (d["broker"], d["first"]))
-    return AuditResult(
-        findings, replicas, loss, timelines, list(tables.problems), frames=frames, tables=tables
-    )
+    return AuditResult(findings, replicas, loss, timelines, problems, frames=frames, tables=tables)
 
 
 # ------------------------------------------------------------------------------------------------ --save

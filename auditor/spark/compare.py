@@ -25,6 +25,13 @@ compared with the leader's batch at the same base offset; a differing batch's re
 watermark checkpointed by a replica holding that same batch were committed and are lost when the follower
 truncates, the rest is a divergent uncommitted tail.
 
+A replica that could not be read completely (an unreadable span ``[unreadable_from, unreadable_to)`` in its
+replica row, ``unreadable_to`` null when it runs to the end of the log) is compared outside that span only:
+batches and records overlapping it are left out of its pairs' comparison, and a follower's batches overlapping
+the leader's span are never counted as lost (the leader may hold them). Lag (KA630): for every follower whose
+log is a prefix of the leader's and ends below it, the leader's batches from the follower's LEO on are counted
+(records, bytes, the first and newest batch timestamps).
+
 Small intermediates are materialised with ``localCheckpoint`` (computed once, short plans); findings come out
 as rows in the ``rows.FINDING`` layout, collected with the per-replica summary in one action.
 """
@@ -59,6 +66,25 @@ ZONE_SCHEMA = T.StructType(
         T.StructField("leader", T.IntegerType()),
         T.StructField("leader_source", T.StringType()),
         T.StructField("from", T.LongType()),
+        T.StructField("leader_unreadable_from", T.LongType()),
+        T.StructField("leader_unreadable_to", T.LongType()),
+    ]
+)
+
+LAG_SCHEMA = T.StructType(
+    [
+        T.StructField("cluster", T.StringType()),
+        T.StructField("topic", T.StringType()),
+        T.StructField("partition", T.IntegerType()),
+        T.StructField("broker", T.IntegerType()),
+        T.StructField("log_dir", T.StringType()),
+        T.StructField("leader", T.IntegerType()),
+        T.StructField("leader_source", T.StringType()),
+        T.StructField("from", T.LongType()),
+        T.StructField("to", T.LongType()),
+        T.StructField("epoch", T.IntegerType()),
+        T.StructField("in_isr", T.BooleanType()),
+        T.StructField("isr", T.StringType()),
     ]
 )
 
@@ -83,6 +109,10 @@ SUMMARY_SCHEMA = T.StructType(
         T.StructField("compacted", T.BooleanType()),
         T.StructField("tail_state", T.StringType()),
         T.StructField("tail_bytes", T.LongType()),
+        T.StructField("leo_known", T.BooleanType()),
+        T.StructField("unreadable_from", T.LongType()),
+        T.StructField("unreadable_to", T.LongType()),
+        T.StructField("unreadable", T.StringType()),
         T.StructField("divergence", T.LongType()),
         T.StructField("truncation_offset", T.LongType()),
         T.StructField("epochs", T.StringType()),
@@ -121,6 +151,7 @@ def _rules(pdf: pd.DataFrame) -> pd.DataFrame:
         rows_out += [(tp, "zone", json.dumps(x)) for x in out.zones]
         rows_out += [(tp, "summary", json.dumps(x)) for x in out.summary]
         rows_out += [(tp, "timeline", json.dumps(x)) for x in out.timeline]
+        rows_out += [(tp, "lag", json.dumps(x)) for x in out.lags]
     return pd.DataFrame(rows_out, columns=["tp", "kind", "payload"])
 
 
@@ -178,11 +209,24 @@ def candidate_chunks(digest: DataFrame, replicas: DataFrame) -> DataFrame:
     )
 
 
+def _inside(first, last, lo: str, hi: str):
+    """Offsets ``first..last`` touch the unreadable span ``[lo, hi)`` (``hi`` null: to the end); false when
+    there is no span."""
+    return F.coalesce(
+        F.col(lo).isNotNull() & (last >= F.col(lo)) & (F.col(hi).isNull() | (first < F.col(hi))), F.lit(False)
+    )
+
+
+def _readable(first, last):
+    """Outside the unreadable spans of both members of a pair (columns ``u{a,b}_{from,to}``)."""
+    return ~_inside(first, last, "ua_from", "ua_to") & ~_inside(first, last, "ub_from", "ub_to")
+
+
 def first_divergence(candidates: DataFrame, pairs: DataFrame) -> DataFrame:
     """First offset where each replica pair (mode ``batch``) disagrees inside its common range, from the
-    batches of the candidate chunks only."""
+    batches of the candidate chunks only, outside what either replica could not read."""
     batch_pairs = pairs.where((F.col("mode") == "batch") & (F.col("lo") < F.col("hi"))).select(
-        "tp", "a", "b", "lo", "hi"
+        "tp", "a", "b", "lo", "hi", "ua_from", "ua_to", "ub_from", "ub_to"
     )
     at = F.struct("last_offset", "ple", "crc", "valid")
     is_a = F.col("broker") == F.col("a")
@@ -190,6 +234,7 @@ def first_divergence(candidates: DataFrame, pairs: DataFrame) -> DataFrame:
     return (
         candidates.join(F.broadcast(batch_pairs), "tp")
         .where((is_a | is_b) & (F.col("base_offset") < F.col("hi")) & (F.col("last_offset") >= F.col("lo")))
+        .where(_readable(F.col("base_offset"), F.col("last_offset")))
         .groupBy("tp", "a", "b", "lo", "hi", "base_offset")
         .agg(
             F.max(F.when(is_a, F.col("sig"))).alias("sa"),
@@ -223,7 +268,17 @@ def first_record_divergence(records: DataFrame, pairs: DataFrame) -> DataFrame:
     """Compacted partitions: first offset where a pair holds different records, or where one replica lacks a
     record at or above the other's cleaner offset (below it the cleaner may have removed it)."""
     record_pairs = pairs.where((F.col("mode") == "record") & (F.col("lo") < F.col("hi"))).select(
-        "tp", "a", "b", "lo", "hi", "cleaner_offset_a", "cleaner_offset_b"
+        "tp",
+        "a",
+        "b",
+        "lo",
+        "hi",
+        "cleaner_offset_a",
+        "cleaner_offset_b",
+        "ua_from",
+        "ua_to",
+        "ub_from",
+        "ub_to",
     )
     is_a = F.col("broker") == F.col("a")
     is_b = F.col("broker") == F.col("b")
@@ -231,6 +286,7 @@ def first_record_divergence(records: DataFrame, pairs: DataFrame) -> DataFrame:
     return (
         records.join(F.broadcast(record_pairs), "tp")
         .where((is_a | is_b) & (F.col("offset") >= F.col("lo")) & (F.col("offset") < F.col("hi")))
+        .where(_readable(F.col("offset"), F.col("offset")))
         .groupBy("tp", "a", "b", "lo", "hi", "offset", "cleaner_offset_a", "cleaner_offset_b")
         .agg(
             F.max(F.when(is_a, F.col("record_hash"))).alias("ha"),
@@ -262,7 +318,17 @@ def replica_pairs(replicas: DataFrame) -> DataFrame:
     """Every pair of replicas of a partition with its common range ``[lo, hi)`` and comparison mode:
     ``record`` for compacted partitions whose replicas all have record rows, else ``batch`` (for compacted
     partitions without record rows, only above both cleaner offsets, where nothing was cleaned)."""
-    cols = ("broker", "log_start", "leo", "hw", "cleaner_offset", "compacted", "has_records")
+    cols = (
+        "broker",
+        "log_start",
+        "leo",
+        "hw",
+        "cleaner_offset",
+        "compacted",
+        "has_records",
+        "unreadable_from",
+        "unreadable_to",
+    )
     a = replicas.select("tp", *[F.col(c).alias(f"{c}_a") for c in cols])
     b = replicas.select("tp", *[F.col(c).alias(f"{c}_b") for c in cols])
     compacted = F.col("compacted_a") | F.col("compacted_b")
@@ -277,6 +343,10 @@ def replica_pairs(replicas: DataFrame) -> DataFrame:
             F.col("broker_b").alias("b"),
             "cleaner_offset_a",
             "cleaner_offset_b",
+            F.col("unreadable_from_a").alias("ua_from"),
+            F.col("unreadable_to_a").alias("ua_to"),
+            F.col("unreadable_from_b").alias("ub_from"),
+            F.col("unreadable_to_b").alias("ub_to"),
             F.when(compacted & with_records, F.lit("record")).otherwise(F.lit("batch")).alias("mode"),
             F.when(
                 compacted & ~with_records,
@@ -301,6 +371,8 @@ def lost_batches(batches: DataFrame, replicas: DataFrame, zones: DataFrame) -> D
         F.min("from").alias("zone_lo"),
         F.first("leader").alias("leader"),
         F.first("leader_source").alias("leader_source"),
+        F.first("leader_unreadable_from").alias("lu_from"),
+        F.first("leader_unreadable_to").alias("lu_to"),
     )
     own = zones.select("tp", "broker", F.col("from").alias("own_from"))
     z = batches.join(F.broadcast(zone), "tp").where(F.col("last_offset") >= F.col("zone_lo"))
@@ -320,6 +392,8 @@ def lost_batches(batches: DataFrame, replicas: DataFrame, zones: DataFrame) -> D
             "leader_sig", F.max(F.when(F.col("broker") == F.col("leader"), F.col("sig"))).over(same_offset)
         )
         .where(F.col("broker") != F.col("leader"))
+        # the leader's batches there could not be read: whether it holds them is unknown
+        .where(~_inside(F.col("base_offset"), F.col("last_offset"), "lu_from", "lu_to"))
         .withColumn("start", start)
         .withColumn("differs", F.col("leader_sig").isNull() | (F.col("leader_sig") != F.col("sig")))
         .withColumn("c", F.col("differs") & (F.col("start") < F.col("committed_hw")))
@@ -367,6 +441,41 @@ def lost_runs(batches: DataFrame, replicas: DataFrame, zones: DataFrame) -> Data
     return committed.unionByName(uncommitted)
 
 
+def lag_counts(candidates: DataFrame, lags: DataFrame) -> DataFrame:
+    """Per lag row (a follower whose log is a prefix of the leader's, from its LEO ``from`` to the leader's
+    ``to``): the leader's records, bytes and batches there and the max timestamps of the first and newest of
+    those batches. The leader's batches above a follower's LEO are all in candidate chunks (the follower lacks
+    them, so the chunk digests differ)."""
+    leader = candidates.select(
+        "tp",
+        F.col("broker").alias("leader"),
+        F.col("base_offset").alias("b_base"),
+        F.col("last_offset").alias("b_last"),
+        F.col("records_count").alias("b_records"),
+        F.col("size").alias("b_size"),
+        F.col("max_timestamp").alias("b_ts"),
+    )
+    cond = (
+        (lags["tp"] == leader["tp"])
+        & (lags["leader"] == leader["leader"])
+        & (F.col("b_last") >= F.col("from"))
+        & (F.col("b_base") < F.col("to"))
+    )
+    keys = [lags[c] for c in lags.columns]
+    first_in = F.greatest(F.col("b_base"), F.col("from"))
+    return (
+        lags.join(leader, cond, "left")
+        .groupBy(*keys)
+        .agg(
+            F.sum(F.least(F.col("b_last") - first_in + 1, F.col("b_records"))).alias("records"),
+            F.sum("b_size").alias("bytes"),
+            F.count("b_base").alias("batches"),
+            F.min_by("b_ts", "b_base").alias("first_timestamp"),
+            F.max("b_ts").alias("last_timestamp"),
+        )
+    )
+
+
 PUSHDOWN_PARTITIONS = 500
 """Up to this many partitions with candidate chunks, the second scan filters on their offset spans so that
 Parquet skips the row groups (and the cache its batches) that cannot hold them."""
@@ -386,6 +495,7 @@ def batch_columns(batch: DataFrame, chunk_bits: int) -> DataFrame:
         "valid",
         "records_count",
         "size",
+        "max_timestamp",
         F.shiftright("base_offset", chunk_bits).alias("chunk"),
         F.xxhash64("base_offset", "last_offset", "crc", "partition_leader_epoch").alias("sig"),
     )
@@ -494,6 +604,7 @@ def audit(tables, chunk_bits: int = CHUNK_BITS) -> AuditFrames:
     rule_findings = part("finding", FINDING_SCHEMA).select("r.*")
     summary = part("summary", SUMMARY_SCHEMA).select("r.*")
     zones = part("zone", ZONE_SCHEMA).select("tp", "r.*")
+    lags = lag_counts(candidates, part("lag", LAG_SCHEMA).select("tp", "r.*"))
     runs = lost_runs(candidates, replicas, zones)
     loss = runs
 
@@ -567,6 +678,12 @@ def audit(tables, chunk_bits: int = CHUNK_BITS) -> AuditFrames:
                 F.to_json(F.struct(*[c for c in loss.columns if c != "tp"])).alias("payload"),
             )
         )
+        .unionByName(
+            lags.select(
+                F.lit("lag").alias("kind"),
+                F.to_json(F.struct(*[c for c in lags.columns if c != "tp"])).alias("payload"),
+            )
+        )
     )
     return AuditFrames(
         results=results,
@@ -581,6 +698,7 @@ def audit(tables, chunk_bits: int = CHUNK_BITS) -> AuditFrames:
             "candidates": candidates,
             "digest": digest,
             "zones": zones,
+            "lags": lags,
             "replicas": replicas,
         },
     )

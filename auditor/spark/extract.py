@@ -13,7 +13,6 @@ in the ``rows.EXTRACT`` layout, which :func:`split` turns into one flat DataFram
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,75 +21,14 @@ from auditor.extract import (
     LogDirInfo,
     PartitionTask,
     compacted_topics,
-    is_log_dir,
     metadata_for,
     plan_tasks,
     read_log_dir,
 )
+from auditor.spark.inputs import Inputs, Source, check_inputs, discover  # noqa: F401  (re-exported)
 
-_SKIP_DIRS = {"dumps", "_run"}
 SLICE_BYTES = 64 << 20
 """Segment bytes per extraction slice on small inputs."""
-
-
-@dataclass
-class Source:
-    """One input of an audit: a broker (or controller) log directory or a Parquet extract."""
-
-    kind: str  # "raw" | "parquet"
-    path: str
-    label: str | None = None  # cluster label overriding meta.properties cluster.id
-
-
-@dataclass
-class Inputs:
-    sources: list[Source] = field(default_factory=list)
-    problems: list[str] = field(default_factory=list)
-
-    @property
-    def raw(self) -> list[Source]:
-        return [s for s in self.sources if s.kind == "raw"]
-
-    @property
-    def parquet(self) -> list[Source]:
-        return [s for s in self.sources if s.kind == "parquet"]
-
-
-def discover(roots: list[str | os.PathLike], label: str | None = None, depth: int = 2) -> Inputs:
-    """Find log directories and Parquet extracts under ``roots``.
-
-    A root may be a log directory (``meta.properties`` or an offset checkpoint at its top), a ``.parquet``
-    extract, or a folder holding those up to ``depth`` levels down (``dumps`` and ``_run`` are skipped).
-    """
-    found = Inputs()
-
-    def visit(path: Path, level: int) -> bool:
-        if path.is_file():
-            if path.suffix == ".parquet":
-                found.sources.append(Source("parquet", str(path), label))
-                return True
-            return False
-        if not path.is_dir():
-            return False
-        if is_log_dir(path):
-            found.sources.append(Source("raw", str(path), label))
-            return True
-        if level >= depth:
-            return False
-        hit = False
-        for child in sorted(path.iterdir()):
-            if child.name in _SKIP_DIRS or child.name.startswith("."):
-                continue
-            hit = visit(child, level + 1) or hit
-        return hit
-
-    for root in roots:
-        p = Path(root)
-        if not p.exists():
-            found.problems.append(f"{root}: no such file or directory")
-        elif not visit(p, 0):
-            found.problems.append(f"{root}: no Kafka log directory or .parquet extract found")
-    return found
 
 
 def plan_raw(sources: list[Source]) -> tuple[list[LogDirInfo], list[PartitionTask], list[str]]:
@@ -99,7 +37,8 @@ def plan_raw(sources: list[Source]) -> tuple[list[LogDirInfo], list[PartitionTas
     for source in sources:
         info = read_log_dir(source.path)
         if info.node is None:
-            problems.append(f"{source.path}: no node.id/broker.id in meta.properties; skipped")
+            why = info.errors[0] if info.errors else "no node.id/broker.id in meta.properties"
+            problems.append(f"{source.path}: {why}; skipped")
             continue
         problems.extend(f"{source.path}: {err}" for err in info.errors)
         infos.append(info)

@@ -42,7 +42,11 @@ def test_unclean_election_before_old_leader_restart(corpus_audit):
     by_code: dict[str, list] = {}
     for f in findings:
         by_code.setdefault(f.code, []).append(f)
-    assert {f.code for f in _above_info(findings)} == {"KA601", "KA620", "KA702", "KA704", "KA710"}
+    assert {f.code for f in _above_info(findings)} == {"KA601", "KA620", "KA630", "KA702", "KA704", "KA710"}
+    # broker-2 (SIGKILLed, fenced) is 300 records behind the new leader, out of its ISR: lag, not loss
+    (lag,) = by_code["KA630"]
+    assert (lag.broker, lag.offset_start, lag.offset_end, lag.evidence["records"]) == (2, 1000, 1299, 300)
+    assert lag.severity.label == "warning" and lag.evidence["in_isr"] is False and lag.epoch == 2
     (div,) = by_code["KA601"]
     assert (div.broker, div.related[0]["broker"], div.offset_start) == (1, 3, 1000)
     (hw,) = by_code["KA702"]

@@ -34,7 +34,16 @@ def test_unclean_election_case():
     )
     out = evaluate(inp)
     assert codes(out) == [("KA601", 1), ("KA702", 3), ("KA704", 3)]
-    assert out.zones == [{"broker": 3, "leader": 1, "leader_source": "inferred", "from": 1000}]
+    assert out.zones == [
+        {
+            "broker": 3,
+            "leader": 1,
+            "leader_source": "inferred",
+            "from": 1000,
+            "leader_unreadable_from": None,
+            "leader_unreadable_to": None,
+        }
+    ]
     summary = {s["broker"]: s for s in out.summary}
     assert summary[3]["truncation_offset"] == 1000 and summary[2]["truncation_offset"] == 1000
     assert summary[1]["is_leader"] and summary[3]["divergence"] == 1000

@@ -18,7 +18,7 @@ HW_KINDS = {
     "hw_above_leader_leo": "KA702",
     "follower_hw_above_leader_hw": "KA704",
 }
-COMPARED = {"KA601", "KA701", "KA702", "KA703", "KA704", "KA710", "KA711"}
+COMPARED = {"KA601", "KA630", "KA701", "KA702", "KA703", "KA704", "KA710", "KA711"}
 LABELS = [label(name, seed) for name, seed in SIM_RUNS]
 
 
@@ -184,3 +184,27 @@ def test_unclean_election_story(sim_audit):
     lost = [f for f in findings if f.code == "KA710"]
     assert lost and all(f.severity.label == "critical" for f in lost)
     assert {f.code for f in findings} >= {"KA601", "KA620", "KA702", "KA710"}
+
+
+@pytest.mark.parametrize("lab", LABELS)
+def test_replica_lag(sim_audit, lab):
+    """KA630 exactly for the followers whose on-disk log is a prefix of the reference leader's and shorter,
+    from their LEO to the leader's; a warning at least when the final ISR leaves them out."""
+    for p, findings, replicas in _partitions(sim_audit, lab):
+        leader = str(p["reference"]["broker"])
+        state = p["replica_state"]
+        leader_leo = state[leader]["disk"]["log_end_offset"]
+        diverged = {tuple(d["replicas"]) for d in p["divergence"] if d["first_divergent_offset"] is not None}
+        expected = {}
+        for broker, rs in state.items():
+            pair = tuple(sorted((int(broker), int(leader))))
+            leo = rs["disk"]["log_end_offset"]
+            if broker != leader and leo < leader_leo and pair not in diverged:
+                expected[int(broker)] = (leo, leader_leo - 1)
+        lags = {f.broker: f for f in findings if f.code == "KA630"}
+        assert {b: (f.offset_start, f.offset_end) for b, f in lags.items()} == expected, p["topic"]
+        for broker, f in lags.items():
+            assert f.related[0]["broker"] == int(leader)
+            if broker not in p["final"]["isr"] and p["reference"]["source"] == "metadata":
+                assert f.severity.label == "warning"
+        assert all(r["lost_records"] == 0 for r in replicas if r["broker"] in lags)

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
 from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from parsers import checkpoints
 from parsers.checkpoints import (
     CHECKPOINT_KINDS,
     OFFSET_CHECKPOINT_FILES,
@@ -329,3 +331,131 @@ def test_corpus_every_checkpoint_parses(corpus):
                 assert normalized.entries == cp.entries and not normalized.dropped, path
                 counts["epochs"] += 1
     assert counts["offsets"] >= 25 and counts["epochs"] > 150 and counts["empty"] >= 10
+
+
+# ------------------------------------------------------------------------------------ linear time (issue 8)
+
+
+@contextlib.contextmanager
+def _general_path_only():
+    """Parse without the vectorised fast path: every line through the per-line Java-semantics code."""
+    saved = checkpoints._OFFSET_FAST, checkpoints._EPOCH_FAST
+    checkpoints._OFFSET_FAST = checkpoints._EPOCH_FAST = None
+    try:
+        yield
+    finally:
+        checkpoints._OFFSET_FAST, checkpoints._EPOCH_FAST = saved
+
+
+def _outcome(parse, data: bytes):
+    try:
+        cp = parse(data, P)
+    except ParseError as exc:
+        return ("error", exc.message, exc.offset)
+    return ("ok", cp.version, cp.count, cp.entries, cp.line_offsets, getattr(cp, "warnings", None))
+
+
+_LINE_PIECES = st.sampled_from(
+    ["t", "a.b-c_d", "7", "0", "00000000001", "123456789", "1234567890", "999999999999999999", "-3", "+4",
+     "\u0663", " ", "  ", "\t", "\x0b", "\u00a0", "x\x1cy", ""]
+)
+_LINES = st.lists(st.lists(_LINE_PIECES, max_size=5).map("".join), max_size=12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_LINES, st.sampled_from(["\n", "\r\n", "\r"]), st.booleans())
+def test_fast_path_agrees_with_general_path(lines, terminator, final):
+    """Runs of lines in the common shape go through one regex and numpy; the result (entries, line offsets,
+    warnings, errors and their offsets) is the same as line by line."""
+    for parse in (parse_offset_checkpoint, parse_leader_epoch_checkpoint):
+        body = terminator.join(["0", str(len(lines)), *lines]) + (terminator if final else "")
+        data = body.encode("utf-8")
+        fast = _outcome(parse, data)
+        with _general_path_only():
+            assert _outcome(parse, data) == fast
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=" \t\n\x0b\f\r\x1ca1\u00a0", max_size=12), st.integers(1, 4))
+def test_java_tokens_agree_with_java_split(text, expected):
+    tokens = _java_split_whitespace(text)
+    assert checkpoints._java_tokens(text, expected) == (tokens if len(tokens) == expected else None)
+
+
+def _normalized_reference(entries: list[tuple[int, int]]) -> tuple[list, list]:
+    """``LeaderEpochFileCache.assign`` line by line, as Kafka does (no fast prefix)."""
+    kept: list[tuple[int, int]] = []
+    dropped = []
+    for epoch, start in entries:
+        if kept and epoch == kept[-1][0] and start >= kept[-1][1]:
+            dropped.append((epoch, start))
+            continue
+        while kept and (kept[-1][0] >= epoch or kept[-1][1] >= start):
+            dropped.append(kept.pop())
+        kept.append((epoch, start))
+    return kept, dropped
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 30), st.integers(0, 2**63 - 1)), max_size=15), st.integers(0, 15))
+def test_normalized_fast_prefix_agrees_with_assign(entries, increasing):
+    entries = [(i, i * 10) for i in range(increasing)] + sorted(entries)[: len(entries) // 2] + entries
+    cp = parse_leader_epoch_checkpoint(format_leader_epoch_checkpoint(entries), P)
+    normalized = cp.normalized()
+    kept, dropped = _normalized_reference(entries)
+    assert normalized.entries == kept
+    assert [(e, s) for e, s, _ in normalized.dropped] == dropped
+
+
+def _offset_lines(size: int) -> bytes:
+    entries, total, i = [], 0, 0
+    while total < size:
+        entries.append((f"orders-eu-west-{i // 100:06d}", i % 100, 1_234_567_890 + i))
+        total += 36
+        i += 1
+    return format_offset_checkpoint(entries)
+
+
+@pytest.mark.parametrize("kind", ["offsets", "epochs"])
+def test_sixteen_mb_checkpoint_parses_in_linear_time(kind):
+    """KAFKA-6468 puts ~40 k partitions at ~2 MB; 16 MB (~470 k offset lines, 1.2 M epoch lines) once took
+    over a minute (every line rescanned the rest of the file). CPU time, so a loaded machine does not fail
+    it."""
+    size = 16 << 20
+    if kind == "offsets":
+        data, parse = _offset_lines(size), parse_offset_checkpoint
+    else:
+        lines = size // 15
+        data = format_leader_epoch_checkpoint((i, 3 * i) for i in range(lines))
+        parse = parse_leader_epoch_checkpoint
+    start = time.process_time()
+    cp = parse(data, P)
+    if kind == "epochs":
+        assert len(cp.normalized().entries) == lines
+    seconds = time.process_time() - start
+    assert cp.count == len(cp.entries) > 400_000
+    assert seconds < 2.0, seconds
+
+
+@pytest.mark.parametrize(
+    ("data", "offset"),
+    [
+        (b"0\n1\n" + b"x" * (16 << 20), 4),  # one 16 MB line
+        (b"0\n" + b"9" * (16 << 20), 2),  # a 16 MB count
+        (b"0" * (16 << 20) + b"1\n", 0),  # a 16 MB version line (leading zeros: version 1)
+        (b"0\n1\n" + b"a " * (8 << 20), 4),  # 8 M tokens on one line
+        (b"0\n1\nt 0 " + b"0" * (16 << 20) + b"x\n", 4),  # a 16 MB number
+    ],
+)
+def test_giant_lines_fail_fast_with_short_messages(data, offset):
+    start = time.process_time()
+    with pytest.raises(ParseError) as err:
+        parse_offset_checkpoint(data, P)
+    assert time.process_time() - start < 2.0
+    assert err.value.offset == offset
+    assert len(str(err.value)) < 600
+
+
+def test_giant_version_with_leading_zeros_is_version_zero():
+    cp = parse_offset_checkpoint(b"0" * (16 << 20) + b"\n1\nt 0 5\n", P)
+    assert (cp.version, cp.entries) == (0, [("t", 0, 5)])

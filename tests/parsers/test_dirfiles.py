@@ -475,3 +475,31 @@ def test_corpus_metadata_files(corpus):
             parse_partition_dir_name(here.name)
     assert seen["partition.metadata"] > 150 and seen["meta.properties"] == 13 and seen["quorum-state"] == 13
     assert seen[".kafka_cleanshutdown"] == 7 and seen["segment-files"] > 1000
+
+
+@pytest.mark.parametrize(
+    ("data", "problem"),
+    [
+        (b"", "holds no properties at all"),
+        (b"#\n#Sat Nov 21 04:55:32 UTC 2026\n\n  \t\n! bang comment\n", "holds no properties at all"),
+        (b"version=0\ncluster.id=QgxNy_HmRciFoMjvSeDK3w\n", "has no broker.id"),
+        (b"broker.id=7\ncluster.id=QgxNy_HmRciFoMjvSeDK3w\n", None),
+        (REAL_META, None),
+    ],
+    ids=["empty", "comments-only", "v0-without-broker-id", "v0", "v1"],
+)
+def test_meta_properties_naming_no_node(data, problem):
+    """Kafka's reader accepts an empty or stripped file as version 0 without broker.id (no node at all);
+    KafkaRaftServer then refuses the log dir ("Error: node ID not found in <dir>")."""
+    meta = parse_meta_properties(data, "/d/meta.properties")
+    found = meta.identity_problem()
+    assert (found is None) if problem is None else problem in found
+    if problem is not None:
+        assert meta.node_id is None and meta.version == 0
+
+
+def test_meta_properties_v0_without_cluster_id_is_a_problem():
+    meta = parse_meta_properties(b"broker.id=7\n")
+    assert meta.identity_problem() is None
+    assert any("no cluster.id" in p for p in meta.problems)
+    assert not any("cluster.id" in p for p in parse_meta_properties(REAL_META).problems)

@@ -8,9 +8,11 @@ import gzip
 import os
 import re
 import struct
+import time
 from pathlib import Path
 
 import construct as cs
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -19,20 +21,26 @@ from parsers.dirfiles import parse_segment_file_name
 from parsers.errors import ParseError
 from parsers.indexes import (
     ABORTED_TXN_SIZE,
+    OFFSET_INDEX,
+    TIME_INDEX,
     AbortedTxn,
     AbortedTxnEntry,
+    IndexScan,
     OffsetIndexEntry,
     TimeIndexEntry,
     build_offset_index,
     build_time_index,
     build_txn_index,
+    iter_txn_index,
     read_offset_index,
     read_time_index,
     read_txn_index,
+    sanity_check_index_shape,
     sanity_check_offset_index,
     sanity_check_time_index,
     sanity_check_txn_index,
     struct_of,
+    txn_entries,
 )
 
 # ------------------------------------------------------------------------------- schema == fast path
@@ -375,3 +383,181 @@ def test_corpus_txnindex_equal_dump_log_output(corpus):
         assert dumped == parsed, rel
         compared += 1
     assert compared >= 12
+
+
+# ------------------------------------------------------------------------- windowed scan (issue 8, item 6)
+
+
+def _scan_agrees(data: bytes, base: int, window: int, scan_of=None) -> None:
+    """``IndexScan`` (windows of ``window`` bytes) finds what the whole-buffer readers find."""
+    for kind, reader in ((OFFSET_INDEX, read_offset_index), (TIME_INDEX, read_time_index)):
+        ref = reader(data, base)
+        scan = scan_of(kind) if scan_of else IndexScan.of_bytes(kind, data, window=window)
+        tables = list(scan.prefix())
+        rows = [row for table in tables for row in table.tolist()]
+        if kind is OFFSET_INDEX:
+            got = [(base + rel, pos) for rel, pos in rows]
+        else:
+            got = [(ts, base + rel) for ts, rel in rows]
+        shape = scan.shape
+        assert got == ref.entries and shape.entries == len(ref.entries)
+        fields = ("size", "slots", "trailing_bytes", "padding_slots", "garbage_after_padding", "preallocated")
+        assert [getattr(shape, f) for f in fields] == [getattr(ref, f) for f in fields]
+        assert all(len(t) * kind.dtype.itemsize <= max(window, kind.dtype.itemsize) for t in tables)
+        check = sanity_check_offset_index if kind is OFFSET_INDEX else sanity_check_time_index
+        assert sanity_check_index_shape(shape, kind, base, "f") == check(data, base, "f")
+        end = len(ref.entries) * kind.dtype.itemsize
+        after = data[end : end + kind.dtype.itemsize]
+        expected_next = None
+        if len(after) == kind.dtype.itemsize and any(after) and len(ref.entries) < ref.slots:
+            expected_next = np.frombuffer(after, dtype=kind.dtype)[0].item()
+        assert shape.next_slot == expected_next
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=200), st.integers(0, 2**40), st.sampled_from([1, 8, 12, 24, 25, 96, 1 << 20]))
+def test_index_scan_agrees_with_readers_on_random_bytes(data, base, window):
+    _scan_agrees(data, base, window)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(1, 2**31 - 1), st.integers(1, 2**31 - 1)), max_size=10),
+    st.integers(0, 40),
+    st.integers(0, 3),
+    st.sampled_from([8, 12, 24, 48, 1 << 20]),
+)
+def test_index_scan_agrees_on_real_shapes(entries, pad, garbage, window):
+    """Sorted entries (a real index), a zero tail, and garbage bytes in the tail, at window boundaries too."""
+    entries = sorted(set(entries))
+    base = 1000
+    oi = bytearray(build_offset_index([(base + r, p) for r, p in entries], base) + bytes(pad * 8))
+    ti = bytearray(build_time_index([(p, base + r) for r, p in entries], base) + bytes(pad * 12))
+    for blob in (oi, ti):
+        for k in range(garbage):
+            if len(blob) > len(entries) * 12:
+                blob[len(blob) - 1 - 7 * k] = 9
+        _scan_agrees(bytes(blob), base, window)
+
+
+def _sparse_file(path: Path, pieces: dict[int, bytes], size: int) -> None:
+    with open(path, "wb") as fh:
+        for at, data in pieces.items():
+            fh.seek(at)
+            fh.write(data)
+    os.truncate(path, size)
+
+
+@pytest.mark.parametrize(
+    "pieces",
+    [
+        {},  # all hole: an empty preallocated index
+        {0: build_offset_index([(1000 + i, 64 * i) for i in range(1, 600)], 1000)},  # entries, then a hole
+        {0: build_time_index([(5000 + i, 1000 + i) for i in range(1, 600)], 1000)},
+        {0: b"\x01" * 20, 3 * 65536 + 5: b"\x07"},  # garbage inside a later, slot-misaligned data block
+        {200_000: b"\x01" * 40},  # a hole first, then data
+    ],
+)
+def test_index_scan_of_a_sparse_file_skips_holes_and_agrees(tmp_path, pieces):
+    path = tmp_path / "00000000000000001000.index"
+    _sparse_file(path, pieces, 12 * 65536)
+    data = path.read_bytes()
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        _scan_agrees(data, 1000, 4096, scan_of=lambda kind: IndexScan.of_fd(kind, fd, window=4096))
+    finally:
+        os.close(fd)
+
+
+def test_index_scan_of_a_1_gib_sparse_index_is_fast(tmp_path):
+    path = tmp_path / "00000000000000000000.index"
+    _sparse_file(path, {0: build_offset_index([(i, 100 * i) for i in range(1, 100)], 0)}, 1 << 30)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        start = time.process_time()
+        scan = IndexScan.of_fd(OFFSET_INDEX, fd)
+        entries = sum(len(t) for t in scan.prefix())
+        seconds = time.process_time() - start
+    finally:
+        os.close(fd)
+    assert (entries, scan.shape.padding_slots, scan.shape.garbage_after_padding) == (99, (1 << 27) - 99, None)
+    assert seconds < 1.0, seconds
+
+
+def test_index_scan_keeps_at_most_max_entries():
+    data = build_offset_index([(i, 10 * i) for i in range(1, 1001)], 0)
+    shape, table = IndexScan.of_bytes(OFFSET_INDEX, data, window=64).run(max_entries=100)
+    assert shape.entries == 1000 and len(table) == 100
+    assert table["relative_offset"].tolist() == list(range(1, 101))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=400), st.sampled_from([1, 34, 68, 100, 1 << 20]))
+def test_txn_iteration_agrees_with_reader(data, window):
+    try:
+        ref = read_txn_index(data, "f")
+    except ParseError as exc:
+        ref_error = (exc.message, exc.offset)
+        ref = None
+    got: list[AbortedTxnEntry] = []
+    error = None
+    try:
+        for table in iter_txn_index(lambda pos, n: data[pos : pos + n], len(data), "f", window=window):
+            got.extend(txn_entries(table))
+    except ParseError as exc:
+        error = (exc.message, exc.offset)
+    if ref is None:
+        assert error == ref_error
+        assert len(got) == ref_error[1] // ABORTED_TXN_SIZE  # the good entries before the bad one
+    else:
+        assert error is None and got == ref.entries
+
+
+def _dump_events(path: Path) -> list[dict]:
+    from auditor.dump import Dumper, DumpOptions
+
+    events = []
+    try:
+        for event in Dumper(DumpOptions()).events(path):
+            events.append(event)
+    except ParseError as exc:
+        events.append({"kind": "failed", "offset": exc.offset})
+    return events
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(1, 2**31 - 1), st.integers(0, 2**31 - 1)), max_size=6),
+    st.integers(0, 6),
+    st.booleans(),
+    st.integers(0, 11),
+)
+def test_streamed_dump_equals_the_in_memory_reader(tmp_path_factory, entries, pad, garbage, trailing):
+    """``dump`` streams indexes in windows (two passes); what it prints is what ``read_*_index`` reads."""
+    base = 77
+    tmp = tmp_path_factory.mktemp("dump")
+    for suffix, reader, build in (
+        (".index", read_offset_index, lambda: build_offset_index([(base + r, p) for r, p in entries], base)),
+        (".timeindex", read_time_index, lambda: build_time_index([(p, base + r) for r, p in entries], base)),
+    ):
+        blob = bytearray(build() + bytes(pad * 12))
+        if garbage and pad:
+            blob[-2] = 5
+        blob += b"\x03" * trailing
+        path = tmp / f"{base:020d}{suffix}"
+        path.write_bytes(bytes(blob))
+        ref = reader(bytes(blob), base)
+        events = _dump_events(path)
+        summary = next(e for e in events if e["kind"] == "summary")
+        assert summary["paddingSlots"] == ref.padding_slots and summary["slots"] == ref.slots
+        assert summary["garbageAfterPadding"] == ref.garbage_after_padding
+        names = ("offset", "position") if suffix == ".index" else ("timestamp", "offset")
+        printed = [tuple(e[n] for n in names) for e in events if e["kind"] == "entry"]
+        assert printed == ref.entries
+        failed = [e for e in events if e["kind"] == "failed"]
+        expected = None
+        if ref.trailing_bytes:
+            expected = ref.slots * (8 if suffix == ".index" else 12)
+        elif ref.garbage_after_padding is not None:
+            expected = ref.garbage_after_padding
+        assert [e["offset"] for e in failed] == ([] if expected is None else [expected])

@@ -3,6 +3,7 @@ arithmetic and Kafka's deep-iteration rules, error cases, fuzzing."""
 
 from __future__ import annotations
 
+import re
 import struct
 import zlib
 
@@ -20,6 +21,7 @@ from parsers.legacy import (
     base_offset,
     build_legacy_message,
     build_legacy_wrapper,
+    header_span,
     inner_messages,
     parse_legacy_entry,
 )
@@ -304,3 +306,68 @@ def test_fuzz_inner_message_sets(data):
     cut = data.draw(st.integers(0, len(inner)))
     codec = data.draw(st.sampled_from(LEGACY_CODECS))
     parse_everything(wrap(bytes(inner[:cut]), codec=codec, magic=data.draw(st.sampled_from([0, 1]))))
+
+
+# ------------------------------------------------------------------------- offsets out of range (issue 8)
+
+
+def _damaged_v0(offset: int) -> bytes:
+    """A magic 0 gzip wrapper of inner offsets 50..52 whose (CRC-uncovered) offset field says ``offset``."""
+    raw = bytearray(build_legacy_wrapper(SPECS, magic=0, compression=codecs.GZIP, offset=52))
+    struct.pack_into(">q", raw, 0, offset)
+    return bytes(raw)
+
+
+@pytest.mark.parametrize(
+    ("damaged", "message"),
+    [
+        (2**40, "is 1099511627726 past its first inner offset 50"),
+        (50 + 2**31, "past its first inner offset 50, beyond the int32"),  # once wrapped to a negative delta
+        (49, "its offset 49 is below its first inner offset 50"),
+        (-(2**63), "below its first inner offset 50"),
+        (2**63 - 1, "past its first inner offset 50"),
+    ],
+)
+def test_header_span_rejects_offsets_that_fit_no_segment(damaged, message):
+    entry = parse_legacy_entry(b"\x00" * 7 + _damaged_v0(damaged), 7)
+    assert entry.crc_valid  # the offset field is not covered by the CRC
+    with pytest.raises(ParseError, match=re.escape(message)) as err:
+        header_span(entry)
+    assert err.value.offset == 7  # the entry's offset field
+
+
+def test_header_span_of_a_v1_first_offset_outside_int64():
+    specs = [LegacyMessageSpec(b"k", b"v", 1, offset=0), LegacyMessageSpec(b"k", b"w", 2, offset=-10)]
+    entry = parse_legacy_entry(build_legacy_wrapper(specs, magic=1, offset=2**63 - 1))
+    with pytest.raises(ParseError, match="outside the int64 range"):
+        header_span(entry)
+
+
+def test_header_span_in_range():
+    assert header_span(parse_legacy_entry(_damaged_v0(52))) == (50, 2, 3)
+    assert header_span(parse_legacy_entry(_damaged_v0(50 + 2**31 - 1))) == (50, 2**31 - 1, 3)
+    plain = parse_legacy_entry(build_legacy_message(-5, b"k", b"v", magic=0))
+    assert header_span(plain) == (-5, 0, 1)  # one message: nothing to overflow (segment rules judge it)
+    broken = bytearray(build_legacy_wrapper(SPECS, magic=0, compression=codecs.GZIP, offset=52))
+    broken[-3] ^= 0xFF  # the compressed value no longer decompresses
+    struct.pack_into(">I", broken, 12, zlib.crc32(bytes(broken[16:])))
+    assert header_span(parse_legacy_entry(bytes(broken))) == (52, 0, 0)  # a records problem, not framing
+
+
+@pytest.mark.parametrize("damaged", [2**40, 50 + 2**31 + 5, 49])
+def test_walker_stops_at_an_entry_whose_offsets_fit_no_segment(tmp_path, damaged):
+    from parsers.segment import SegmentWalker
+
+    good = build_legacy_wrapper(SPECS, magic=0, compression=codecs.GZIP, offset=49)  # offsets 47..49
+    path = tmp_path / "00000000000000000047.log"
+    path.write_bytes(good + _damaged_v0(damaged) + good)
+    walker = SegmentWalker(path, stop_on_invalid=False)
+    blocks = list(walker.header_blocks())
+    assert [int(b.headers["base_offset"][0]) for b in blocks] == [47]
+    assert int(blocks[0].headers["last_offset_delta"][0]) == 2
+    stop = walker.stop
+    size = path.stat().st_size
+    assert (stop.reason, stop.position, stop.trailing_bytes) == ("corrupt", len(good), size - len(good))
+    assert "wrapper" in stop.message
+    entries = list(SegmentWalker(path, stop_on_invalid=False))
+    assert [e.offset for e in entries] == [49]

@@ -9,15 +9,20 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from parsers.errors import ParseError
-from parsers.primitives import struct_of
+from parsers.primitives import crc32c, struct_of
 from parsers.record_batch import (
     HEADER_FIELDS,
     HEADER_STRUCT,
+    MAX_RECORDS_PER_BATCH,
     BatchHeaderV2,
+    RecordBudgetExceeded,
     RecordSpec,
     RecordV2,
+    batch_records,
     build_batch,
     decode_records,
+    encode_record,
+    iter_records,
     last_sequence,
     parse_header,
     parse_records_with_schema,
@@ -173,3 +178,101 @@ def test_header_too_short_and_wrong_magic():
     struct.pack_into(">i", small, 8, 40)
     with pytest.raises(ParseError, match="smaller than the minimum allowed overhead"):
         parse_header(bytes(small))
+
+
+# ------------------------------------------------------------------------------------------- streaming
+
+
+def _spec_batch_from_file(tmp_path, raw: bytes, at: int = 100):
+    """``raw`` written at file position ``at`` behind filler bytes; (batch, pread) as a walker gives them."""
+    path = tmp_path / "segment.log"
+    path.write_bytes(b"\xee" * at + raw)
+    data = path.read_bytes()
+    batch = parse_header(data, at)
+    return batch, lambda pos, n: data[pos : pos + n]
+
+
+@pytest.mark.parametrize("piece", [1, 2, 3, 7, 64])
+def test_streamed_records_equal_the_whole_buffer_decode_at_any_piece_boundary(piece):
+    """Records split across decompressed pieces at every possible boundary decode identically."""
+    batch = parse_header(SPEC_EXAMPLE)
+    payload = records_payload(batch, SPEC_EXAMPLE)
+    pieces = [payload[i : i + piece] for i in range(0, len(payload), piece)]
+    assert list(iter_records(batch, pieces)) == decode_records(batch, payload)
+
+
+@pytest.mark.parametrize("codec", [0, 1, 2, 3, 4])
+def test_batch_records_streams_every_codec_with_and_without_payloads(tmp_path, codec):
+    specs = [
+        RecordSpec(b"k%d" % i, b"v" * (i * 1000), 1_700_000_000_000 + i, [("h", b"x")]) for i in range(50)
+    ]
+    raw = build_batch(specs, base_offset=10, compression=codec)
+    batch, pread = _spec_batch_from_file(tmp_path, raw)
+    full = list(batch_records(batch, pread))
+    assert full == decode_records(batch, records_payload(batch, raw))
+    sizes = [(r.offset, r.key_size, r.value_size, r.size, [h.key for h in r.headers]) for r in full]
+    light = list(batch_records(batch, pread, payloads=False))
+    assert [(r.offset, r.key_size, r.value_size, r.size, [h.key for h in r.headers]) for r in light] == sizes
+    assert all(r.key is None and r.value is None for r in light)
+
+
+def test_a_record_larger_than_the_window_is_skipped_piece_by_piece(tmp_path, monkeypatch):
+    import parsers.record_batch as rb
+
+    monkeypatch.setattr(rb, "RECORD_WINDOW", 4096)
+    raw = build_batch([RecordSpec(b"key", b"z" * 100_000, 1, [("a", b"b" * 9000)])], base_offset=5)
+    batch, pread = _spec_batch_from_file(tmp_path, raw)
+    (rec,) = batch_records(batch, pread, payloads=False)
+    assert (rec.offset, rec.key_size, rec.value_size, rec.headers[0].key) == (5, 3, 100_000, "a")
+    assert rec.size == len(raw) - 61
+    (whole,) = batch_records(batch, pread)  # payloads wanted: the record is read whole
+    assert whole.value == b"z" * 100_000
+
+
+def test_errors_name_the_file_byte_where_decoding_failed(tmp_path):
+    raw = bytearray(SPEC_EXAMPLE)
+    raw[61 + 1 + 3] = 0x7E  # first record: key length 63, runs past its 13-byte body
+    struct.pack_into(">I", raw, 17, crc32c(memoryview(raw)[21:]))
+    batch, pread = _spec_batch_from_file(tmp_path, bytes(raw), at=100)
+    with pytest.raises(ParseError, match="key of 63 bytes runs past the end of the record") as exc:
+        list(batch_records(batch, pread))
+    assert exc.value.offset == 100 + 61 + 5  # the byte after the key length varint
+    lying = bytearray(SPEC_EXAMPLE)
+    struct.pack_into(">i", lying, 57, 3)
+    struct.pack_into(">I", lying, 17, crc32c(memoryview(lying)[21:]))
+    batch, pread = _spec_batch_from_file(tmp_path, bytes(lying), at=7)
+    records = batch_records(batch, pread)
+    assert next(records).offset == 0 and next(records).offset == 1
+    with pytest.raises(ParseError, match="premature EOF reached: 3 records declared, only 2 found") as exc:
+        next(records)
+    assert exc.value.offset == 7 + len(SPEC_EXAMPLE)
+
+
+def test_compressed_errors_point_into_the_compressed_bytes(tmp_path):
+    body = b"".join(encode_record(i, 0, b"k", b"v") for i in range(3))
+    raw = build_batch([RecordSpec(b"k", b"v", 1)] * 3, compression=4)
+    lying = bytearray(raw)
+    struct.pack_into(">i", lying, 57, 4)
+    struct.pack_into(">I", lying, 17, crc32c(memoryview(lying)[21:]))
+    batch, pread = _spec_batch_from_file(tmp_path, bytes(lying), at=50)
+    with pytest.raises(ParseError, match=rf"byte {len(body)} of the decompressed records") as exc:
+        list(batch_records(batch, pread))
+    assert 50 + 61 <= exc.value.offset <= 50 + len(raw)
+    bad_codec = bytearray(raw)
+    struct.pack_into(">h", bad_codec, 21, 6)
+    struct.pack_into(">I", bad_codec, 17, crc32c(memoryview(bad_codec)[21:]))
+    batch, pread = _spec_batch_from_file(tmp_path, bytes(bad_codec), at=50)
+    with pytest.raises(ParseError, match="Unknown compression type id 6") as exc:
+        list(batch_records(batch, pread))
+    assert exc.value.offset == 50 + 61
+
+
+def test_record_count_budget_is_checked_before_decoding():
+    batch = parse_header(SPEC_EXAMPLE)
+    batch.records_count = MAX_RECORDS_PER_BATCH + 1
+    with pytest.raises(RecordBudgetExceeded, match="not decoded"):
+        next(iter_records(batch, [b""]))
+    first = next(
+        iter_records(batch, [records_payload(parse_header(SPEC_EXAMPLE), SPEC_EXAMPLE)], budget=2**31)
+    )
+    assert first.key == b"k1"  # a reader of the first record only may lift the budget

@@ -218,3 +218,24 @@ def test_damaged_magic_byte_is_a_corrupt_stop_not_an_exception(seg, magic):
     data[size + 16] = magic  # the second batch now claims to be a legacy message
     items, stop = walk(seg(bytes(data)))
     assert len(items) >= 1 and stop.reason == "corrupt" and stop.position == size
+
+
+def test_records_and_crc_of_entries_larger_than_the_window_are_streamed(seg, monkeypatch):
+    """A 3 MiB batch with a 64 KiB window: its CRC and records are read in pieces, never whole."""
+    import os
+
+    big = build_batch([RecordSpec(b"k", b"x" * (3 << 20), 1), RecordSpec(None, b"y", 2)], base_offset=7)
+    path = seg(make_segment(3) + big + make_segment(2, base=9))
+    walker = SegmentWalker(path, window=1 << 16)
+    reads: list[int] = []
+    real = os.pread
+    monkeypatch.setattr(os, "pread", lambda fd, n, pos: reads.append(n) or real(fd, n, pos))
+    batches = list(walker)
+    assert walker.stop.reason == "end" and [b.base_offset for b in batches] == [0, 1, 2, 7, 9, 10]
+    target = batches[3]
+    assert target.crc_valid and walker.batch_crc(target) == target.crc
+    reads.clear()
+    light = list(walker.records(target, payloads=False))
+    assert [(r.offset, r.key_size, r.value_size) for r in light] == [(7, 1, 3 << 20), (8, -1, 1)]
+    assert max(reads) <= 1 << 20  # the records section is read a piece at a time
+    assert [r.value for r in walker.records(target)][1] == b"y"

@@ -1,0 +1,287 @@
+"""The inputs of ``audit``, found and checked on the driver before Spark starts (so that a refusal costs
+about a second): :func:`discover` finds log directories and Parquet extracts and makes every path absolute;
+:func:`check_inputs` refuses inputs that name no broker or that are copies of one log dir or one broker.
+
+Imports neither pyarrow nor pyspark unless a Parquet extract is given (its replica rows are read with
+pyarrow); :mod:`auditor.spark.extract` re-exports :class:`Source`, :class:`Inputs`, :func:`discover` and
+:func:`check_inputs`.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+LOG_DIR_MARKERS = ("meta.properties", "replication-offset-checkpoint")
+
+
+def is_log_dir(path: Path) -> bool:
+    """A Kafka log directory: ``meta.properties`` or an offset checkpoint at its root, whatever its file type
+    (the test of :func:`auditor.extract.is_log_dir`, here without importing numpy and pyarrow)."""
+    return any(os.path.lexists(path / name) for name in LOG_DIR_MARKERS)
+
+
+_SKIP_DIRS = {"dumps", "_run"}
+
+
+@dataclass
+class Source:
+    """One input of an audit: a broker (or controller) log directory or a Parquet extract."""
+
+    kind: str  # "raw" | "parquet"
+    path: str
+    label: str | None = None  # cluster label overriding meta.properties cluster.id
+
+
+@dataclass
+class Inputs:
+    sources: list[Source] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def raw(self) -> list[Source]:
+        return [s for s in self.sources if s.kind == "raw"]
+
+    @property
+    def parquet(self) -> list[Source]:
+        return [s for s in self.sources if s.kind == "parquet"]
+
+
+def discover(roots: list[str | os.PathLike], label: str | None = None, depth: int = 2) -> Inputs:
+    """Find log directories and Parquet extracts under ``roots``; every path found is absolute.
+
+    A root may be a log directory (``meta.properties`` or an offset checkpoint at its top), a ``.parquet``
+    extract, or a folder holding those up to ``depth`` levels down (``dumps`` and ``_run`` are skipped).
+    Relative roots are resolved against the current directory here, on the driver, before anything is
+    shipped: executors of a cluster run in their own working directories (``os.path.abspath``, not
+    ``realpath``: a symlinked log dir keeps the name the operator gave).
+    """
+    found = Inputs()
+    seen: set[str] = set()
+
+    def add(kind: str, path: Path) -> bool:
+        if str(path) not in seen:  # a root given twice, or inside another root, is one input
+            seen.add(str(path))
+            found.sources.append(Source(kind, str(path), label))
+        return True
+
+    def visit(path: Path, level: int) -> bool:
+        if path.is_file():
+            return path.suffix == ".parquet" and add("parquet", path)
+        if not path.is_dir():
+            return False
+        if is_log_dir(path):
+            return add("raw", path)
+        if level >= depth:
+            return False
+        hit = False
+        for child in sorted(path.iterdir()):
+            if child.name in _SKIP_DIRS or child.name.startswith("."):
+                continue
+            hit = visit(child, level + 1) or hit
+        return hit
+
+    for root in roots:
+        p = Path(os.path.abspath(root))
+        try:
+            if not p.exists():
+                found.problems.append(f"{root}: no such file or directory")
+            elif not visit(p, 0):
+                found.problems.append(f"{root}: no Kafka log directory or .parquet extract found")
+        except OSError as exc:
+            where = exc.filename if exc.filename else root
+            found.problems.append(f"{where}: cannot read: {exc.strerror or exc}")
+    return found
+
+
+# ------------------------------------------------------------------------------------------ pre-checks
+
+META_LIMIT = 1 << 20
+"""Bytes of ``meta.properties`` read by the pre-check (Kafka's own file is under 200 bytes)."""
+ReplicaKey = tuple[str, int, str, int]
+"""(cluster, broker, topic, partition): one replica of the audit."""
+
+
+@dataclass
+class Identity:
+    """Who an input is: its cluster label, broker id(s), directory.id and the replicas it holds."""
+
+    source: Source
+    replicas: set[ReplicaKey] = field(default_factory=set)
+    cluster: str | None = None  # log dirs only (an extract may hold several brokers)
+    broker: int | None = None
+    directory_id: str | None = None
+    problem: str | None = None
+
+
+def check_inputs(inputs: Inputs) -> list[str]:
+    """Problems that make an audit of ``inputs`` meaningless, found on the driver before Spark starts
+    (reads only ``meta.properties``, the names of the partition directories and the replica rows of the
+    Parquet extracts):
+
+    * a log dir whose ``meta.properties`` is missing, unreadable or names no ``node.id``/``broker.id``
+      (its replicas could not be attributed to a broker);
+    * a Parquet file that is not an extract of ``kafka-auditor extract``;
+    * one log dir given twice: the same ``directory.id`` (KIP-858) in two inputs of one cluster;
+    * one replica given twice: the same (cluster, broker, topic, partition) in two inputs, e.g. the
+      before and after copies of one broker. The audit compares one copy per broker; merged copies read as
+      false divergence and loss. JBOD log dirs of one broker (same node.id, distinct directory.id,
+      distinct partitions) are one broker and are accepted.
+    """
+    identities = [_identity(s) for s in inputs.sources]
+    problems = [i.problem for i in identities if i.problem]
+    if problems:
+        return problems
+    copies = _duplicate_directories(identities)
+    return [text for _pair, text in copies] + _duplicate_replicas(identities, {pair for pair, _ in copies})
+
+
+def _identity(source: Source) -> Identity:
+    try:
+        return _parquet_identity(source) if source.kind == "parquet" else _raw_identity(source)
+    except OSError as exc:
+        return Identity(source, problem=f"{source.path}: cannot read: {exc.strerror or exc}")
+
+
+def _raw_identity(source: Source) -> Identity:
+    from parsers.dirfiles import parse_meta_properties, parse_partition_dir_name
+    from parsers.errors import ParseError
+    from parsers.files import read_regular, regular_file_problem
+
+    ident = Identity(source)
+    meta = os.path.join(source.path, "meta.properties")
+    why = regular_file_problem(meta)
+    if why is not None:
+        ident.problem = f"{meta}: {why}: cannot tell which broker this log dir belongs to"
+        return ident
+    try:
+        props = parse_meta_properties(read_regular(meta, META_LIMIT), meta)
+    except ParseError as exc:
+        ident.problem = f"{meta}: {exc.message}: cannot tell which broker this log dir belongs to"
+        return ident
+    if props.node_id is None:
+        ident.problem = f"{meta}: no node.id or broker.id: cannot tell which broker this log dir belongs to"
+        return ident
+    cluster = source.label if source.label is not None else (props.cluster_id or "")
+    ident.cluster, ident.broker, ident.directory_id = cluster, props.node_id, props.directory_id
+    with os.scandir(source.path) as entries:
+        for entry in entries:
+            if not entry.is_dir():
+                continue
+            try:
+                topic, partition, kind, _ = parse_partition_dir_name(entry.name)
+            except ParseError:
+                continue
+            if kind == "live":
+                ident.replicas.add((cluster, props.node_id, topic, partition))
+    return ident
+
+
+_REPLICA_COLUMNS = ("cluster", "broker", "topic", "partition")
+
+
+def _parquet_identity(source: Source) -> Identity:
+    """The replicas of an extract: its ``replica`` rows only (row groups of other kinds are skipped by the
+    statistics of ``kind``; ``ExtractWriter`` writes one kind per row group)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from parsers.files import open_regular_file
+
+    ident = Identity(source)
+    try:
+        with open_regular_file(source.path) as fh:
+            pf = pq.ParquetFile(fh)
+            names = pf.schema_arrow.names
+            replica_type = pf.schema_arrow.field("replica").type if "replica" in names else None
+            if (
+                "kind" not in names
+                or replica_type is None
+                or not all(replica_type.get_field_index(c) >= 0 for c in _REPLICA_COLUMNS)
+            ):
+                ident.problem = f"{source.path}: not an extract of `kafka-auditor extract` (no replica rows)"
+                return ident
+            groups = _row_groups_with(pf, names.index("kind"), "replica")
+            if groups:
+                table = pf.read_row_groups(
+                    groups, columns=["kind", *(f"replica.{c}" for c in _REPLICA_COLUMNS)]
+                )
+                _add_replicas(ident, table, source.label)
+    except (pa.ArrowException, ValueError) as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        ident.problem = f"{source.path}: not a readable Parquet extract: {first}"
+    return ident
+
+
+def _row_groups_with(pf, column: int, value: str) -> list[int]:
+    """Row groups whose ``column`` may hold ``value`` (all of them when statistics are missing)."""
+    out = []
+    for i in range(pf.metadata.num_row_groups):
+        stats = pf.metadata.row_group(i).column(column).statistics
+        if stats is not None and stats.has_min_max and not (stats.min <= value <= stats.max):
+            continue
+        out.append(i)
+    return out
+
+
+def _add_replicas(ident: Identity, table, label: str | None) -> None:
+    kinds = table.column("kind").to_pylist()
+    struct = table.column("replica").combine_chunks()
+    columns = {c: struct.field(c).to_pylist() for c in _REPLICA_COLUMNS}
+    for i, kind in enumerate(kinds):
+        if kind != "replica" or None in (columns["broker"][i], columns["topic"][i], columns["partition"][i]):
+            continue
+        cluster = label if label is not None else (columns["cluster"][i] or "")
+        ident.replicas.add((cluster, columns["broker"][i], columns["topic"][i], columns["partition"][i]))
+
+
+def _duplicate_directories(identities: list[Identity]) -> list[tuple[tuple[str, str], str]]:
+    """((first path, second path), message) for every log dir whose (cluster, directory.id) came before."""
+    seen: dict[tuple[str, str], Identity] = {}
+    out = []
+    for ident in identities:
+        if ident.directory_id is None or ident.cluster is None:
+            continue
+        first = seen.setdefault((ident.cluster, ident.directory_id), ident)
+        if first is not ident:
+            a, b = first.source.path, ident.source.path
+            text = (
+                f"{a} and {b} are copies of one log dir (node {ident.broker}, directory.id "
+                f"{ident.directory_id}): {_ONE_COPY_PER_RUN}"
+            )
+            out.append(((a, b), text))
+    return out
+
+
+def _user_topics_first(key: ReplicaKey) -> tuple:
+    cluster, broker, topic, partition = key
+    return (cluster or "", broker if broker is not None else -1, topic.startswith("__"), topic, partition)
+
+
+def _duplicate_replicas(identities: list[Identity], reported: set[tuple[str, str]]) -> list[str]:
+    """One message per pair of inputs holding the same replicas (skipping pairs already ``reported``)."""
+    owner: dict[ReplicaKey, Identity] = {}
+    clashes: dict[tuple[str, str], list[ReplicaKey]] = {}
+    for ident in identities:
+        for key in sorted(ident.replicas, key=_user_topics_first):
+            first = owner.setdefault(key, ident)
+            if first is not ident and (first.source.path, ident.source.path) not in reported:
+                clashes.setdefault((first.source.path, ident.source.path), []).append(key)
+    problems = []
+    for (a, b), keys in clashes.items():
+        nodes = ", ".join(str(x) for x in sorted({k[1] for k in keys}))
+        problems.append(
+            f"{a} and {b} both hold replicas of node {nodes} ({len(keys)} partitions, e.g. "
+            f"{keys[0][2]}-{keys[0][3]}): {_ONE_COPY_PER_RUN}"
+        )
+    return problems
+
+
+_ONE_COPY_PER_RUN = (
+    "an audit compares one copy of each broker; audit copies taken at different moments in separate runs, "
+    "each with the other brokers of that moment"
+)
+
+
+__all__ = ["Identity", "Inputs", "Source", "check_inputs", "discover", "is_log_dir"]

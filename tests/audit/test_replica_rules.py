@@ -1,0 +1,97 @@
+"""KA630 (replica lag) and KA691 (incomplete replica) in the per-partition rules of ``auditor.replication``
+(no Spark): what is derived, and what is not, from a replica whose log could not be read completely."""
+
+from __future__ import annotations
+
+import json
+
+from auditor.replication import REPLICA_LAG_TIME_MAX_MS, PartitionInput, evaluate, lag_finding
+from tests.audit.test_replication_rules import codes, replica
+
+
+def _div(a: int, b: int, offset: int) -> dict:
+    return {"a": a, "b": b, "offset": offset, "lo": 0, "hi": offset + 1, "mode": "batch", "detail": "{}"}
+
+
+def test_unknown_leo_skips_the_checks_that_need_it():
+    follower = replica(2, 200, 300, unreadable_from=200, unreadable_to=None, unreadable="x.log: I/O error")
+    out = evaluate(PartitionInput(replicas=[replica(1, 300, 300), follower], caches={1: [(0, 0, 0)]}))
+    assert codes(out) == [("KA691", 2)]  # no KA701 (HW 300 > 200), no lag
+    assert out.lags == [] and out.zones == []
+    (f,) = out.findings
+    assert f["severity"] == "error" and f["offset_start"] == 200 and f["offset_end"] is None
+    assert "log end offset is unknown (at least 200)" in f["message"] and "x.log: I/O error" in f["message"]
+    summary = {s["broker"]: s for s in out.summary}
+    assert summary[2]["leo_known"] is False and summary[2]["truncation_offset"] is None
+
+
+def test_leader_with_unknown_leo_gets_no_hw_or_loss_zone():
+    leader = replica(1, 100, 300, latest_epoch=3, unreadable_from=100, unreadable_to=None, unreadable="d")
+    out = evaluate(PartitionInput(replicas=[leader, replica(2, 300, 300, latest_epoch=2)]))
+    assert codes(out) == [("KA691", 1)]  # no KA702 (HW 300 > leader's lower bound 100)
+    (zone,) = out.zones  # the follower is longer: Spark looks there, outside the leader's span
+    assert (zone["from"], zone["leader_unreadable_from"], zone["leader_unreadable_to"]) == (100, 100, None)
+
+
+def test_middle_hole_keeps_the_known_leo_checks():
+    follower = replica(2, 250, 300, unreadable_from=100, unreadable_to=200, unreadable="d")
+    out = evaluate(PartitionInput(replicas=[replica(1, 300, 300), follower]))
+    assert codes(out) == [("KA691", 2), ("KA701", 2)]
+    assert out.findings[0]["offset_end"] == 199
+    (lag,) = out.lags  # its LEO is known: it lags from 250
+    assert (lag["from"], lag["to"], lag["in_isr"]) == (250, 300, None)
+
+
+def test_lag_rows_only_for_prefix_followers():
+    reps = [
+        replica(1, 300, 300, 1),
+        replica(2, 250, 250, 1),
+        replica(3, 200, 200, 1),
+        replica(4, 300, 300, 1),
+    ]
+    caches = {1: [(0, 0, 0), (1, 1, 220)]}
+    out = evaluate(PartitionInput(replicas=reps, caches=caches, divergences=[_div(1, 3, 150)]))
+    assert [(g["broker"], g["from"], g["epoch"]) for g in out.lags] == [(2, 250, 1)]
+
+
+def _row(**kw) -> dict:
+    base = {
+        "cluster": "c",
+        "topic": "t",
+        "partition": 0,
+        "broker": 2,
+        "log_dir": "/d/2",
+        "leader": 1,
+        "leader_source": "kraft",
+        "from": 250,
+        "to": 300,
+        "epoch": 1,
+        "in_isr": None,
+        "isr": None,
+        "records": 50,
+        "bytes": 5000,
+        "batches": 5,
+        "first_timestamp": 1000,
+        "last_timestamp": 2000,
+    }
+    return {**base, **kw}
+
+
+def test_lag_severity():
+    assert lag_finding(_row())["severity"] == "info"
+    assert lag_finding(_row(in_isr=True, isr="[1, 2]"))["severity"] == "info"
+    out = lag_finding(_row(in_isr=False, isr="[1]"))
+    assert out["severity"] == "warning" and "out of the ISR" in out["message"]
+    assert json.loads(out["evidence"])["isr"] == [1]
+    slow = lag_finding(_row(last_timestamp=1000 + REPLICA_LAG_TIME_MAX_MS + 1))
+    assert slow["severity"] == "warning"
+    assert lag_finding(_row(last_timestamp=1000 + REPLICA_LAG_TIME_MAX_MS))["severity"] == "info"
+    f = lag_finding(_row())
+    assert (f["records"], f["bytes"], f["offset_start"], f["offset_end"], f["peer"]) == (
+        50,
+        5000,
+        250,
+        299,
+        1,
+    )
+    assert "nothing is lost" in f["message"] and "from leader epoch 1" in f["message"]
