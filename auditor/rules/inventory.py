@@ -473,7 +473,8 @@ def not_regular_file(ld: LogDirContext) -> Iterator[Violation]:
     What it finds: an entry of the log dir or of a partition directory that is not a regular file (a FIFO,
     a socket, a character or block device), directly or through a symbolic link, whatever its name: a
     segment, index, snapshot, checkpoint, ``meta.properties``, ``quorum-state``, ``.kafka_cleanshutdown`` or
-    an unknown name; and a directory inside a partition directory named like one of Kafka's files. The evidence gives its type and, for a link, the link's text and where it resolves.
+    an unknown name; and a directory inside a partition directory named like one of Kafka's files. The
+    evidence gives its type and, for a link, the link's text and where it resolves.
     Why it matters: Kafka only ever writes regular files into a log dir (through ``FileChannel`` and atomic
     renames); a special file there was put by hand or by another program, and its bytes are not evidence of
     anything the broker wrote. Kafka's log loading lists segment files with ``File.isFile`` (regular files
