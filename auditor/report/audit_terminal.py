@@ -91,7 +91,7 @@ def replicas_table(replicas: list[dict[str, Any]]) -> Table:
                 _cell(r.get("divergence")),
                 _cell(r.get("truncationOffset")),
                 Text(str(lost), style=STYLES[Severity.CRITICAL] if lost else ""),
-                _cell(r.get("lagRecords")),
+                _cell(r.get("lagRecords") or None),
                 _incomplete(r),
                 _cell(r.get("tail")) if r.get("tail") not in (None, "end") else "",
             ]
@@ -111,11 +111,14 @@ def replicas_table(replicas: list[dict[str, Any]]) -> Table:
         ("unreadable\noffsets", "left"),
         ("tail", "left"),
     )
-    for i, (head, justify) in enumerate(heads):
+    # the last three columns (lag, unreadable offsets, tail) only when some replica has something there
+    keep = [i for i in range(len(heads)) if i < len(heads) - 3 or any(str(row[i]) for row in rows)]
+    for i in keep:
+        head, justify = heads[i]
         widest = max([len(str(row[i])) for row in rows] + [max(len(part) for part in head.split("\n"))])
         table.add_column(head, justify=justify, no_wrap=True, min_width=widest)
     for row in rows:
-        table.add_row(*row)
+        table.add_row(*[row[i] for i in keep])
     return table
 
 

@@ -143,9 +143,15 @@ def test_html(reports):
 
 
 def test_prometheus(reports):
+    from prometheus_client.parser import text_string_to_metric_families
+
     text = _report(reports, "prometheus")
     for line in text.splitlines():
         assert line.startswith("# ") or SAMPLE.match(line), line
+    samples = [s for family in text_string_to_metric_families(text) for s in family.samples]
+    assert samples
+    for sample in samples:
+        assert not any(RAW.search(v) for v in sample.labels.values()), sample
 
 
 def test_dump_escapes_names_and_keys(bounded, tmp_path):

@@ -220,6 +220,15 @@ def test_prometheus_label_values_follow_the_exposition_format(hostile):
     for line in text.splitlines():
         assert line.startswith("# ") or SAMPLE.match(line), line
     assert 'command="scan\\"\\\\\\\\n\\\\x1b\\\\u202e"' in text
+    from prometheus_client.parser import text_string_to_metric_families
+
+    commands = {
+        s.labels["command"]
+        for f in text_string_to_metric_families(text)
+        for s in f.samples
+        if "command" in s.labels
+    }
+    assert commands == {'scan"\\\\n\\x1b\\u202e'}, commands
 
 
 # ------------------------------------------------------------------------------------------- audit renderers
