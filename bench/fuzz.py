@@ -23,6 +23,7 @@ limit.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import multiprocessing as mp
 import os
 import random
@@ -456,6 +457,8 @@ def replay(inputs: Inputs, index: int, settings: Settings, dump: Path | None) ->
         return 1
     finally:
         scratch.cleanup()
+        with contextlib.suppress(OSError):
+            os.rmdir(settings.scratch_root)
 
 
 def _scratch_root() -> str:

@@ -138,17 +138,20 @@ def _java_tokens(text: str, expected: int) -> list[str] | None:
     return parts if len(parts) == expected else None
 
 
-def _java_lines(data: bytes) -> list[tuple[bytes, int]]:
+def _java_lines(data: bytes, limit: int | None = None) -> list[tuple[bytes, int]]:
     """``BufferedReader.readLine``: (line, byte offset of its start); ends ``\\n``, ``\\r\\n`` or ``\\r``.
 
-    One left-to-right pass (each terminator found once), so linear in the size of ``data``.
+    One left-to-right pass (each terminator found once), so linear in the size of ``data``; at most
+    ``limit`` lines when given (a reader that reads only the first lines never looks further).
     """
     lines: list[tuple[bytes, int]] = []
     pos = 0
     for brk in _LINE_BREAK.finditer(data):
+        if limit is not None and len(lines) >= limit:
+            return lines
         lines.append((data[pos : brk.start()], pos))
         pos = brk.end()
-    if pos < len(data):
+    if pos < len(data) and (limit is None or len(lines) < limit):
         lines.append((data[pos:], pos))
     return lines
 

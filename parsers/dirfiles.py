@@ -70,7 +70,7 @@ def parse_partition_metadata(data: bytes | memoryview, path: str | None = None) 
     zero UUID. Lines after the second are ignored."""
     location = path if path is not None else "<buffer>"
     raw = _decode_utf8(data, path, f"partition metadata file ({location})")
-    lines = [(line.decode("utf-8"), offset) for line, offset in _java_lines(raw)]
+    lines = [(line.decode("utf-8"), offset) for line, offset in _java_lines(raw, limit=3)]
 
     def malformed(line: str | None, offset: int) -> ParseError:  # a missing line prints as Java's null
         text = "null" if line is None else line
@@ -112,7 +112,9 @@ def parse_partition_metadata(data: bytes | memoryview, path: str | None = None) 
         notes.append(f"line 2 is {line!r}, Kafka writes 'topic_id: {topic_id}'")
     if raw != format_partition_metadata(topic_id):
         if len(lines) > 2:
-            notes.append(f"{len(lines) - 2} line(s) after the topic ID (ignored by Kafka)")
+            breaks = raw.count(b"\n") + raw.count(b"\r") - raw.count(b"\r\n")  # readLine's terminators
+            total = breaks + (0 if raw.endswith((b"\n", b"\r")) else 1)
+            notes.append(f"{total - 2} line(s) after the topic ID (ignored by Kafka)")
         elif raw.endswith((b"\n", b"\r")):
             notes.append("trailing line terminator (Kafka writes none)")
     return PartitionMetadata(version, topic_id, notes)
@@ -129,90 +131,66 @@ _PROPS_WHITESPACE = " \t\f"
 _JAVA_TRIM = "".join(chr(i) for i in range(0x21))  # String.trim removes every char <= ' '
 
 
+_PHYSICAL_LINE = re.compile(r"\r\n|\r|\n")
+
+
 def _properties_logical_lines(text: str) -> list[str]:
-    """``Properties.LineReader``: skip blank lines and ``#``/``!`` comments, join backslash continuations."""
+    """``Properties.LineReader``: skip blank lines and ``#``/``!`` comments, join backslash continuations
+    (the continued line's leading whitespace dropped). Linear: one split, no per-character Python loop."""
     lines: list[str] = []
-    i, n = 0, len(text)
-    while i < n:
-        while i < n and text[i] in " \t\f\r\n":
-            i += 1
-        if i >= n:
-            break
-        if text[i] in "#!":
-            while i < n and text[i] not in "\r\n":
-                i += 1
-            continue
-        parts: list[str] = []
-        while True:
-            start = i
-            while i < n and text[i] not in "\r\n":
-                i += 1
-            segment = text[start:i]
-            if i < n:
-                i += 2 if text[i] == "\r" and text[i + 1 : i + 2] == "\n" else 1
-            backslashes = len(segment) - len(segment.rstrip("\\"))
-            if backslashes % 2 == 0:
-                parts.append(segment)
-                break
+    parts: list[str] | None = None
+    for physical in _PHYSICAL_LINE.split(text):
+        segment = physical.lstrip(_PROPS_WHITESPACE)
+        if parts is None and (not segment or segment[0] in "#!"):
+            continue  # blank line or comment (a comment is never continued)
+        backslashes = len(segment) - len(segment.rstrip("\\"))
+        if backslashes % 2:
+            parts = [] if parts is None else parts
             parts.append(segment[:-1])
-            while i < n and text[i] in _PROPS_WHITESPACE:
-                i += 1
-            if i >= n:
-                break
+            continue
+        lines.append("".join([*(parts or []), segment]))
+        parts = None
+    if parts is not None:
         lines.append("".join(parts))
     return lines
 
 
 _ESCAPES = {"t": "\t", "r": "\r", "n": "\n", "f": "\f"}
+_ESCAPE = re.compile(r"\\(?:u([0-9a-fA-F]{4})|(u)|(.)|\Z)", re.S)
+
+
+def _unescape_one(match: re.Match[str]) -> str:
+    if match.group(1) is not None:
+        return chr(int(match.group(1), 16))
+    if match.group(2) is not None:
+        raise ParseError("Malformed \\uxxxx encoding.")
+    if match.group(3) is not None:
+        return _ESCAPES.get(match.group(3), match.group(3))
+    return "\\"  # a lone backslash at the very end stays
 
 
 def _properties_unescape(text: str) -> str:
     """``Properties.loadConvert``; a bad ``\\uXXXX`` throws IllegalArgumentException in Java: ParseError."""
-    out: list[str] = []
-    i, n = 0, len(text)
-    while i < n:
-        ch = text[i]
-        i += 1
-        if ch != "\\" or i >= n:
-            out.append(ch)
-            continue
-        ch = text[i]
-        i += 1
-        if ch == "u":
-            digits = text[i : i + 4]
-            if len(digits) < 4 or any(c not in "0123456789abcdefABCDEF" for c in digits):
-                raise ParseError("Malformed \\uxxxx encoding.")
-            out.append(chr(int(digits, 16)))
-            i += 4
-        else:
-            out.append(_ESCAPES.get(ch, ch))
-    return "".join(out)
+    return _ESCAPE.sub(_unescape_one, text) if "\\" in text else text
+
+
+_KEY = re.compile(r"(?:[^\\=: \t\f]|\\.|\\\Z)*", re.S)
+"""A key: up to the first separator (``=``, ``:`` or whitespace) not escaped by a backslash."""
+_AFTER_SEPARATOR = re.compile(r"[ \t\f]*")
+_AFTER_WHITESPACE = re.compile(r"[ \t\f]*(?:[=:][ \t\f]*)?")
 
 
 def load_java_properties(text: str) -> dict[str, str]:
     """``java.util.Properties.load`` on already-decoded text (last duplicate key wins)."""
     props: dict[str, str] = {}
     for line in _properties_logical_lines(text):
-        key_len, value_start, has_sep, escaped = 0, len(line), False, False
-        while key_len < len(line):
-            ch = line[key_len]
-            if ch in "=:" and not escaped:
-                value_start, has_sep = key_len + 1, True
-                break
-            if ch in _PROPS_WHITESPACE and not escaped:
-                value_start = key_len + 1
-                break
-            escaped = (not escaped) if ch == "\\" else False
-            key_len += 1
-        while value_start < len(line):
-            ch = line[value_start]
-            if ch not in _PROPS_WHITESPACE:
-                if not has_sep and ch in "=:":
-                    has_sep = True
-                else:
-                    break
-            value_start += 1
-        props[_properties_unescape(line[:key_len])] = _properties_unescape(line[value_start:])
+        key_end = _KEY.match(line).end()
+        if key_end < len(line):
+            after = _AFTER_SEPARATOR if line[key_end] in "=:" else _AFTER_WHITESPACE
+            value_start = after.match(line, key_end + 1).end()
+        else:
+            value_start = key_end
+        props[_properties_unescape(line[:key_end])] = _properties_unescape(line[value_start:])
     return props
 
 

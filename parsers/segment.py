@@ -457,6 +457,12 @@ def base_offset_from_name(path: str | os.PathLike) -> int:
     """The base offset encoded in a segment file name (the part before the first ``.``)."""
     name = Path(path).name
     head = name.split(".", 1)[0].split("-", 1)[0]
-    if not head.isdigit():
-        raise ParseError(f"file name {name!r} does not start with a base offset", path=str(path))
-    return int(head)
+    # Kafka: Long.parseLong of the part before the first '.' (LocalLog.offsetFromFileName)
+    from parsers.checkpoints import _java_parse_long
+
+    value = _java_parse_long(head)
+    if value is None or value < 0:
+        raise ParseError(
+            f"file name {name!r} does not start with a base offset (a decimal int64)", path=str(path)
+        )
+    return value

@@ -239,3 +239,25 @@ def test_records_and_crc_of_entries_larger_than_the_window_are_streamed(seg, mon
     assert [(r.offset, r.key_size, r.value_size) for r in light] == [(7, 1, 3 << 20), (8, -1, 1)]
     assert max(reads) <= 1 << 20  # the records section is read a piece at a time
     assert [r.value for r in walker.records(target)][1] == b"y"
+
+
+@pytest.mark.parametrize(
+    ("name", "offset"),
+    [
+        ("00000000000000000750.log", 750),
+        ("9223372036854775807.index", 2**63 - 1),
+        ("\u0661\u0662.log", 12),  # Long.parseLong takes decimal digits of any script
+        ("\u00b2\u00b3.log", None),  # superscripts are digits to str.isdigit, not to Kafka
+        ("99999999999999999999.log", None),  # beyond int64
+        ("-5.log", None),
+        ("x.log", None),
+    ],
+)
+def test_base_offset_from_name_follows_long_parse_long(name, offset):
+    from parsers.segment import base_offset_from_name
+
+    if offset is None:
+        with pytest.raises(ParseError):
+            base_offset_from_name(name)
+    else:
+        assert base_offset_from_name(name) == offset
