@@ -8,6 +8,7 @@ turns the stream into text, JSON or JSON Lines. Files are opened read-only; noth
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -298,13 +299,14 @@ class Dumper:
     def _legacy_records(self, entry) -> Iterator[dict]:
         from parsers import legacy
 
+        inner = legacy.iter_inner_messages(entry)  # streamed: every ParseError comes before a record
         try:
-            inner = legacy.inner_messages(entry) if entry.compression else [entry]
+            first = next(inner)
         except ParseError as exc:
             yield {"kind": "error", "position": entry.position, "message": exc.message}
             return
         fmt = self.options.value_format
-        for msg in inner:
+        for msg in itertools.chain((first,), inner):
             event = {
                 "kind": "record",
                 "offset": msg.offset,

@@ -9,6 +9,7 @@ fast path and ``tests/parsers/test_legacy.py`` proves both agree.
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import construct as cs
@@ -203,6 +204,54 @@ def inner_messages(
     notes = notes if notes is not None else DecodeNotes()
     if not entry.compression:
         return [_record(entry, entry.offset, entry.timestamp, entry.timestamp_type)]
+    _check_wrapper(entry)
+    inner = list(_inner_entries(entry, limit, notes, ensure_matching_magic))
+    if not inner:
+        raise ParseError(
+            "Found invalid compressed record set with no inner records", offset=entry.value_position
+        )
+    base = _wrapper_base(entry, inner[-1].offset)
+    if entry.magic == 1:
+        if [m.offset for m in inner] != list(range(len(inner))):
+            notes.add("v1 wrapper: inner relative offsets are not 0..n-1")
+    elif inner[-1].offset != entry.offset:
+        notes.add(f"v0 wrapper offset {entry.offset} is not the last inner offset {inner[-1].offset}")
+    return [_inner_record(entry, item, base) for item in inner]
+
+
+def iter_inner_messages(entry: LegacyEntry, *, limit: int = codecs.DEFAULT_LIMIT) -> Iterator[LegacyRecord]:
+    """:func:`inner_messages` one record at a time, in memory independent of the record count: a first
+    pass over the decompressed wrapper validates it and finds its last inner offset (a magic 1 wrapper's
+    base offset depends on it), a second yields the records. Every ParseError comes before the first
+    record."""
+    if not entry.compression:
+        yield _record(entry, entry.offset, entry.timestamp, entry.timestamp_type)
+        return
+    _check_wrapper(entry)
+    last_relative = None
+    for item in _inner_entries(entry, limit, DecodeNotes()):
+        last_relative = item.offset
+    if last_relative is None:
+        raise ParseError(
+            "Found invalid compressed record set with no inner records", offset=entry.value_position
+        )
+    base = _wrapper_base(entry, last_relative)
+    for item in _inner_entries(entry, limit, DecodeNotes()):
+        yield _inner_record(entry, item, base)
+
+
+def _inner_record(entry: LegacyEntry, item: LegacyEntry, base: int) -> LegacyRecord:
+    """An inner message as a logical record: absolute offset, and the wrapper's timestamp under
+    LogAppendTime (magic 1)."""
+    if item.magic == 1:
+        log_append = entry.timestamp_type == "LogAppendTime"
+        timestamp = entry.timestamp if log_append else item.timestamp
+        return _record(item, base + item.offset, timestamp, entry.timestamp_type)
+    return _record(item, base + item.offset, NO_TIMESTAMP, "NoTimestampType")
+
+
+def _check_wrapper(entry: LegacyEntry) -> None:
+    """What Kafka's deep iterator refuses before decompressing a wrapper: its codec and a null value."""
     where = entry.position
     if entry.compression not in (codecs.GZIP, codecs.SNAPPY, codecs.LZ4):
         if entry.compression == codecs.ZSTD:
@@ -215,6 +264,28 @@ def inner_messages(
         raise ParseError(
             f"Found invalid compressed record set with null value (magic = {entry.magic})", offset=where + 12
         )
+
+
+def _wrapper_base(entry: LegacyEntry, last_relative: int) -> int:
+    """The absolute offset of inner offset 0: magic 1 ``wrapperOffset - lastInnerRelative`` (a wrapper
+    offset of 0 meaning base 0), magic 0 inner offsets are absolute (§5.2)."""
+    if entry.magic != 1 or entry.offset == 0:
+        return 0
+    if entry.offset < last_relative:
+        raise ParseError(
+            "Found invalid wrapper offset in compressed v1 message set, wrapper offset "
+            f"'{entry.offset}' is less than the last inner message offset '{last_relative}' "
+            "and it is not zero.",
+            offset=entry.position,
+        )
+    return entry.offset - last_relative
+
+
+def _inner_entries(
+    entry: LegacyEntry, limit: int, notes: DecodeNotes, ensure_matching_magic: bool = False
+) -> Iterator[LegacyEntry]:
+    """The inner messages of the compressed wrapper ``entry`` one at a time (decompressed at most ``limit``
+    bytes; no list of them is built, so checking a wrapper costs memory independent of its record count)."""
     try:
         data = codecs.decompress(entry.compression, entry.value, magic=entry.magic, limit=limit, notes=notes)
     except ParseError as exc:
@@ -222,7 +293,6 @@ def inner_messages(
             f"cannot decompress the {entry.compression_name} wrapper value: {exc.message}",
             offset=entry.value_position + (exc.offset or 0),
         ) from None
-    inner: list[LegacyEntry] = []
     pos = 0
     while len(data) - pos >= LOG_OVERHEAD:
         try:
@@ -241,43 +311,10 @@ def inner_messages(
                 f"Compressed message magic {item.magic} does not match wrapper magic {entry.magic}",
                 offset=entry.value_position,
             )
-        inner.append(item)
+        yield item
         pos += item.size
     if pos < len(data):
         notes.add(f"{len(data) - pos} bytes after the last inner message ignored")
-    if not inner:
-        raise ParseError(
-            "Found invalid compressed record set with no inner records", offset=entry.value_position
-        )
-    if entry.magic == 1:
-        last_relative = inner[-1].offset
-        if entry.offset == 0:
-            base = 0
-        elif entry.offset < last_relative:
-            raise ParseError(
-                "Found invalid wrapper offset in compressed v1 message set, wrapper offset "
-                f"'{entry.offset}' is less than the last inner message offset '{last_relative}' "
-                "and it is not zero.",
-                offset=where,
-            )
-        else:
-            base = entry.offset - last_relative
-        if [m.offset for m in inner] != list(range(len(inner))):
-            notes.add("v1 wrapper: inner relative offsets are not 0..n-1")
-    else:
-        base = 0
-        if inner[-1].offset != entry.offset:
-            notes.add(f"v0 wrapper offset {entry.offset} is not the last inner offset {inner[-1].offset}")
-    out = []
-    for item in inner:
-        if item.magic == 1:
-            log_append = entry.timestamp_type == "LogAppendTime"
-            timestamp = entry.timestamp if log_append else item.timestamp
-            ts_type = entry.timestamp_type
-        else:
-            timestamp, ts_type = NO_TIMESTAMP, "NoTimestampType"
-        out.append(_record(item, base + item.offset, timestamp, ts_type))
-    return out
 
 
 def _record(item: LegacyEntry, offset: int, timestamp: int, timestamp_type: str) -> LegacyRecord:
@@ -302,7 +339,7 @@ def base_offset(entry: LegacyEntry, *, limit: int = codecs.DEFAULT_LIMIT) -> int
     """The entry's first offset: a wrapper's first inner offset (needs decompression), else its offset."""
     if not entry.compression:
         return entry.offset
-    return inner_messages(entry, limit=limit)[0].offset
+    return next(iter_inner_messages(entry, limit=limit)).offset
 
 
 def header_span(entry: LegacyEntry, *, limit: int = codecs.DEFAULT_LIMIT) -> tuple[int, int, int]:
@@ -324,12 +361,21 @@ def header_span(entry: LegacyEntry, *, limit: int = codecs.DEFAULT_LIMIT) -> tup
     if not entry.compression:
         entry.span = (entry.offset, 0, 1)
         return entry.span
-    try:
-        inner = inner_messages(entry, limit=limit)
+    try:  # streamed: only the first and last inner offsets and the count are kept
+        _check_wrapper(entry)
+        first_relative = last_relative = None
+        count = 0
+        for item in _inner_entries(entry, limit, DecodeNotes()):
+            if first_relative is None:
+                first_relative = item.offset
+            last_relative = item.offset
+            count += 1
+        if first_relative is None:
+            raise ParseError("no inner records")
+        first = _wrapper_base(entry, last_relative) + first_relative
     except ParseError:
         entry.span = (entry.offset, 0, 0)
         return entry.span
-    first = inner[0].offset
     delta = entry.offset - first
     if not INT64_MIN <= first <= INT64_MAX:
         problem = f"its first inner offset {first} is outside the int64 range"
@@ -341,7 +387,7 @@ def header_span(entry: LegacyEntry, *, limit: int = codecs.DEFAULT_LIMIT) -> tup
             "relative offsets of a segment (Kafka: LogSegmentOffsetOverflowException, the log cannot load)"
         )
     else:
-        entry.span = (first, delta, len(inner))
+        entry.span = (first, delta, count)
         return entry.span
     what = f"magic {entry.magic} {entry.compression_name} wrapper"
     raise ParseError(f"{what}: {problem}", offset=entry.position)

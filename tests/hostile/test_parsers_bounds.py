@@ -271,3 +271,24 @@ def test_v2_offsets_out_of_range_never_give_a_negative_log_end_offset(tmp_path, 
     assert all(r["leo"] == 3 for r in replicas), replicas
     for result in (scan, dump, extract):
         assert result.seconds < SECONDS and result.peak_rss_mb < 400
+
+
+def test_legacy_wrapper_of_a_million_tiny_messages_is_checked_in_bounded_memory(tmp_path, bounded):
+    """A magic-0 gzip wrapper (a few KB) whose 1,000,000 inner messages decompress to 26 MB: the walk keeps
+    its first and last inner offsets and a count, never a list of inner messages."""
+    from parsers.legacy import build_legacy_message
+
+    n = 1_000_000
+    inner = build_legacy_message(5, None, b"", magic=0) * n  # the same inner message, n times
+    value = codecs.compress(codecs.GZIP, inner, magic=0)
+    wrapper = build_legacy_message(5, None, value, magic=0, attributes=codecs.GZIP)
+    root = tmp_path / "broker-1"
+    part = root / "legacy-0"
+    part.mkdir(parents=True)
+    (root / "meta.properties").write_bytes(format_meta_properties(1, 1, CLUSTER_ID, directory_id(1)))
+    (part / segment_file_name(0, ".log")).write_bytes(wrapper)
+    scan = bounded(["scan", str(root), "--format", "json"])
+    assert scan.returncode in (0, 1), scan.stderr
+    report = json.loads(scan.stdout)
+    assert not [f for f in report["findings"] if f["code"] in ("KA001", "KA002")]
+    assert scan.seconds < SECONDS and scan.peak_rss_mb < 250, (scan.seconds, scan.peak_rss_mb)
