@@ -9,8 +9,10 @@ Two interfaces over one loop:
   ``header_tuple`` laid out as ``record_batch.HEADER_STRUCT`` (legacy entries come as ``LegacyEntry``);
 * iterating the walker — ``RecordBatch`` / ``LegacyEntry`` objects, for dumps and checks.
 
-Entries larger than the window are never read whole: their CRC-32C is computed over ``_CRC_CHUNK`` pieces and
-:meth:`SegmentWalker.records` streams their records. Files are opened with ``parsers.files.open_regular``.
+v2 batches larger than the window are never read whole: their CRC-32C is computed over ``_CRC_CHUNK``
+pieces and :meth:`SegmentWalker.records` streams their records; a legacy (magic 0/1) entry is read whole
+(Kafka wrote them before 3.0, capped by ``message.max.bytes``). Files are opened with
+``parsers.files.open_regular``.
 """
 
 from __future__ import annotations
