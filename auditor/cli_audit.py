@@ -363,7 +363,8 @@ def extract_command(
 
     Exit status: 0 written, 2 for usage errors or a directory that is not a Kafka log directory.
     """
-    from auditor.extract import extract_log_dir, is_log_dir
+    from auditor.extract import extract_log_dir
+    from auditor.filetypes import is_log_dir
     from parsers.errors import ParseError
 
     if not logdir.is_dir() or not is_log_dir(logdir):

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from auditor.filetypes import classify, kraft_snapshot_id, partition_topic, strip_state_suffix
 from parsers.errors import ParseError
-from parsers.files import open_regular, open_regular_file, regular_file_problem
+from parsers.files import open_regular, read_regular, regular_file_problem
 from parsers.record_batch import RecordBatch
 from parsers.segment import SegmentWalker, base_offset_from_name
 
@@ -347,14 +347,9 @@ class Dumper:
     def _read_small(self, path: str) -> bytes:
         size = os.stat(path).st_size
         limit = self.options.max_bytes
-        if (
-            limit is None
-            and size > MAX_TEXT_FILE
-            and classify(path) not in ("offset-index", "time-index", "txn-index")
-        ):
+        if limit is None and size > MAX_TEXT_FILE:  # indexes never come here: they are read in windows
             raise ParseError(f"{size} bytes is far too large for this kind of file", path=path, offset=0)
-        with open_regular_file(path) as fh:
-            return fh.read(limit if limit is not None else -1)
+        return read_regular(path, limit)
 
     def _small_file(self, path: str, kind: str) -> Iterator[dict]:
         if kind in _INDEX_KINDS:

@@ -91,12 +91,6 @@ class LogDirInfo:
         return f"{METADATA_TOPIC}-0" in self.partition_dirs
 
 
-def is_log_dir(path: Path) -> bool:
-    """A Kafka log directory: ``meta.properties`` or an offset checkpoint at its root (whatever its file type:
-    a FIFO named ``meta.properties`` makes a log dir that :func:`read_log_dir` reports, never reads)."""
-    return any(os.path.lexists(path / name) for name in ("meta.properties", "replication-offset-checkpoint"))
-
-
 def _read_small(path: Path) -> bytes:
     """At most :data:`MAX_TEXT` bytes of the regular file ``path``; a FIFO, socket or device is never opened
     (:class:`parsers.files.NotRegularFile`, an OSError)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -84,3 +85,14 @@ def partition_topic(path: str | Path) -> str | None:
         return None
     topic, _, part = parent.rpartition("-")
     return topic if part.isdigit() and topic else None
+
+
+LOG_DIR_MARKERS = ("meta.properties", "replication-offset-checkpoint")
+"""Files at the root of a broker or controller log directory (spec §12)."""
+
+
+def is_log_dir(path: str | os.PathLike) -> bool:
+    """A Kafka log directory: ``meta.properties`` or an offset checkpoint at its root, whatever its file type
+    (a FIFO named ``meta.properties`` still makes a log dir, which is then reported, never read)."""
+    return any(os.path.lexists(Path(path) / name) for name in LOG_DIR_MARKERS)
+

@@ -13,14 +13,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-LOG_DIR_MARKERS = ("meta.properties", "replication-offset-checkpoint")
-
-
-def is_log_dir(path: Path) -> bool:
-    """A Kafka log directory: ``meta.properties`` or an offset checkpoint at its root, whatever its file type
-    (the test of :func:`auditor.extract.is_log_dir`, here without importing numpy and pyarrow)."""
-    return any(os.path.lexists(path / name) for name in LOG_DIR_MARKERS)
-
+from auditor.filetypes import is_log_dir
 
 _SKIP_DIRS = {"dumps", "_run"}
 
@@ -284,4 +277,4 @@ _ONE_COPY_PER_RUN = (
 )
 
 
-__all__ = ["Identity", "Inputs", "Source", "check_inputs", "discover", "is_log_dir"]
+__all__ = ["Identity", "Inputs", "Source", "check_inputs", "discover"]
