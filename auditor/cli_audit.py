@@ -25,11 +25,10 @@ from auditor.cli_scan import (
     ColorMode,
     FailOn,
     ReportFormat,
+    _fail,
 )
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
-MASTER_ENV = "KAFKA_AUDITOR_SPARK_MASTER"
-"""Default of ``--master`` (else ``local[*]``)."""
 REGISTRATION_ENV = "KAFKA_AUDITOR_MASTER_TIMEOUT"
 REGISTRATION_SECONDS = 30.0
 """How long, once the driver's JVM is up, a standalone (``spark://``) or Mesos master may take to accept the
@@ -51,13 +50,6 @@ AUDIT_COLUMNS = [
     ("lagRecords", "behind"),
     ("incompleteFrom", "incomplete from"),
 ]
-
-
-def _fail(message: str) -> typer.Exit:
-    from auditor.report.escape import visible  # file names may hold control or bidi characters
-
-    typer.echo(f"kafka-auditor: error: {visible(message)}", err=True)
-    return typer.Exit(EXIT_ERROR)
 
 
 def _absolute(path: Path | None) -> Path | None:
@@ -82,8 +74,9 @@ def _checked_master(url: str | None):
     """The parsed ``--master`` (or ``$KAFKA_AUDITOR_SPARK_MASTER``, else ``local[*]``); exit 2 when Spark
     would refuse it."""
     from auditor.spark.master import MasterError, parse_master
+    from auditor.spark.session import default_master
 
-    text = url if url is not None else (os.environ.get(MASTER_ENV) or "local[*]")
+    text = url if url is not None else default_master()
     try:
         return parse_master(text)
     except MasterError as exc:

@@ -113,7 +113,7 @@ def _read_meta(info: LogDirInfo, meta: Path) -> None:
     except (ParseError, OSError) as exc:
         info.errors.append(_reason(meta, exc))
         return
-    info.node = props.node_id if props.node_id is not None else props.broker_id
+    info.node = props.node_id  # v0: broker.id
     info.cluster_id = props.cluster_id
     why = props.identity_problem()
     if why is not None:
@@ -361,9 +361,11 @@ class _LogState:
     valid_batches: list[tuple[int, int, int]] = field(default_factory=list)
 
 
-def _walk_partition(task: PartitionTask, part_dir: Path, state: _LogState, keep_positions: bool):
-    """Yield batch tables segment by segment, updating ``state`` (LEO, tail, totals)."""
-    segments = _segments(part_dir)
+def _walk_partition(
+    task: PartitionTask, segments: list[tuple[int, Path]], state: _LogState, keep_positions: bool
+):
+    """Yield batch tables segment by segment (``segments``: :func:`_segments` of the partition directory),
+    updating ``state`` (LEO, tail, totals)."""
     rp = task.recovery_point if task.recovery_point is not None else 0
     recover_from = None
     if not task.clean_shutdown and segments:
@@ -734,7 +736,7 @@ def extract_partition(task: PartitionTask) -> Iterator[tuple[str, pa.Table]]:
     segments: list[tuple[int, Path]] = []
     try:
         segments = _segments(part_dir)
-        walk = _walk_partition(task, part_dir, state, keep_positions=task.compacted)
+        walk = _walk_partition(task, segments, state, keep_positions=task.compacted)
         for table in walk:
             yield "batch", table
     except OSError as exc:

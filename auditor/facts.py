@@ -12,7 +12,6 @@ No policy here: whether something is a finding, and how severe, is decided by ``
 
 from __future__ import annotations
 
-import errno
 import os
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,7 +24,7 @@ from parsers.checkpoints import LeaderEpochCheckpoint, NormalizedEpochs, OffsetC
 from parsers.control import decode_control_record
 from parsers.dirfiles import CleanShutdown, MetaProperties, PartitionMetadata, QuorumState
 from parsers.errors import ParseError
-from parsers.files import NotRegularFile, open_regular, read_regular
+from parsers.files import open_regular, read_regular
 from parsers.indexes import (
     ABORTED_TXN_SIZE,
     INDEX_WINDOW,
@@ -239,19 +238,10 @@ def time_index_arrays(
     return _time_columns(_index_arrays(IndexScan.of_bytes(TIME_INDEX, data, window=window)), base_offset)
 
 
-def _open_index(path: str) -> int:
-    """A descriptor of the index ``path``; a FIFO, device or directory there is an OSError like an unreadable
-    file (``collect_segment`` records it in ``index_errors``), never opened."""
-    try:
-        return open_regular(path)
-    except NotRegularFile as exc:
-        raise OSError(errno.EINVAL, exc.message, path) from None
-
-
 def _scan_file(path: str, kind, base_offset: int) -> tuple[IndexArrays, str | None]:
     """Scan an index file in windows (never read or mapped whole); its arrays (at most
     :data:`MAX_INDEX_ENTRIES` entries) and Kafka's sanity check message."""
-    fd = _open_index(path)
+    fd = open_regular(path)
     try:
         arrays = _index_arrays(IndexScan.of_fd(kind, fd), MAX_INDEX_ENTRIES)
     finally:
@@ -318,7 +308,7 @@ def load_txn_index(info: FileInfo, base_offset: int) -> TxnIndexFacts:
     """Read a ``.txnindex`` in windows: every entry is checked (version, Kafka's sanity check), at most
     :data:`MAX_TXN_ENTRIES` are kept as objects."""
     facts = TxnIndexFacts(info.path, info.size)
-    fd = _open_index(info.path)
+    fd = open_regular(info.path)
     try:
         size = os.fstat(fd).st_size
         facts.size = size

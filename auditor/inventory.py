@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from auditor.filetypes import classify
+from auditor.filetypes import classify, is_log_dir
 from parsers.checkpoints import OFFSET_CHECKPOINT_FILES
 from parsers.dirfiles import (
     parse_kraft_snapshot_file_name,
@@ -445,7 +445,7 @@ def looks_like_logdir(path: str | os.PathLike) -> bool:
     root = Path(path)
     if not root.is_dir():
         return False
-    if any((root / name).is_file() for name in ROOT_FILES if name not in (".lock",)):
+    if is_log_dir(root) or any(os.path.lexists(root / name) for name in ROOT_FILES if name != ".lock"):
         return True
     try:
         children = list(os.scandir(root))

@@ -228,15 +228,16 @@ def iter_inner_messages(entry: LegacyEntry, *, limit: int = codecs.DEFAULT_LIMIT
         yield _record(entry, entry.offset, entry.timestamp, entry.timestamp_type)
         return
     _check_wrapper(entry)
+    data = _decompressed(entry, limit, DecodeNotes())
     last_relative = None
-    for item in _inner_entries(entry, limit, DecodeNotes()):
+    for item in _inner_entries(entry, limit, DecodeNotes(), data=data):
         last_relative = item.offset
     if last_relative is None:
         raise ParseError(
             "Found invalid compressed record set with no inner records", offset=entry.value_position
         )
     base = _wrapper_base(entry, last_relative)
-    for item in _inner_entries(entry, limit, DecodeNotes()):
+    for item in _inner_entries(entry, limit, DecodeNotes(), data=data):
         yield _inner_record(entry, item, base)
 
 
@@ -281,18 +282,29 @@ def _wrapper_base(entry: LegacyEntry, last_relative: int) -> int:
     return entry.offset - last_relative
 
 
-def _inner_entries(
-    entry: LegacyEntry, limit: int, notes: DecodeNotes, ensure_matching_magic: bool = False
-) -> Iterator[LegacyEntry]:
-    """The inner messages of the compressed wrapper ``entry`` one at a time (decompressed at most ``limit``
-    bytes; no list of them is built, so checking a wrapper costs memory independent of its record count)."""
+def _decompressed(entry: LegacyEntry, limit: int, notes: DecodeNotes) -> bytes:
+    """The inner message set of the compressed wrapper ``entry`` (at most ``limit`` bytes)."""
     try:
-        data = codecs.decompress(entry.compression, entry.value, magic=entry.magic, limit=limit, notes=notes)
+        return codecs.decompress(entry.compression, entry.value, magic=entry.magic, limit=limit, notes=notes)
     except ParseError as exc:
         raise ParseError(
             f"cannot decompress the {entry.compression_name} wrapper value: {exc.message}",
             offset=entry.value_position + (exc.offset or 0),
         ) from None
+
+
+def _inner_entries(
+    entry: LegacyEntry,
+    limit: int,
+    notes: DecodeNotes,
+    ensure_matching_magic: bool = False,
+    data: bytes | None = None,
+) -> Iterator[LegacyEntry]:
+    """The inner messages of the compressed wrapper ``entry`` one at a time, from ``data`` (its decompressed
+    value, decompressed here when not given); no list of them is built, so checking a wrapper costs memory
+    independent of its record count."""
+    if data is None:
+        data = _decompressed(entry, limit, notes)
     pos = 0
     while len(data) - pos >= LOG_OVERHEAD:
         try:

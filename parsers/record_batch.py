@@ -500,9 +500,14 @@ def _record_body(batch: RecordBatch, buf: bytes, pos: int, length: int, payloads
     return _record(batch, attributes, ts_delta, off_delta, key, value, headers, key_size, value_size), pos
 
 
+MAX_LARGE_RECORD_HEADERS = 4096
+"""Header objects kept for one record larger than the record window (the rest are checked, not kept)."""
+
+
 def _large_record_body(batch: RecordBatch, cur: _Cursor, length: int) -> Record:
     """A record larger than :data:`RECORD_WINDOW`, read piece by piece with its key, value and header values
-    skipped (``payloads=False``)."""
+    skipped (``payloads=False``); every header is checked but only the first :data:`MAX_LARGE_RECORD_HEADERS`
+    are kept (a 64 MiB record could declare tens of millions of empty headers)."""
     body_start = cur.offset
     end = body_start + length
 
@@ -531,7 +536,8 @@ def _large_record_body(batch: RecordBatch, cur: _Cursor, length: int) -> Record:
         if klen > RECORD_WINDOW:
             cur.skip(klen)
         cur.skip(max(size("header value"), 0))
-        headers.append(Header(key.decode("utf-8", "replace"), None))
+        if len(headers) < MAX_LARGE_RECORD_HEADERS:
+            headers.append(Header(key.decode("utf-8", "replace"), None))
     if cur.offset != end:
         raise RecordError(
             f"Invalid record size: expected to read {length} bytes in record payload, "

@@ -326,8 +326,10 @@ class SegmentWalker:
                     try:
                         entry = self._legacy(fd, mv, rel, pos, size, buf_end)
                     except ParseError as exc:
-                        # Not even a legacy message (e.g. a v2 batch whose magic byte was damaged).
-                        self._finish(pos, "corrupt", f"invalid magic {magic} entry: {exc.message}")
+                        # Not a legacy message (e.g. a v2 batch whose magic byte was damaged), or one
+                        # whose offsets fit no segment (legacy.header_span)
+                        what = "legacy entry" if magic in (0, 1) else f"magic {magic} entry"
+                        self._finish(pos, "corrupt", f"invalid {what}: {exc.message}")
                         return
                     yield (_LEGACY, entry)
                     if not entry.crc_valid:

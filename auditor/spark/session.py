@@ -168,6 +168,15 @@ def prepare_environment(local: bool = True) -> JavaChoice:
     return choice
 
 
+MASTER_ENV = "KAFKA_AUDITOR_SPARK_MASTER"
+"""Environment variable naming the default Spark master (else ``local[*]``)."""
+
+
+def default_master() -> str:
+    """The master used when ``--master`` is not given: ``$KAFKA_AUDITOR_SPARK_MASTER``, else ``local[*]``."""
+    return os.environ.get(MASTER_ENV) or "local[*]"
+
+
 def _loopback_only(master: str) -> bool:
     """True for local modes and for clusters whose every endpoint is on loopback: the driver then binds to
     127.0.0.1 only. A remote cluster's executors must reach the driver, so it binds as Spark decides."""
@@ -201,7 +210,7 @@ def get_spark(
     extra_conf: dict[str, str] | None = None,
 ):
     """A SparkSession: ``local[*]`` unless ``master`` is given; quiet, no UI, few shuffle partitions."""
-    master = master or os.environ.get("KAFKA_AUDITOR_SPARK_MASTER") or "local[*]"
+    master = master or default_master()
     prepare_environment(local=_loopback_only(master))
     from pyspark.sql import SparkSession
 
