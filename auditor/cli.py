@@ -59,7 +59,7 @@ def _root(
 
 def fail(message: str) -> typer.Exit:
     """Print one ``kafka-auditor: error:`` line (file names in it made visible) and return exit 2."""
-    from auditor.report.escape import visible
+    from auditor.text import visible
 
     typer.echo(f"kafka-auditor: error: {visible(message)}", err=True)
     return typer.Exit(EXIT_ERROR)
@@ -67,9 +67,9 @@ def fail(message: str) -> typer.Exit:
 
 def internal_error_line(exc: BaseException) -> str:
     """The one line printed for an unexpected error: the input file when known, the error's type and first
-    message line (:func:`auditor.rules.engine.describe_error`), never a stack trace."""
-    from auditor.report.escape import visible
-    from auditor.rules.engine import DEBUG_ENV, describe_error, error_file
+    message line (:func:`auditor.errors.describe_error`), never a stack trace."""
+    from auditor.errors import DEBUG_ENV, describe_error, error_file
+    from auditor.text import visible
 
     described = describe_error(exc)
     path = error_file(exc)
@@ -131,7 +131,7 @@ def dump(
     except BrokenPipeError:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         raise typer.Exit(EXIT_OK) from None
-    from auditor.report.escape import visible
+    from auditor.text import visible
 
     for err in errors:
         typer.echo(f"kafka-auditor: error: {visible(str(err))}", err=True)

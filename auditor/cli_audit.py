@@ -94,7 +94,7 @@ def _start_spark(master):
     """A SparkSession on ``master``, or exit 2 with one line: no Java, a Py4J/Java error (never its stack),
     or a standalone/Mesos master that accepted the connection but did not register the application within
     :func:`_registration_seconds` (the process then exits at once: the JVM is still waiting)."""
-    from auditor.rules.engine import describe_error
+    from auditor.errors import describe_error
     from auditor.spark.session import JavaNotFound, get_spark
 
     started = threading.Event()
@@ -314,7 +314,7 @@ def audit_command(
     except ValueError as exc:
         raise _fail(str(exc)) from None
 
-    from auditor.rules.engine import describe_error
+    from auditor.errors import describe_error
     from auditor.spark.audit import run_audit
 
     spark = _start_spark(spark_master)
@@ -356,8 +356,8 @@ def extract_command(
 
     Exit status: 0 written, 2 for usage errors or a directory that is not a Kafka log directory.
     """
-    from auditor.extract import extract_log_dir
-    from auditor.filetypes import is_log_dir
+    from auditor.layout.filetypes import is_log_dir
+    from auditor.observe.extract import extract_log_dir
     from parsers.errors import ParseError
 
     if not logdir.is_dir() or not is_log_dir(logdir):

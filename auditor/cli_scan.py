@@ -53,7 +53,7 @@ EXIT_ZERO_OPTION = typer.Option(
 
 
 def _fail(message: str) -> typer.Exit:
-    from auditor.report.escape import visible  # file names may hold control or bidi characters
+    from auditor.text import visible  # file names may hold control or bidi characters
 
     typer.echo(f"kafka-auditor: error: {visible(message)}", err=True)
     return typer.Exit(EXIT_ERROR)
@@ -116,7 +116,7 @@ class _Progress:
         if self.bar is not None and self.task is not None:
             from rich.markup import escape
 
-            from auditor.report.escape import visible
+            from auditor.text import visible
 
             # a partition directory's name is evidence: no control characters, no Rich markup
             shown = escape(visible(label))
@@ -178,7 +178,7 @@ def scan_command(
     Exit status: 0 clean, 1 when a finding reaches --fail-on, 2 for usage errors or unreadable input.
     """
     from auditor.findings import Severity
-    from auditor.inventory import discover
+    from auditor.layout.inventory import discover
     from auditor.report import Report
     from auditor.report.output import check_output_path, write_report
     from auditor.rules.registry import select_rules

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from auditor.filetypes import classify, kraft_snapshot_id, partition_topic, strip_state_suffix
+from auditor.layout.filetypes import classify, kraft_snapshot_id, partition_topic, strip_state_suffix
 from parsers.errors import ParseError
 from parsers.files import open_regular, read_regular, regular_file_problem
 from parsers.record_batch import RecordBatch

@@ -78,7 +78,7 @@ def _pairs(e: dict) -> str:
 
 
 def render_text(events: Iterable[dict], out: TextIO) -> None:
-    from auditor.report.escape import visible
+    from auditor.text import visible
 
     def write(line: str) -> None:
         """One line, its control and bidi characters (file names, keys, values) made visible."""

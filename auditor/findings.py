@@ -47,6 +47,16 @@ class Severity(IntEnum):
 
 
 @dataclass(slots=True)
+class Location:
+    """Where a check runs: the finding fields a context fills in."""
+
+    broker: int | None = None
+    log_dir: str | None = None
+    topic: str | None = None
+    partition: int | None = None
+
+
+@dataclass(slots=True)
 class Finding:
     """One problem (or fact) found by a rule, located as precisely as the evidence allows.
 
@@ -212,7 +222,7 @@ def _jsonable(value: Any) -> Any:
     if isinstance(value, Severity):
         return value.label
     if isinstance(value, BaseException):  # one line, never a stack trace (a Java one included)
-        from auditor.rules.engine import describe_error
+        from auditor.errors import describe_error
 
         return describe_error(value)
     if hasattr(value, "item") and callable(value.item):  # numpy scalar

@@ -25,21 +25,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from auditor import __version__
-from auditor.facts import (
-    LogDirContext,
-    LogDirFacts,
-    ParsedFile,
-    PartitionContext,
-    SegmentFacts,
-    collect_segment,
-    load_snapshot,
-    parse_file,
-)
-from auditor.findings import Finding
-from auditor.inventory import LogDirInventory, PartitionDir, discover, inventory
-from auditor.kraft import TopicView, topic_view
-from auditor.rules.engine import describe_error, error_evidence
-from auditor.rules.registry import REGISTRY, Location, Rule, Selection, load_rules, select_rules
+from auditor.errors import describe_error, error_evidence
+from auditor.findings import Finding, Location
+from auditor.kafka.kraft import TopicView, topic_view
+from auditor.layout.inventory import LogDirInventory, PartitionDir, discover, inventory
+from auditor.observe.context import LogDirContext, LogDirFacts, PartitionContext
+from auditor.observe.files import ParsedFile, load_snapshot, parse_file
+from auditor.observe.segments import SegmentFacts, collect_segment
+from auditor.rules.registry import REGISTRY, Rule, Selection, load_rules, select_rules
 from parsers.checkpoints import parse_leader_epoch_checkpoint, parse_offset_checkpoint
 from parsers.dirfiles import (
     parse_clean_shutdown,

@@ -31,8 +31,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from auditor import rows
-from auditor.extract import ExtractWriter
+from auditor.observe import rows
+from auditor.observe.extract import ExtractWriter
 
 CLUSTER = "bench"
 BROKERS = (1, 2, 3)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from auditor.inventory import discover, inventory, looks_like_logdir
+from auditor.layout.inventory import discover, inventory, looks_like_logdir
 from tests.conftest import corpus_path
 from tests.rules.builder import standard
 

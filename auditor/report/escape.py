@@ -17,71 +17,12 @@ their encoder (``ensure_ascii``) writes every control and non-ASCII character as
 from __future__ import annotations
 
 import dataclasses
-import re
 from typing import Any
 
 from auditor.findings import Finding
 from auditor.report.model import Report
+from auditor.text import UNSAFE, visible, visible_data
 
-_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
-
-UNSAFE = re.compile(
-    "["
-    "\\x00-\\x1f\\x7f-\\x9f"  # C0 controls (ESC, NUL, newline...), DEL, C1 controls (CSI 0x9b...)
-    "\\u061c\\u200b-\\u200f"  # Arabic letter mark; zero-width space/joiners, LRM, RLM
-    "\\u2028-\\u202e"  # line/paragraph separators; bidi embeddings and overrides (LRE..RLO)
-    "\\u2060-\\u2069"  # word joiner, invisible operators; bidi isolates (LRI, RLI, FSI, PDI)
-    "\\ufeff\\ufff9-\\ufffb\\ufffe\\uffff"  # BOM/ZWNBSP, interlinear annotations, non-characters
-    "\\ud800-\\udfff"  # lone surrogates (undecodable bytes of a file name, PEP 383)
-    "]"
-)
-"""Characters never written raw to text, HTML or XML output."""
-
-
-def _replacement(match: re.Match[str]) -> str:
-    ch = match.group()
-    if ch in _NAMED:
-        return _NAMED[ch]
-    code = ord(ch)
-    if code <= 0xFF:
-        return f"\\x{code:02x}"
-    if 0xDC80 <= code <= 0xDCFF:  # os.fsdecode's surrogateescape: show the original byte
-        return f"\\x{code - 0xDC00:02x}"
-    return f"\\u{code:04x}"
-
-
-def visible(text: str) -> str:
-    """``text`` with every control, bidi, invisible-format and surrogate character written as a visible
-    escape (``\\x1b``, ``\\u202e``, ``\\n``; an undecodable file-name byte as ``\\xff``). The result is
-    printable on a terminal and valid in XML 1.0 and HTML (after the usual ``&<>"`` escaping)."""
-    if not UNSAFE.search(text):
-        return text
-    return UNSAFE.sub(_replacement, text)
-
-
-def visible_data(value: Any) -> Any:
-    """``value`` with :func:`visible` applied to every string in it (dict keys too, lists and tuples);
-    other values unchanged. Returns the same object when nothing needed escaping."""
-    if isinstance(value, str):
-        return visible(value)
-    if isinstance(value, dict):
-        out: dict = {}
-        changed = False
-        for k, v in value.items():
-            k2 = visible(k) if isinstance(k, str) else k
-            v2 = visible_data(v) if isinstance(v, _CONTAINERS) else v
-            changed = changed or k2 is not k or v2 is not v
-            out[k2] = v2
-        return out if changed else value
-    if isinstance(value, (list, tuple)):
-        items = [visible_data(v) if isinstance(v, _CONTAINERS) else v for v in value]
-        if all(a is b for a, b in zip(items, value, strict=True)):
-            return value
-        return items if isinstance(value, list) else tuple(items)
-    return value
-
-
-_CONTAINERS = (str, dict, list, tuple)
 _FINDING_TEXT = ("message", "name", "log_dir", "topic", "file")
 
 

@@ -10,8 +10,8 @@ from collections import Counter
 from typing import IO
 
 from auditor.findings import Severity
-from auditor.report.escape import visible
 from auditor.report.model import Report
+from auditor.text import visible
 
 
 def _escape(value: object) -> str:

@@ -17,8 +17,8 @@ from typing import IO, Any
 from urllib.parse import quote
 
 from auditor.findings import Finding, Severity
-from auditor.report.escape import visible
 from auditor.report.model import SCHEMA_VERSION, TOOL_NAME, TOOL_URI, Report
+from auditor.text import visible
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 LEVELS = {

@@ -7,8 +7,9 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator
 
-from auditor.facts import LogDirContext, ParsedFile, PartitionContext
 from auditor.findings import Severity
+from auditor.observe.context import LogDirContext, PartitionContext
+from auditor.observe.files import ParsedFile
 from auditor.rules.registry import Violation, rule
 
 CHECKPOINT_CONSEQUENCE = {

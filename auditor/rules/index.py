@@ -14,8 +14,9 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from auditor.facts import PartitionContext, SegmentFacts
 from auditor.findings import Severity
+from auditor.observe.context import PartitionContext
+from auditor.observe.segments import SegmentFacts
 from auditor.rules.registry import Violation, rule
 
 EXAMPLES = 5

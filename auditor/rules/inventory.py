@@ -7,11 +7,11 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 
-from auditor.facts import LogDirContext, PartitionContext
-from auditor.filetypes import FILE_KINDS
 from auditor.findings import Severity
-from auditor.inventory import FileInfo, PartitionDir
-from auditor.kraft import METADATA_TOPIC_ID
+from auditor.kafka.kraft import METADATA_TOPIC_ID
+from auditor.layout.filetypes import FILE_KINDS
+from auditor.layout.inventory import FileInfo, PartitionDir
+from auditor.observe.context import LogDirContext, PartitionContext
 from auditor.rules.registry import Violation, rule
 
 LIST_CAP = 20

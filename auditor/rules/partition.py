@@ -10,8 +10,8 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 
-from auditor.facts import LogDirContext, PartitionContext
 from auditor.findings import Severity
+from auditor.observe.context import LogDirContext, PartitionContext
 from auditor.rules.registry import Violation, rule
 
 REPLICATION_CKPT = "replication-offset-checkpoint"

@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from auditor.findings import Finding, Severity
+from auditor.findings import Finding, Location, Severity
 
 FAMILIES: dict[str, str] = {
     "KA0": "scan",
@@ -95,16 +95,6 @@ class Violation:
     topic: str | None = None
     partition: int | None = None
     broker: int | None = None
-
-
-@dataclass(slots=True)
-class Location:
-    """Where a check runs: the finding fields a context fills in."""
-
-    broker: int | None = None
-    log_dir: str | None = None
-    topic: str | None = None
-    partition: int | None = None
 
 
 @dataclass(frozen=True)

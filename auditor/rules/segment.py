@@ -11,8 +11,9 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 
-from auditor.facts import PartitionContext, SegmentFacts
 from auditor.findings import Severity
+from auditor.observe.context import PartitionContext
+from auditor.observe.segments import SegmentFacts
 from auditor.rules.registry import Violation, rule
 from parsers.files import open_regular_file
 

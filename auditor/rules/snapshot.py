@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 
-from auditor.facts import PartitionContext
 from auditor.findings import Severity
+from auditor.observe.context import PartitionContext
 from auditor.rules.registry import Violation, rule
 
 

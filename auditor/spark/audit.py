@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from auditor.extract import METADATA_TOPIC
 from auditor.findings import Finding, Severity
+from auditor.observe.extract import METADATA_TOPIC
 from auditor.spark.extract import Inputs, load, ship_code
 
 LOST_FIELDS = [
@@ -280,7 +280,7 @@ def save_frames(spark, frames, tables, findings: list[Finding], directory: str |
     """Write the findings and every intermediate table as Parquet under ``directory``: ``findings/``,
     ``replicas/``, ``divergence/``, ``lost/``, ``epochs/``, ``pairs/`` and ``extract/`` (the extract layout,
     which ``audit`` accepts again as input)."""
-    from auditor import rows as rowschemas
+    from auditor.observe import rows as rowschemas
 
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
@@ -325,7 +325,7 @@ def _decode_lost(batches):
     """mapInArrow body: decode each lost batch from its segment file; keep records below its committed HW."""
     import pyarrow as pa
 
-    from auditor.extract import read_batch_records
+    from auditor.observe.extract import read_batch_records
     from parsers.errors import ParseError
 
     names = [n for n, _ in LOST_FIELDS]

@@ -45,7 +45,7 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from auditor import rows
+from auditor.observe import rows
 
 CHUNK_BITS = 12
 """Offsets per digest chunk: 4096."""

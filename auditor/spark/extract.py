@@ -2,7 +2,8 @@
 
 Raw directories: the driver reads only the root files of each log directory (meta.properties and the
 offset checkpoints, a few KB) and the KRaft metadata log (to learn which topics are compacted), then
-ships one task per partition directory; executors run :func:`auditor.extract.extract_partition` through
+ships one task per partition directory; executors run
+:func:`auditor.observe.extract.extract_partition` through
 ``mapInArrow`` (Arrow batches straight into Spark, no Python row objects). On a cluster the directories
 must be readable at the same path from every executor (a shared filesystem).
 
@@ -16,8 +17,8 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from auditor import rows
-from auditor.extract import (
+from auditor.observe import rows
+from auditor.observe.extract import (
     LogDirInfo,
     PartitionTask,
     compacted_topics,
@@ -55,7 +56,7 @@ def plan_raw(sources: list[Source]) -> tuple[list[LogDirInfo], list[PartitionTas
 
 def _extract_tasks(batches):
     """mapInArrow body: every input row is one JSON task; yields ``rows.EXTRACT`` record batches."""
-    from auditor.extract import PartitionTask, extract_partition_wrapped
+    from auditor.observe.extract import PartitionTask, extract_partition_wrapped
 
     for batch in batches:
         for text in batch.column(0).to_pylist():

@@ -13,7 +13,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from auditor.filetypes import is_log_dir
+from auditor.layout.filetypes import is_log_dir
 
 _SKIP_DIRS = {"dumps", "_run"}
 

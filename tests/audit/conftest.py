@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from auditor.extract import extract_log_dir
+from auditor.observe.extract import extract_log_dir
 from auditor.simulate import SCENARIOS, SimOptions, run_scenario
 from auditor.spark.audit import AuditResult, run_audit
 from auditor.spark.extract import Inputs, discover

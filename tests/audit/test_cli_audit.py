@@ -82,8 +82,8 @@ def test_save_and_export(audited):
 
 def test_saved_extract_is_an_audit_input(audited):
     """``--save DIR/extract`` holds the extract layout of every input: ``audit`` accepts it as a ROOT."""
-    from auditor import rows
-    from auditor.extract import extract_tables
+    from auditor.observe import rows
+    from auditor.observe.extract import extract_tables
     from auditor.spark.extract import discover
 
     root, out, _result, _ = audited

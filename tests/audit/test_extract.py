@@ -9,8 +9,8 @@ import pyarrow as pa
 import pytest
 from typer.testing import CliRunner
 
-from auditor import rows
-from auditor.extract import extract_log_dir, extract_tables, read_extract, read_log_dir
+from auditor.observe import rows
+from auditor.observe.extract import extract_log_dir, extract_tables, read_extract, read_log_dir
 from auditor.simulate import SimOptions, run_scenario
 from auditor.spark.extract import discover
 from tests.conftest import corpus_path
@@ -152,7 +152,7 @@ def test_corpus_leos_match_the_readme():
 
 
 def test_record_hash_distinguishes_null_and_empty():
-    from auditor.extract import record_hash
+    from auditor.observe.extract import record_hash
     from parsers.record_batch import Header
 
     values = {

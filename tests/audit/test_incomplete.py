@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from auditor.extract import extract_log_dir, extract_tables
+from auditor.observe.extract import extract_log_dir, extract_tables
 from parsers.dirfiles import segment_file_name
 from tests.audit.replica_cases import TOPIC, Replica, segments, unreadable, write_replica
 

@@ -162,7 +162,7 @@ def test_extract_and_audit_planning_never_open_special_files(tmp_path, bounded):
     good, _made = hostile_tree(tmp_path / "a", partition_files)
     bad, _made = hostile_tree(tmp_path / "b")
     code = f"""
-from auditor.extract import extract_log_dir
+from auditor.observe.extract import extract_log_dir
 from auditor.spark.extract import Source, plan_raw
 from parsers.errors import ParseError
 counts = extract_log_dir({str(good)!r}, {str(tmp_path / "a.parquet")!r})

@@ -16,8 +16,9 @@ import pytest
 from auditor.findings import Finding, Severity
 from auditor.report import Report, render
 from auditor.report.audit_terminal import render_audit_html, render_audit_text
-from auditor.report.escape import UNSAFE, escaped, visible, visible_data
+from auditor.report.escape import escaped
 from auditor.rules.registry import REGISTRY, load_rules
+from auditor.text import UNSAFE, visible, visible_data
 
 ESC_NAME = "notes\x1b[31mRED\x1b[0m.txt"
 RLO_NAME = "invoice\u202etxt.exe"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 
 from auditor import scan as scan_module
-from auditor.rules.engine import describe_error, error_evidence, error_file, raised_at
+from auditor.errors import describe_error, error_evidence, error_file, raised_at
 from auditor.rules.registry import REGISTRY, load_rules
 from auditor.scan import scan
 from tests.rules.builder import LogDir

@@ -8,9 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from auditor.facts import collect_segment, offset_index_arrays, time_index_arrays
-from auditor.inventory import inventory
+from auditor.layout.inventory import inventory
+from auditor.observe.segments import collect_segment
 from parsers.indexes import build_offset_index, build_time_index, read_offset_index, read_time_index
+from parsers.indexes_columnar import offset_index_arrays, time_index_arrays
 from parsers.segment import SegmentWalker
 from tests.conftest import corpus_path
 

@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from auditor.filetypes import classify, is_log_dir
+from auditor.layout.filetypes import classify, is_log_dir
 from parsers.checkpoints import OFFSET_CHECKPOINT_FILES
 from parsers.dirfiles import (
     parse_kraft_snapshot_file_name,
@@ -251,7 +251,7 @@ def _link_target(entry: os.DirEntry) -> str | None:
 
 def _special(entry: os.DirEntry) -> FileInfo | None:
     """A :class:`FileInfo` for an entry that is not a regular file or directory (symlinks followed), else
-    None. Its kind is what its name says (:func:`auditor.filetypes.classify`), or ``unknown``."""
+    None. Its kind is what its name says (:func:`auditor.layout.filetypes.classify`), or ``unknown``."""
     try:
         if special_kind(entry.stat().st_mode) is None:
             return None

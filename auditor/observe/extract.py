@@ -1,4 +1,4 @@
-"""Parsing broker log directories into the Arrow tables of :mod:`auditor.rows`, without Spark.
+"""Parsing broker log directories into the Arrow tables of :mod:`auditor.observe.rows`, without Spark.
 
 The unit of work is one partition directory (:class:`PartitionTask`), so the same function runs in a
 single process (``kafka-auditor extract``) and on Spark executors (``auditor.spark.extract``). Batch
@@ -38,7 +38,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from auditor import rows
+from auditor.observe import rows
 from parsers.checkpoints import parse_leader_epoch_checkpoint, parse_offset_checkpoint
 from parsers.dirfiles import (
     parse_clean_shutdown,
@@ -467,7 +467,7 @@ def _read_segment(path: Path) -> tuple[SegmentWalker, list[HeaderBlock]] | str:
         return exc.strerror or str(exc)
     except ParseError as exc:
         # an entry the walker cannot decode (e.g. a legacy wrapper that is not one): the walk ends there,
-        # as in ``scan`` (auditor.facts.collect_segment), and Kafka's reader rejects the entry
+        # as in ``scan`` (auditor.observe.segments.collect_segment), and Kafka's reader rejects the entry
         done = [b for b in blocks if len(b)]
         pos = exc.offset
         if pos is None:

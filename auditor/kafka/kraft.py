@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from auditor.inventory import PartitionDir
+from auditor.layout.inventory import PartitionDir
 from parsers.errors import ParseError
 from parsers.metadata import decode_metadata_record
 from parsers.primitives import read_uvarint
