@@ -20,7 +20,8 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from auditor.kafka.epochs import follower_truncation, loaded_cache, replay_partitions
+from auditor.kafka.epochs import follower_truncation, loaded_cache
+from auditor.kafka.kraft import replay_partitions
 
 METADATA_TOPIC = "__cluster_metadata"
 

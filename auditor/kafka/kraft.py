@@ -8,8 +8,10 @@ metadata log's own integrity is checked by the segment rules.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from auditor.kafka.epochs import NO_LEADER, NO_LEADER_CHANGE, RECOVERING
 from auditor.layout.inventory import PartitionDir
 from parsers.errors import ParseError
 from parsers.metadata import decode_metadata_record
@@ -116,3 +118,91 @@ def topic_view(part: PartitionDir) -> TopicView:
             view.end_offset, _apply(view, SegmentWalker(seg.log.path, stop_on_invalid=False), start)
         )
     return view
+
+
+@dataclass
+class PartitionState:
+    """A partition as the KRaft metadata describes it after replaying its records."""
+
+    topic: str
+    partition: int
+    topic_id: str | None = None
+    leader: int = NO_LEADER
+    leader_epoch: int = -1
+    isr: list[int] = field(default_factory=list)
+    replicas: list[int] = field(default_factory=list)
+    leader_recovery_state: int = 0
+    last_known_leader: int = NO_LEADER
+    history: list[dict] = field(default_factory=list)
+    unclean: list[dict] = field(default_factory=list)
+
+
+def replay_partitions(records: Iterable[dict]) -> dict[tuple[str, int], PartitionState]:
+    """Replay metadata rows (``rows.METADATA`` dicts, in ``seq`` order) of one node's metadata log.
+
+    ``PartitionRecord`` sets everything; ``PartitionChangeRecord`` changes the fields it carries and bumps the
+    leader epoch whenever it carries a leader (Kafka's ``PartitionRegistration.merge``). A change that makes
+    a leader out of a replica outside the previous ISR, or sets ``leaderRecoveryState`` to RECOVERING (1,
+    KIP-704), is recorded as an unclean election. A ``RemoveTopicRecord`` forgets the topic's partitions.
+    """
+    states: dict[tuple[str, int], PartitionState] = {}
+    for rec in records:
+        kind = rec["record_type"]
+        topic = rec.get("topic")
+        if kind == "REMOVE_TOPIC_RECORD":
+            for key in [k for k, s in states.items() if s.topic_id == rec.get("topic_id")]:
+                del states[key]
+            continue
+        if kind not in ("PARTITION_RECORD", "PARTITION_CHANGE_RECORD") or topic is None:
+            continue
+        key = (topic, int(rec["partition"]))
+        state = states.get(key)
+        event = {"offset": rec.get("offset"), "timestamp": rec.get("timestamp"), "type": kind}
+        if kind == "PARTITION_RECORD" or state is None or state.topic_id != rec.get("topic_id"):
+            state = PartitionState(topic, key[1], rec.get("topic_id"))
+            states[key] = state
+            state.leader = int(rec["leader"]) if rec.get("leader") is not None else NO_LEADER
+            if state.leader == NO_LEADER_CHANGE:
+                state.leader = NO_LEADER
+            epoch = rec.get("leader_epoch")
+            state.leader_epoch = int(epoch) if epoch is not None and epoch >= 0 else 0
+            state.isr = list(rec.get("isr") or [])
+            state.replicas = list(rec.get("replicas") or [])
+            lrs = rec.get("leader_recovery_state")
+            state.leader_recovery_state = int(lrs) if lrs is not None and lrs >= 0 else 0
+        else:
+            previous_isr = list(state.isr)
+            if rec.get("isr") is not None:
+                state.isr = list(rec["isr"])
+            if rec.get("replicas") is not None:
+                state.replicas = list(rec["replicas"])
+            lrs = rec.get("leader_recovery_state")
+            if lrs is not None and lrs >= 0:
+                state.leader_recovery_state = int(lrs)
+            leader = rec.get("leader")
+            if leader is not None and leader != NO_LEADER_CHANGE:
+                state.leader = int(leader)
+                state.leader_epoch += 1
+                recovering = lrs is not None and lrs == RECOVERING
+                outside = state.leader != NO_LEADER and state.leader not in previous_isr
+                if recovering or outside:
+                    state.unclean.append(
+                        {
+                            "offset": rec.get("offset"),
+                            "timestamp": rec.get("timestamp"),
+                            "leader": state.leader,
+                            "leader_epoch": state.leader_epoch,
+                            "previous_isr": previous_isr,
+                            "leader_recovery_state": state.leader_recovery_state,
+                        }
+                    )
+        if state.leader != NO_LEADER:
+            state.last_known_leader = state.leader
+        event.update(
+            leader=state.leader,
+            leader_epoch=state.leader_epoch,
+            isr=list(state.isr),
+            leader_recovery_state=state.leader_recovery_state,
+        )
+        state.history.append(event)
+    return states

@@ -26,30 +26,29 @@ computes (the next offset after the last batch of the last segment), as ``scan``
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import os
 import re
 import struct
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 
+from auditor.kafka.topics import METADATA_TOPIC
+from auditor.layout.logdir import LogDirInfo, read_log_dir, read_small
+from auditor.layout.tasks import PartitionTask, plan_tasks
 from auditor.observe import rows
-from parsers.checkpoints import parse_leader_epoch_checkpoint, parse_offset_checkpoint
+from parsers.checkpoints import parse_leader_epoch_checkpoint
 from parsers.dirfiles import (
-    parse_clean_shutdown,
     parse_kraft_snapshot_file_name,
-    parse_meta_properties,
-    parse_partition_dir_name,
     parse_partition_metadata,
     parse_segment_file_name,
 )
 from parsers.errors import ParseError
-from parsers.files import read_regular, regular_file_problem
+from parsers.files import regular_file_problem
 from parsers.record_batch import (
     ATTR_COMPRESSION_MASK,
     ATTR_CONTROL,
@@ -61,195 +60,7 @@ from parsers.record_batch import (
 )
 from parsers.segment import HeaderBlock, SegmentWalker, WalkStop
 
-METADATA_TOPIC = "__cluster_metadata"
-INTERNAL_COMPACTED = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
-"""Kafka's internal topics, all ``cleanup.policy=compact``."""
-MAX_TEXT = 16 << 20
 _SEGMENT_LOG = re.compile(r"^[0-9]+\.log$")
-
-
-# ------------------------------------------------------------------------------------------------ log dirs
-
-
-@dataclass
-class LogDirInfo:
-    """The root files of one log directory (meta.properties and the four offset checkpoints)."""
-
-    path: str
-    node: int | None
-    cluster_id: str | None
-    clean_shutdown: bool
-    hw: dict[tuple[str, int], int] = field(default_factory=dict)
-    recovery: dict[tuple[str, int], int] = field(default_factory=dict)
-    log_start: dict[tuple[str, int], int] = field(default_factory=dict)
-    cleaner: dict[tuple[str, int], int] = field(default_factory=dict)
-    partition_dirs: list[str] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
-
-    @property
-    def has_metadata(self) -> bool:
-        return f"{METADATA_TOPIC}-0" in self.partition_dirs
-
-
-def _read_small(path: Path) -> bytes:
-    """At most :data:`MAX_TEXT` bytes of the regular file ``path``; a FIFO, socket or device is never opened
-    (:class:`parsers.files.NotRegularFile`, an OSError)."""
-    return read_regular(path, MAX_TEXT)
-
-
-def _reason(path: Path, exc: ParseError | OSError) -> str:
-    """One line naming the file (and the byte, for a parse error) and what is wrong with it."""
-    return str(exc) if isinstance(exc, ParseError) else f"{path}: {exc.strerror or exc}"
-
-
-def _read_meta(info: LogDirInfo, meta: Path) -> None:
-    """Node and cluster ID from ``meta.properties``; why there is none goes to ``info.errors``."""
-    if not os.path.lexists(meta):
-        info.errors.append(f"{meta}: no such file")
-        return
-    try:
-        data = _read_small(meta)
-        props = parse_meta_properties(data, str(meta))
-    except (ParseError, OSError) as exc:
-        info.errors.append(_reason(meta, exc))
-        return
-    info.node = props.node_id  # v0: broker.id
-    info.cluster_id = props.cluster_id
-    why = props.identity_problem()
-    if why is not None:
-        empty = "is empty (0 bytes)" if not data else why
-        info.errors.append(f"{meta}: {empty}; no node.id/broker.id")
-
-
-def read_log_dir(path: str | os.PathLike) -> LogDirInfo:
-    """Read the root files of a log directory; problems are collected in ``errors``, never raised.
-
-    Only regular files are read (:mod:`parsers.files`); a root file of another type is an error naming it.
-    """
-    root = Path(path)
-    info = LogDirInfo(str(root), None, None, (root / ".kafka_cleanshutdown").exists())
-    _read_meta(info, root / "meta.properties")
-    for name, attr in (
-        ("replication-offset-checkpoint", "hw"),
-        ("recovery-point-offset-checkpoint", "recovery"),
-        ("log-start-offset-checkpoint", "log_start"),
-        ("cleaner-offset-checkpoint", "cleaner"),
-    ):
-        file = root / name
-        if not os.path.lexists(file):
-            continue
-        try:
-            setattr(info, attr, parse_offset_checkpoint(_read_small(file), str(file)).as_dict())
-        except (ParseError, OSError) as exc:
-            info.errors.append(_reason(file, exc))
-    if info.clean_shutdown:
-        # Kafka tests that the marker exists; its content (the broker epoch) is optional. A marker that is
-        # not a regular file counts as absent, as in ``scan`` (the inventory sets special files apart).
-        problem = regular_file_problem(root / ".kafka_cleanshutdown")
-        if problem is not None:
-            info.clean_shutdown = False
-            info.errors.append(f"{root / '.kafka_cleanshutdown'}: {problem}")
-        else:
-            with contextlib.suppress(OSError, ParseError):
-                parse_clean_shutdown(_read_small(root / ".kafka_cleanshutdown"))
-    try:
-        entries = sorted(os.listdir(root))
-    except OSError as exc:
-        info.errors.append(f"cannot list {root}: {exc}")
-        entries = []
-    for name in entries:
-        if not (root / name).is_dir():
-            continue
-        try:
-            _topic, _partition, kind, _ = parse_partition_dir_name(name)
-        except ParseError:
-            continue
-        if kind == "live":
-            info.partition_dirs.append(name)
-    return info
-
-
-# ------------------------------------------------------------------------------------------------ tasks
-
-
-@dataclass
-class PartitionTask:
-    """Everything an executor needs to extract one partition directory (JSON-serialisable)."""
-
-    cluster: str
-    log_dir: str
-    broker: int
-    dir_name: str
-    topic: str
-    partition: int
-    hw: int | None = None
-    recovery_point: int | None = None
-    log_start_checkpoint: int | None = None
-    cleaner_offset: int | None = None
-    clean_shutdown: bool = False
-    compacted: bool = False
-    size: int = 0
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-
-def plan_tasks(
-    infos: list[LogDirInfo],
-    clusters: list[str] | None = None,
-    compacted_topics: dict[str, set[str]] | None = None,
-) -> list[PartitionTask]:
-    """One task per live partition directory of ``infos`` (biggest first).
-
-    A partition is treated as compacted on every replica when any log directory of its cluster has a
-    cleaner-offset-checkpoint entry for it, its topic is an internal compacted topic, or the KRaft
-    metadata configures ``cleanup.policy=compact`` (``compacted_topics``: cluster -> topics).
-    """
-    labels = clusters or [info.cluster_id or "" for info in infos]
-    cleaned: set[tuple[str, str, int]] = set()
-    for info, label in zip(infos, labels, strict=True):
-        cleaned.update((label, t, p) for (t, p) in info.cleaner)
-    tasks = []
-    for info, label in zip(infos, labels, strict=True):
-        for name in info.partition_dirs:
-            topic, partition, _kind, _ = parse_partition_dir_name(name)
-            key = (topic, partition)
-            compacted = (
-                (label, topic, partition) in cleaned
-                or topic in INTERNAL_COMPACTED
-                or topic in (compacted_topics or {}).get(label, set())
-            )
-            tasks.append(
-                PartitionTask(
-                    cluster=label,
-                    log_dir=info.path,
-                    broker=info.node if info.node is not None else -1,
-                    dir_name=name,
-                    topic=topic,
-                    partition=partition,
-                    hw=info.hw.get(key),
-                    recovery_point=info.recovery.get(key),
-                    log_start_checkpoint=info.log_start.get(key),
-                    cleaner_offset=info.cleaner.get(key),
-                    clean_shutdown=info.clean_shutdown,
-                    compacted=compacted and topic != METADATA_TOPIC,
-                    size=_dir_size(Path(info.path) / name),
-                )
-            )
-    tasks.sort(key=lambda t: -t.size)
-    return tasks
-
-
-def _dir_size(path: Path) -> int:
-    total = 0
-    try:
-        with os.scandir(path) as it:
-            for entry in it:
-                if entry.name.endswith(".log"):
-                    total += entry.stat().st_size
-    except OSError:
-        pass
-    return total
 
 
 # ------------------------------------------------------------------------------------------------ batches
@@ -562,7 +373,7 @@ def _epochs(task: PartitionTask, part_dir: Path) -> tuple[list[tuple[int, int]],
     if not file.is_file():
         return [], 0, None
     try:
-        normalized = parse_leader_epoch_checkpoint(_read_small(file), str(file)).normalized()
+        normalized = parse_leader_epoch_checkpoint(read_small(file), str(file)).normalized()
     except (ParseError, OSError) as exc:
         return [], 0, f"leader-epoch-checkpoint: {exc}"
     return normalized.entries, len(normalized.dropped), None
@@ -764,7 +575,7 @@ def extract_partition(task: PartitionTask) -> Iterator[tuple[str, pa.Table]]:
     pm = part_dir / "partition.metadata"
     if pm.is_file():
         try:
-            topic_id = parse_partition_metadata(_read_small(pm), str(pm)).topic_id
+            topic_id = parse_partition_metadata(read_small(pm), str(pm)).topic_id
         except (ParseError, OSError) as exc:
             errors.append(f"partition.metadata: {exc}")
     first_base = segments[0][0] if segments else None

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from auditor.findings import Finding, Severity
-from auditor.observe.extract import METADATA_TOPIC
+from auditor.kafka.topics import METADATA_TOPIC
 from auditor.spark.extract import Inputs, load, ship_code
 
 LOST_FIELDS = [

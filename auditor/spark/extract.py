@@ -17,15 +17,10 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from auditor.layout.logdir import LogDirInfo, read_log_dir
+from auditor.layout.tasks import PartitionTask, plan_tasks
 from auditor.observe import rows
-from auditor.observe.extract import (
-    LogDirInfo,
-    PartitionTask,
-    compacted_topics,
-    metadata_for,
-    plan_tasks,
-    read_log_dir,
-)
+from auditor.observe.extract import compacted_topics, metadata_for
 from auditor.spark.inputs import Inputs, Source, check_inputs, discover  # noqa: F401  (re-exported)
 
 SLICE_BYTES = 64 << 20
@@ -56,7 +51,8 @@ def plan_raw(sources: list[Source]) -> tuple[list[LogDirInfo], list[PartitionTas
 
 def _extract_tasks(batches):
     """mapInArrow body: every input row is one JSON task; yields ``rows.EXTRACT`` record batches."""
-    from auditor.observe.extract import PartitionTask, extract_partition_wrapped
+    from auditor.layout.tasks import PartitionTask
+    from auditor.observe.extract import extract_partition_wrapped
 
     for batch in batches:
         for text in batch.column(0).to_pylist():

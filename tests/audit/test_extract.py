@@ -9,8 +9,9 @@ import pyarrow as pa
 import pytest
 from typer.testing import CliRunner
 
+from auditor.layout.logdir import read_log_dir
 from auditor.observe import rows
-from auditor.observe.extract import extract_log_dir, extract_tables, read_extract, read_log_dir
+from auditor.observe.extract import extract_log_dir, extract_tables, read_extract
 from auditor.simulate import SimOptions, run_scenario
 from auditor.spark.extract import discover
 from tests.conftest import corpus_path
