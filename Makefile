@@ -28,6 +28,7 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/ruff check auditor parsers tests bench fixtures
+	$(BIN)/lint-imports --no-logo
 	$(BIN)/python -m pytest -q
 
 bench: $(STAMP)

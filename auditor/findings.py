@@ -1,14 +1,15 @@
 """What every check reports: a :class:`Finding` with a :class:`Severity` and a location in Kafka's terms.
 
-Findings are plain data. Checks yield them, renderers (``auditor.report``) print them, and the cross-replica
-``audit`` command keeps them in Spark DataFrames through :data:`FINDING_COLUMNS` / :meth:`Finding.to_row`
-(the evidence travels as a JSON string there). Nothing here prints or touches files.
+Findings are plain data. Checks yield them, renderers (``auditor.report``) print them; the cross-replica
+``audit`` command computes them as Spark rows (``auditor.observe.rows.FINDING``) and turns the collected rows
+into findings with :meth:`Finding.from_row`. Nothing here prints or touches files.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from enum import IntEnum
 from typing import Any
@@ -131,81 +132,46 @@ class Finding:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form (camelCase keys, severity as its label), the one used by every machine format."""
-        return {
-            "code": self.code,
-            "name": self.name,
-            "severity": self.severity.label,
-            "message": self.message,
-            "broker": self.broker,
-            "logDir": self.log_dir,
-            "topic": self.topic,
-            "partition": self.partition,
-            "file": self.file,
-            "position": self.position,
-            "offsetStart": self.offset_start,
-            "offsetEnd": self.offset_end,
-            "epoch": self.epoch,
-            "evidence": _jsonable(self.evidence),
-            "related": _jsonable(self.related),
-            "fingerprint": self.fingerprint(),
-        }
+        out: dict[str, Any] = {_CAMEL.get(name, name): getattr(self, name) for name in _DICT_ORDER}
+        out["severity"] = self.severity.label
+        out["evidence"] = _jsonable(self.evidence)
+        out["related"] = _jsonable(self.related)
+        out["fingerprint"] = self.fingerprint()
+        return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Finding:
-        return cls(
-            code=data["code"],
-            severity=Severity.parse(data["severity"]),
-            message=data["message"],
-            name=data.get("name", ""),
-            broker=data.get("broker"),
-            log_dir=data.get("logDir"),
-            topic=data.get("topic"),
-            partition=data.get("partition"),
-            file=data.get("file"),
-            position=data.get("position"),
-            offset_start=data.get("offsetStart"),
-            offset_end=data.get("offsetEnd"),
-            epoch=data.get("epoch"),
-            evidence=dict(data.get("evidence") or {}),
-            related=list(data.get("related") or []),
-        )
-
-    def to_row(self) -> dict[str, Any]:
-        """Flat row for Arrow/Spark (:data:`FINDING_COLUMNS`): severity as its label, evidence and related as
-        JSON strings."""
-        row = {f.name: getattr(self, f.name) for f in fields(self)}
-        row["severity"] = self.severity.label
-        row["evidence"] = json.dumps(_jsonable(self.evidence), sort_keys=True)
-        row["related"] = json.dumps(_jsonable(self.related), sort_keys=True)
-        return row
+        """The inverse of :meth:`to_dict` (the fingerprint is recomputed)."""
+        values = {name: data.get(_CAMEL.get(name, name)) for name in _DICT_ORDER}
+        values["name"] = values["name"] or ""
+        return cls._of(values, data.get("evidence"), data.get("related"))
 
     @classmethod
-    def from_row(cls, row: dict[str, Any]) -> Finding:
-        data = dict(row)
-        data["severity"] = Severity.parse(data["severity"])
-        data["evidence"] = json.loads(data.get("evidence") or "{}")
-        data["related"] = json.loads(data.get("related") or "[]")
-        return cls(**{f.name: data.get(f.name) for f in fields(cls) if f.name in data})
+    def from_row(cls, row: Mapping[str, Any], name: str = "") -> Finding:
+        """A row of the cross-replica findings (``auditor.observe.rows.FINDING``, Spark's layout: severity as
+        its label, ``evidence`` a JSON object in a string) as a finding. The row's ``cluster``, ``records``,
+        ``bytes`` and ``peer`` (the other replica) join the evidence when set; ``peer`` is also
+        ``related``."""
+        evidence = json.loads(row.get("evidence") or "{}")
+        for key in ("cluster", "records", "bytes", "peer"):
+            if row.get(key) is not None:
+                evidence.setdefault(key, row[key])
+        related = []
+        if row.get("peer") is not None:
+            related.append({"broker": row["peer"], "topic": row["topic"], "partition": row["partition"]})
+        values = {f: row.get(f) for f in _DICT_ORDER}
+        values["name"] = name
+        return cls._of(values, evidence, related)
+
+    @classmethod
+    def _of(cls, values: dict[str, Any], evidence: Any, related: Any) -> Finding:
+        values["severity"] = Severity.parse(values["severity"])
+        return cls(**values, evidence=dict(evidence or {}), related=list(related or []))
 
 
-FINDING_COLUMNS: tuple[tuple[str, str], ...] = (
-    ("code", "string"),
-    ("severity", "string"),
-    ("message", "string"),
-    ("name", "string"),
-    ("broker", "int"),
-    ("log_dir", "string"),
-    ("topic", "string"),
-    ("partition", "int"),
-    ("file", "string"),
-    ("position", "bigint"),
-    ("offset_start", "bigint"),
-    ("offset_end", "bigint"),
-    ("epoch", "int"),
-    ("evidence", "string"),
-    ("related", "string"),
-)
-"""Column names and Spark SQL types of :meth:`Finding.to_row` (a DDL string is ``", ".join(f"{n} {t}")``)."""
+_DICT_ORDER = ("code", "name", "severity", "message", *(f.name for f in fields(Finding)[4:-2]))
+"""The plain fields of a finding (all but evidence and related) in the order of :meth:`Finding.to_dict`."""
+_CAMEL = {"log_dir": "logDir", "offset_start": "offsetStart", "offset_end": "offsetEnd"}
 
 
 def _jsonable(value: Any) -> Any:

@@ -1,8 +1,9 @@
 """The ``scan`` engine: inventory each log dir, check every partition, then the log dirs; never writes.
 
-Flow: :func:`discover` the log dirs -> :func:`prepare_logdir` (inventory, meta.properties, offset checkpoints,
-clean-shutdown marker) -> KRaft topic views from the scanned ``__cluster_metadata-0`` replicas -> one
-:class:`PartitionTask` per partition directory, run by :func:`scan_partition` (walk each segment once with
+Flow: :func:`auditor.layout.discover.discover` the log dirs -> :func:`prepare_logdir` (inventory,
+meta.properties, offset checkpoints, clean-shutdown marker) -> KRaft topic views from the scanned
+``__cluster_metadata-0`` replicas -> one :class:`auditor.layout.tasks.PartitionTask` (the type ``audit``
+ships to Spark) per partition directory, run by :func:`scan_partition` (walk each segment once with
 ``collect_segment``, run segment rules, release the per-segment arrays, then partition rules) -> log-dir
 rules with the partition summaries -> sorted findings.
 
@@ -28,7 +29,11 @@ from auditor import __version__
 from auditor.errors import describe_error, error_evidence
 from auditor.findings import Finding, Location
 from auditor.kafka.kraft import TopicView, topic_view
-from auditor.layout.inventory import LogDirInventory, PartitionDir, discover, inventory
+from auditor.layout.discover import discover
+from auditor.layout.filetypes import METADATA_DIR
+from auditor.layout.inventory import LogDirInventory, PartitionDir, inventory, inventory_partition
+from auditor.layout.logdir import read_meta_properties
+from auditor.layout.tasks import PartitionTask
 from auditor.observe.context import LogDirContext, LogDirFacts, PartitionContext
 from auditor.observe.files import ParsedFile, load_snapshot, parse_file
 from auditor.observe.segments import SegmentFacts, collect_segment
@@ -36,7 +41,7 @@ from auditor.rules.registry import REGISTRY, Rule, Selection, load_rules, select
 from parsers.checkpoints import parse_leader_epoch_checkpoint, parse_offset_checkpoint
 from parsers.dirfiles import (
     parse_clean_shutdown,
-    parse_meta_properties,
+    parse_partition_dir_name,
     parse_partition_metadata,
     parse_quorum_state,
 )
@@ -48,19 +53,6 @@ SCAN_SCOPES = ("segment", "partition", "logdir", "engine")
 
 ProgressFn = Callable[[int, int, str], None]
 """progress(bytes done, bytes total, label of the partition just finished)."""
-
-
-@dataclass
-class PartitionTask:
-    """Everything a worker needs to check one partition directory (picklable)."""
-
-    dir: PartitionDir
-    logdir: LogDirFacts
-    codes: frozenset[str]
-
-    @property
-    def size(self) -> int:
-        return self.dir.size_bytes
 
 
 @dataclass
@@ -138,10 +130,38 @@ def _rules(codes: frozenset[str], scope: str) -> list[Rule]:
     ]
 
 
-def build_partition_context(task: PartitionTask, emit: _Emitter) -> PartitionContext:
+_TASK_FACTS = (
+    "broker",
+    "clean_shutdown",
+    "hw",
+    "recovery_point",
+    "cleaner_offset",
+    "checkpoint_files",
+    "expected_topic_id",
+    "metadata_source",
+    "metadata_complete",
+    "kraft",
+)
+"""Fields of :class:`PartitionTask` that :class:`LogDirFacts` holds under the same name."""
+
+
+def _logdir_facts(task: PartitionTask) -> LogDirFacts:
+    """The log-dir level inputs of the partition rules, from the task."""
+    facts = {name: getattr(task, name) for name in _TASK_FACTS}
+    return LogDirFacts(path=task.log_dir, log_start=task.log_start_checkpoint, **facts)
+
+
+def _partition_dir(task: PartitionTask) -> PartitionDir:
+    """The task's partition directory, classified in the worker (the task itself is plain data)."""
+    part = inventory_partition(task.path, task.dir_name)
+    if isinstance(part, str):  # the name parsed when the task was made; only a changed tree gets here
+        raise ParseError(part, path=task.path)
+    return part
+
+
+def build_partition_context(part: PartitionDir, facts: LogDirFacts, emit: _Emitter) -> PartitionContext:
     """Read the partition's small files (checkpoint, metadata, snapshots) with Kafka's readers."""
-    part = task.dir
-    ctx = PartitionContext(part, task.logdir)
+    ctx = PartitionContext(part, facts)
     ctx.leader_epochs = parse_file(part.leader_epoch_checkpoint, parse_leader_epoch_checkpoint)
     if ctx.leader_epochs.ok:
         try:
@@ -174,25 +194,27 @@ def _walk(seg: SegmentFacts, emit: _Emitter, seg_rules: list[Rule], ctx: Partiti
     seg.release()
 
 
-def scan_partition(task: PartitionTask) -> PartitionResult:
-    """Check one partition directory: every segment once, in order, then the partition as a whole.
+def scan_partition(task: PartitionTask, codes: frozenset[str]) -> PartitionResult:
+    """Check one partition directory with the rules ``codes``: every segment once, in order, then the
+    partition as a whole.
 
     Never raises: an unexpected error stops this partition only and becomes a KA002 finding."""
     load_rules()
     started = time.perf_counter()
-    emit = _Emitter(
-        task.codes, Location(task.logdir.broker, task.logdir.path, task.dir.topic, task.dir.partition)
-    )
+    emit = _Emitter(codes, Location(task.broker, task.log_dir, task.topic, task.partition))
+    facts = _logdir_facts(task)
+    part: PartitionDir | None = None
     try:
-        summary = _scan_partition(task, emit)
+        part = _partition_dir(task)
+        summary = _scan_partition(part, facts, codes, emit)
     except Exception as exc:  # noqa: BLE001 - one broken partition must not stop the scan
         emit.engine(
             "KA002",
-            f"scanning {task.dir.name} stopped: {describe_error(exc)}",
-            file=task.dir.path,
+            f"scanning {task.dir_name} stopped: {describe_error(exc)}",
+            file=task.path,
             evidence=error_evidence(exc),
         )
-        summary = PartitionContext(task.dir, task.logdir).summary()
+        summary = PartitionContext(part or _unread_partition(task), facts).summary()
     summary["findings"] = len(emit.findings)
     return PartitionResult(
         emit.findings, summary, task.size, time.perf_counter() - started, emit.incomplete, _peak_rss_kb()
@@ -208,10 +230,19 @@ def _peak_rss_kb() -> int:
         return 0
 
 
-def _scan_partition(task: PartitionTask, emit: _Emitter) -> dict[str, Any]:
-    ctx = build_partition_context(task, emit)
-    seg_rules = _rules(task.codes, "segment")
-    segments = task.dir.log_segments
+def _unread_partition(task: PartitionTask) -> PartitionDir:
+    """The partition directory of a task whose scan stopped, as far as its name tells."""
+    _topic, _partition, kind, unique_id = parse_partition_dir_name(task.dir_name)
+    kind = "metadata" if task.dir_name == METADATA_DIR else kind
+    return PartitionDir(task.path, task.dir_name, task.topic, task.partition, kind, unique_id)
+
+
+def _scan_partition(
+    part: PartitionDir, facts: LogDirFacts, codes: frozenset[str], emit: _Emitter
+) -> dict[str, Any]:
+    ctx = build_partition_context(part, facts, emit)
+    seg_rules = _rules(codes, "segment")
+    segments = part.log_segments
     for i, files in enumerate(segments):
         assert files.log is not None
         seg = collect_segment(
@@ -220,16 +251,16 @@ def _scan_partition(task: PartitionTask, emit: _Emitter) -> dict[str, Any]:
             files=files,
             next_base=segments[i + 1].base_offset if i + 1 < len(segments) else None,
             is_last=i == len(segments) - 1,
-            deep="KA111" in task.codes,  # decode every record only when KA111 (scan --deep) is selected
+            deep="KA111" in codes,  # decode every record only when KA111 (scan --deep) is selected
         )
         _walk(seg, emit, seg_rules, ctx)
         ctx.segments.append(seg)
-    for info in task.dir.kraft_snapshots:
+    for info in part.kraft_snapshots:
         seg = collect_segment(info.path, info.base_offset or 0, kind="kraft-snapshot")
         _walk(seg, emit, seg_rules, ctx)
         ctx.kraft_snapshots.append(seg)
     ctx.finalize()
-    emit.run(_rules(task.codes, "partition"), ctx, file=task.dir.path)
+    emit.run(_rules(codes, "partition"), ctx, file=part.path)
     return ctx.summary()
 
 
@@ -239,13 +270,26 @@ def _scan_partition(task: PartitionTask, emit: _Emitter) -> dict[str, Any]:
 def prepare_logdir(path: str) -> LogDirContext:
     """Inventory a log dir and read its root files with Kafka's readers."""
     inv: LogDirInventory = inventory(path)
-    meta = parse_file(inv.meta_properties, parse_meta_properties)
+    meta = _meta_file(inv)
     clean = parse_file(inv.clean_shutdown, parse_clean_shutdown)
     ckpts = {
         name: parse_file(info, parse_offset_checkpoint) for name, info in sorted(inv.checkpoints.items())
     }
     broker = meta.value.node_id if meta.ok else None
     return LogDirContext(inv, meta, clean, ckpts, broker=broker)
+
+
+def _meta_file(inv: LogDirInventory) -> ParsedFile:
+    """``meta.properties`` read by :func:`auditor.layout.logdir.read_meta_properties` (absent when the
+    inventory has no such regular file: a special file is reported by KA5xx, never read)."""
+    if inv.meta_properties is None:
+        return ParsedFile(None)
+    meta = read_meta_properties(inv.path)
+    if isinstance(meta.error, OSError):
+        return ParsedFile(meta.path, read_error=meta.reason)
+    if meta.error is not None:
+        return ParsedFile(meta.path, error=meta.error)
+    return ParsedFile(meta.path, meta.value)
 
 
 def _cluster_id(ld: LogDirContext) -> str | None:
@@ -278,36 +322,40 @@ def _view_for(
     return max(candidates, key=lambda v: (v.complete, v.end_offset, v.source == ld.path))
 
 
-def logdir_facts(ld: LogDirContext, part: PartitionDir, view: TopicView | None) -> LogDirFacts:
-    """The log-dir level inputs of one partition (its checkpoint values, clean shutdown, expected topic
-    ID)."""
+def partition_task(ld: LogDirContext, part: PartitionDir, view: TopicView | None) -> PartitionTask:
+    """The task of one partition directory: its checkpoint values, clean shutdown, expected topic ID."""
 
     def value(name: str) -> int | None:
         ckpt = ld.checkpoint(name)
         return None if ckpt is None else ckpt.as_dict().get((part.topic, part.partition))
 
     meta = ld.meta_value
-    facts = LogDirFacts(
-        path=ld.path,
+    task = PartitionTask(
+        cluster=_cluster_id(ld) or "",
+        log_dir=ld.path,
         broker=ld.broker,
+        dir_name=part.name,
+        topic=part.topic,
+        partition=part.partition,
         clean_shutdown=ld.inventory.clean_shutdown is not None,
+        size=part.size_bytes,
         checkpoint_files={name: parsed.ok for name, parsed in ld.checkpoints.items()},
         kraft=meta is not None and meta.version == 1,
     )
     if not part.is_metadata:
-        facts.hw = value("replication-offset-checkpoint")
-        facts.recovery_point = value("recovery-point-offset-checkpoint")
-        facts.log_start = value("log-start-offset-checkpoint")
-        facts.cleaner_offset = value("cleaner-offset-checkpoint")
+        task.hw = value("replication-offset-checkpoint")
+        task.recovery_point = value("recovery-point-offset-checkpoint")
+        task.log_start_checkpoint = value("log-start-offset-checkpoint")
+        task.cleaner_offset = value("cleaner-offset-checkpoint")
     if view is not None:
-        facts.metadata_source = view.source
-        facts.metadata_complete = view.complete
-        facts.expected_topic_id = view.topics.get(part.topic)
-    return facts
+        task.metadata_source = view.source
+        task.metadata_complete = view.complete
+        task.expected_topic_id = view.topics.get(part.topic)
+    return task
 
 
 def _run_tasks(
-    tasks: list[PartitionTask], jobs: int, progress: ProgressFn | None
+    tasks: list[PartitionTask], codes: frozenset[str], jobs: int, progress: ProgressFn | None
 ) -> tuple[list[PartitionResult], dict[str, Any]]:
     total = sum(t.size for t in tasks)
     tasks = sorted(tasks, key=lambda t: -t.size)  # largest first: better balance across workers
@@ -320,22 +368,22 @@ def _run_tasks(
     results: list[PartitionResult] = []
     if workers <= 1:
         for task in tasks:
-            res = scan_partition(task)
+            res = scan_partition(task, codes)
             results.append(res)
             done += res.bytes
             if progress:
-                progress(done, total, task.dir.name)
+                progress(done, total, task.dir_name)
         return results, {"workers": 1, "mode": "in-process"}
     mp = multiprocessing.get_context("forkserver")
     mp.set_forkserver_preload(["auditor.scan"])
     with ProcessPoolExecutor(max_workers=workers, mp_context=mp) as pool:
-        futures = {pool.submit(scan_partition, task): task for task in tasks}
+        futures = {pool.submit(scan_partition, task, codes): task for task in tasks}
         for fut in as_completed(futures):
             res = fut.result()
             results.append(res)
             done += res.bytes
             if progress:
-                progress(done, total, futures[fut].dir.name)
+                progress(done, total, futures[fut].dir_name)
     return results, {"workers": workers, "mode": "process-pool (forkserver)"}
 
 
@@ -352,7 +400,8 @@ def scan(
     load_rules()
     selection = selection or select_rules(scopes=SCAN_SCOPES)
     codes = frozenset(c for c in selection.codes if REGISTRY[c].scope in SCAN_SCOPES)
-    logdirs, problems = discover(paths)
+    discovery = discover(paths)
+    logdirs, problems = discovery.log_dirs, discovery.problems
     contexts = [prepare_logdir(p) for p in logdirs]
     for ld in contexts:
         ld.siblings = contexts
@@ -362,8 +411,8 @@ def scan(
         view = _view_for(ld, contexts, views)
         ld.topic_view = view
         for part in ld.inventory.partitions:
-            tasks.append(PartitionTask(part, logdir_facts(ld, part, view), codes))
-    results, run_info = _run_tasks(tasks, jobs, progress)
+            tasks.append(partition_task(ld, part, view))
+    results, run_info = _run_tasks(tasks, codes, jobs, progress)
     findings: list[Finding] = []
     unreadable = any(res.incomplete for res in results)
     by_dir: dict[str, list[dict[str, Any]]] = {ld.path: [] for ld in contexts}

@@ -126,7 +126,7 @@ def _tables(p: int, broker: int, batches: int, log_dir: str) -> list[tuple[str, 
                 "recovery_point": leo,
                 "log_start": 0,
                 "leo": leo,
-                "recovered_leo": leo,
+                "leo_on_disk": leo,
                 "clean_shutdown": True,
                 "compacted": False,
                 "has_records": False,
@@ -266,7 +266,7 @@ def main() -> None:
     )
 
     from auditor.spark.audit import run_audit
-    from auditor.spark.extract import discover
+    from auditor.spark.inputs import discover
     from auditor.spark.session import get_spark
 
     t0 = time.perf_counter()

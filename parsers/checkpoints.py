@@ -268,13 +268,22 @@ def _read_container(
             f"Malformed line in checkpoint file [{location}]: {_quoted(line)}", path=path, offset=offset
         )
 
-    first = cursor.next_line()
+    def int_line() -> tuple[int, int] | None:
+        """(value, offset) of the next line read as ``Integer.parseInt`` ("Malformed line" when it is not a
+        number); None at the end of the file."""
+        item = cursor.next_line()
+        if item is None:
+            return None
+        line, offset = item
+        value = _java_parse_int(line)
+        if value is None:
+            raise malformed(line, offset)
+        return value, offset
+
+    first = int_line()
     if first is None:
         return _Container(None, None, [], [])
-    line, offset = first
-    version = _java_parse_int(line)
-    if version is None:
-        raise malformed(line, offset)
+    version, offset = first
     if version != CHECKPOINT_VERSION:
         raise ParseError(
             f"Unrecognised version:{version}, expected version: {CHECKPOINT_VERSION} "
@@ -282,13 +291,10 @@ def _read_container(
             path=path,
             offset=offset,
         )
-    second = cursor.next_line()
+    second = int_line()
     if second is None:
         return _Container(version, None, [], [])
-    line, count_offset = second
-    count = _java_parse_int(line)
-    if count is None:
-        raise malformed(line, count_offset)
+    count, count_offset = second
     if count < 0:  # new ArrayList<>(expectedSize)
         raise ParseError(f"Illegal Capacity: {count}", path=path, offset=count_offset)
     entries: list = []

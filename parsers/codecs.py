@@ -317,8 +317,7 @@ def _unsnappy(src: Source, limit: int, notes: DecodeNotes) -> Iterator[bytes]:
         return
     first = src.read_at(0, _XERIAL_HEADER_SIZE)
     if n < _XERIAL_HEADER_SIZE or first[:8] != XERIAL_MAGIC:
-        _snappy_budget(src.read_at(0, 5), 0, n, limit)
-        yield _snappy_block(src.read_at(0, n), 0, limit)
+        yield _snappy_block(src, 0, n, limit)
         return
     total = 0
     pos = _xerial_header(first, 0, notes)
@@ -340,18 +339,18 @@ def _unsnappy(src: Source, limit: int, notes: DecodeNotes) -> Iterator[bytes]:
                 f"snappy: block of {length} bytes runs past the end ({n - pos - 4} bytes remain)",
                 offset=pos,
             )
-        _snappy_budget(src.read_at(pos + 4, 5), pos + 4, length, limit - total)
-        piece = _snappy_block(src.read_at(pos + 4, length), pos + 4, limit - total)
+        piece = _snappy_block(src, pos + 4, length, limit - total)
         total += len(piece)
         pos += 4 + length
         if piece:
             yield piece
 
 
-def _snappy_budget(head: bytes, where: int, size: int, budget: int) -> None:
-    """Check a raw snappy block's declared length before the block is read."""
+def _snappy_block(src: Source, where: int, size: int, budget: int) -> bytes:
+    """The raw snappy buffer of ``size`` bytes at ``where``: its uvarint uncompressed length is read once and
+    checked (``budget``, snappy's maximum expansion) before the block is read or anything is allocated."""
     try:
-        declared, _ = read_uvarint(head, 0, 5)
+        declared, _ = read_uvarint(src.read_at(where, min(size, 5)), 0, 5)
     except ParseError as exc:
         raise ParseError(f"snappy: bad uncompressed length: {exc.message}", offset=where) from None
     if declared > budget:
@@ -361,15 +360,9 @@ def _snappy_budget(head: bytes, where: int, size: int, budget: int) -> None:
             f"snappy: block of {size} bytes declares {declared} uncompressed bytes, more than possible",
             offset=where,
         )
-
-
-def _snappy_block(block: bytes | memoryview, where: int, budget: int) -> bytes:
-    """One raw snappy buffer; its uvarint uncompressed length is checked before anything is allocated."""
-    _snappy_budget(bytes(block[:5]), where, len(block), budget)
-    declared, _ = read_uvarint(block, 0, 5)
     out = bytearray(declared)
     try:
-        written = cramjam.snappy.decompress_raw_into(bytes(block), out)
+        written = cramjam.snappy.decompress_raw_into(src.read_at(where, size), out)
     except Exception as exc:  # cramjam's error types are not part of its documented API
         raise ParseError(f"snappy: {exc}", offset=where) from None
     if written != declared:

@@ -33,8 +33,7 @@ ControlRecordKey = cs.Struct("version" / cs.Int16sb, "type" / cs.Int16sb)
 EndTxnMarkerValue = cs.Struct("version" / cs.Int16sb, "coordinator_epoch" / cs.Int32sb)
 """End transaction marker value, 6 bytes (extra trailing bytes tolerated for forward compatibility)."""
 
-KEY_SIZE = 4
-END_TXN_MARKER_VALUE_SIZE = 6
+END_TXN_MARKER_VALUE_SIZE = EndTxnMarkerValue.sizeof()  # 6
 CONTROL_VALUE_SCHEMA_VERSION = 0
 """Schema version at which KRaft control values are written and read (``ControlRecordUtils``)."""
 
@@ -115,16 +114,25 @@ class ControlRecord:
     trailing_bytes: int = 0
 
 
+def _versioned(schema: cs.Struct, data: bytes, what: str, version_of: str) -> cs.Container:
+    """A fixed-size struct led by an int16 version, with Kafka's two checks
+    (``ControlRecordType.parseTypeId``, ``EndTransactionMarker.deserializeValue``): at least
+    ``schema.sizeof()`` bytes (more are ignored), and a version that is not negative."""
+    size = schema.sizeof()
+    if len(data) < size:
+        raise ParseError(f"Invalid value size found for {what}. Must have at least {size} bytes, but found "
+                         f"only {len(data)}", offset=0)
+    parsed = schema.parse(data[:size])
+    if parsed.version < 0:
+        raise ParseError(f"Invalid version found for {version_of}: {parsed.version}. May indicate data "
+                         f"corruption", offset=0)
+    return parsed
+
+
 def decode_control_record(key: bytes | None, value: bytes | None) -> ControlRecord:
     """Decode the key and value of one record of a control batch."""
-    key = b"" if key is None else bytes(key)
-    if len(key) < KEY_SIZE:
-        raise ParseError(f"Invalid value size found for end control record key. Must have at least "
-                         f"{KEY_SIZE} bytes, but found only {len(key)}", offset=0)
-    parsed_key = ControlRecordKey.parse(key[:KEY_SIZE])
-    if parsed_key.version < 0:
-        raise ParseError(f"Invalid version found for control record: {parsed_key.version}. "
-                         f"May indicate data corruption", offset=0)
+    parsed_key = _versioned(ControlRecordKey, b"" if key is None else bytes(key), "end control record key",
+                            "control record")
     ctype = ControlRecordType.from_id(parsed_key.type)
     name = ctype.name
     if ctype is ControlRecordType.UNKNOWN:
@@ -133,13 +141,7 @@ def decode_control_record(key: bytes | None, value: bytes | None) -> ControlReco
         raise ParseError(f"{name} control record has a null value", offset=0)
     value = bytes(value)
     if ctype in (ControlRecordType.ABORT, ControlRecordType.COMMIT):
-        if len(value) < END_TXN_MARKER_VALUE_SIZE:
-            raise ParseError(f"Invalid value size found for end transaction marker. Must have at least "
-                             f"{END_TXN_MARKER_VALUE_SIZE} bytes, but found only {len(value)}", offset=0)
-        marker = EndTxnMarkerValue.parse(value[:END_TXN_MARKER_VALUE_SIZE])
-        if marker.version < 0:
-            raise ParseError(f"Invalid version found for end transaction marker: {marker.version}. "
-                             f"May indicate data corruption", offset=0)
+        marker = _versioned(EndTxnMarkerValue, value, "end transaction marker", "end transaction marker")
         data = {"version": marker.version, "coordinatorEpoch": marker.coordinator_epoch}
         return ControlRecord(parsed_key.type, name, parsed_key.version, data,
                              len(value) - END_TXN_MARKER_VALUE_SIZE)

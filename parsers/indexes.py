@@ -8,19 +8,24 @@ plus the shape of the tail, and never fail on a bad tail (that is evidence for t
 error).
 Only the transaction index has a check that makes Kafka reject a file while reading it (the version byte).
 
-Fast path: slots are decoded with a ``struct.Struct`` derived from the Construct schema (``struct_of``);
-``tests/parsers/test_indexes.py`` proves both read the same values.
+One declaration per index kind (:class:`IndexKind`: :data:`OFFSET_INDEX`, :data:`TIME_INDEX`) holds the
+Construct schema of a slot and the §7.3/§8.3 prefix rule; everything else is derived from the schema: the
+``struct.Struct`` of the in-memory readers (``struct_of``), the numpy dtype of the windowed scan and of the
+columnar reader (:func:`dtype_of`), the slot size, the entry's field names and which field is the relative
+offset made absolute. ``tests/parsers/test_indexes.py`` proves the Construct schema, the in-memory readers,
+the windowed scan and the columnar reader agree.
 
 Large files: :class:`IndexScan` (offset and time indexes) and :func:`iter_txn_index` read a file in windows
 of :data:`INDEX_WINDOW` bytes with numpy (no per-slot Python loop), so memory does not grow with the file, and
-skip the holes of a sparse (preallocated) file with ``SEEK_DATA``. The in-memory readers above are the
-reference they are tested against.
+skip the holes of a sparse (preallocated) file with ``SEEK_DATA``; :func:`index_arrays` turns a scan into
+int64 columns. The in-memory readers are the reference they are tested against.
 """
 
 from __future__ import annotations
 
 import errno
 import os
+import struct
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
@@ -58,23 +63,138 @@ TIME_INDEX_ENTRY_SIZE = TimeIndexEntry.sizeof()  # 12
 ABORTED_TXN_SIZE = AbortedTxn.sizeof()  # 34
 ABORTED_TXN_CURRENT_VERSION = 0
 
-
-_OFFSET_SLOT = struct_of(OffsetIndexEntry)
-_TIME_SLOT = struct_of(TimeIndexEntry)
 _ABORTED_TXN = struct_of(AbortedTxn)
+
+RELATIVE_OFFSET = "relative_offset"
+"""The slot field holding ``offset - base offset`` (§7.1, §8.1); an entry holds ``offset`` instead."""
+INT64_MAX = 2**63 - 1
+
+_NUMPY_CODES = {"l": "i4", "i": "i4", "q": "i8", "h": "i2", "b": "i1"}
+
+
+def dtype_of(schema: cs.Struct) -> np.dtype:
+    """numpy layout of a Construct struct of big-endian integer fields, from the same format ``struct_of``
+    derives (which rejects any other field)."""
+    codes = struct_of(schema).format[1:]
+    return np.dtype([(sc.name, ">" + _NUMPY_CODES[c]) for sc, c in zip(schema.subcons, codes, strict=True)])
+
+
+def _absolute(relative: np.ndarray, base_offset: int) -> np.ndarray:
+    """``base_offset + relative`` as int64 without wrapping: a segment name near (or past) the int64 limit
+    would otherwise turn index offsets negative; an entry past the limit saturates at it (no batch is there,
+    so the rules report the entry as pointing outside the segment)."""
+    relative = relative.astype(np.int64)
+    if 0 <= base_offset <= INT64_MAX - (2**31 - 1):
+        return relative + base_offset
+    return np.array([min(base_offset + r, INT64_MAX) for r in relative.tolist()], dtype=np.int64)
+
+
+# ------------------------------------------------------------------------------------------- index kinds
+
+EndsPrefix = Callable[[int, tuple, tuple | None, int], bool]
+"""The in-memory prefix rule: (slot number, slot, previous real slot, file size) -> the slot is not real."""
+CutPrefix = Callable[[np.ndarray, bool, int | None, int], np.ndarray]
+"""The vectorised prefix rule: (slots, starts the file, carried value of the slot before, file size) -> the
+slots that would end the real prefix."""
+
+
+@dataclass(frozen=True)
+class IndexKind:
+    """One kind of offset-ordered index (Kafka's ``AbstractIndex`` subclasses ``OffsetIndex``, ``TimeIndex``):
+    the Construct ``schema`` of a slot and its real-prefix rule, in a per-slot form (``ends``, for the
+    in-memory reader) and a vectorised form (``cut``, for :class:`IndexScan`; ``carry`` names the column
+    compared with the slot before a window). The slot ``struct``, numpy ``dtype``, ``size`` and entry
+    field ``names`` are derived from ``schema``."""
+
+    schema: cs.Struct
+    ends: EndsPrefix
+    cut: CutPrefix
+    carry: str | None = None
+    slot: struct.Struct = field(init=False)
+    dtype: np.dtype = field(init=False)
+    size: int = field(init=False)
+    names: tuple[str, ...] = field(init=False)
+    """An entry's fields: the slot's, with ``offset`` (absolute) for :data:`RELATIVE_OFFSET`."""
+
+    def __post_init__(self) -> None:
+        set_ = object.__setattr__
+        set_(self, "slot", struct_of(self.schema))
+        set_(self, "dtype", dtype_of(self.schema))
+        set_(self, "size", self.schema.sizeof())
+        set_(self, "names", tuple("offset" if n == RELATIVE_OFFSET else n for n in self.dtype.names))
+
+    def entry(self, slot: tuple, base_offset: int) -> tuple:
+        """A slot as an entry: the relative offset made absolute (Python ints, never wrapped)."""
+        return tuple(
+            base_offset + v if n == RELATIVE_OFFSET else v
+            for n, v in zip(self.dtype.names, slot, strict=True)
+        )
+
+    def columns(self, table: np.ndarray, base_offset: int) -> dict[str, np.ndarray]:
+        """Slots (a structured array of ``dtype``) as int64 entry columns named by :attr:`names`, the
+        relative offset made absolute (saturating at the int64 limit)."""
+        return {
+            name: _absolute(table[n], base_offset) if n == RELATIVE_OFFSET else table[n].astype(np.int64)
+            for name, n in zip(self.names, self.dtype.names, strict=True)
+        }
+
+
+def _offset_ends(i: int, slot: tuple, previous: tuple | None, size: int) -> bool:
+    """§7.3 (DumpLogSegments' heuristic): a slot ``i > 0`` whose relative offset and position are both 0 ends
+    the prefix; so does slot 0 when it is (0, 0) in a file longer than one slot (an empty preallocated index).
+    A lone (0, 0) in an 8-byte file is an entry."""
+    return slot == (0, 0) and (i > 0 or size > OFFSET_INDEX_ENTRY_SIZE)
+
+
+def _time_ends(i: int, slot: tuple, previous: tuple | None, size: int) -> bool:
+    """§8.3: a slot ``i > 0`` whose relative offset is 0 (DumpLogSegments) or whose timestamp is 0 or not
+    greater than the previous entry's (``TimeIndex.maybeAppend`` only writes strictly increasing timestamps)
+    ends the prefix; slot 0 ends it when all zero in a file longer than one slot."""
+    timestamp, rel = slot
+    if previous is None:  # slot 0 (every later slot follows a real one)
+        return timestamp == 0 and rel == 0 and size > TIME_INDEX_ENTRY_SIZE
+    return rel == 0 or timestamp == 0 or timestamp <= previous[0]
+
+
+def _offset_cut(table: np.ndarray, first: bool, previous: int | None, size: int) -> np.ndarray:
+    """:func:`_offset_ends` over a window of slots."""
+    bad = (table[RELATIVE_OFFSET] == 0) & (table["position"] == 0)
+    if first:
+        bad[0] = bad[0] and size > OFFSET_INDEX_ENTRY_SIZE
+    return bad
+
+
+def _time_cut(table: np.ndarray, first: bool, previous: int | None, size: int) -> np.ndarray:
+    """:func:`_time_ends` over a window of slots; ``previous`` is the timestamp of the slot before the
+    window (None at the start of the file)."""
+    ts, rel = table["timestamp"], table[RELATIVE_OFFSET]
+    bad = (rel == 0) | (ts == 0)
+    bad[1:] |= ts[1:] <= ts[:-1]
+    if first:
+        bad[0] = ts[0] == 0 and rel[0] == 0 and size > TIME_INDEX_ENTRY_SIZE
+    elif previous is not None:
+        bad[0] |= ts[0] <= previous
+    return bad
+
+
+OFFSET_INDEX = IndexKind(OffsetIndexEntry, _offset_ends, _offset_cut)
+"""``.index`` (§7)."""
+TIME_INDEX = IndexKind(TimeIndexEntry, _time_ends, _time_cut, carry="timestamp")
+"""``.timeindex`` (§8)."""
 
 # ------------------------------------------------------------------------------------------- results
 
 
 @dataclass
-class OffsetIndex:
-    """A decoded ``.index`` file.
+class IndexContents:
+    """A decoded ``.index`` or ``.timeindex`` file.
 
-    ``entries`` are the real (absolute offset, position) pairs per §7.3; ``slots``/``trailing_bytes`` are
-    what Kafka sees when it opens the file (``entries = length / 8``); ``padding_slots`` counts all-zero slots
-    after the real prefix and ``garbage_after_padding`` is the file position of the first non-zero byte after
-    it (corruption when not None). ``preallocated`` means the file has a zero tail, i.e. it was still at its
-    preallocated size (active segment, or a crash).
+    ``entries`` are the real entries per §7.3/§8.3, as tuples in the order of ``kind.names``: (absolute
+    offset, position) for an offset index, (timestamp, absolute offset) for a time index. ``slots`` and
+    ``trailing_bytes`` are what Kafka sees when it opens the file (``entries = length / entry size``);
+    ``padding_slots`` counts all-zero slots after the real prefix and ``garbage_after_padding`` is the file
+    position of the first non-zero byte after it (corruption when not None). ``preallocated`` means the file
+    has a zero tail, i.e. it was still at its preallocated size (active segment, or a crash).
     """
 
     base_offset: int
@@ -84,21 +204,10 @@ class OffsetIndex:
     trailing_bytes: int
     padding_slots: int
     garbage_after_padding: int | None
-    preallocated: bool
 
-
-@dataclass
-class TimeIndex:
-    """A decoded ``.timeindex``; ``entries`` are (timestamp, absolute offset) pairs (§8.3 prefix rule)."""
-
-    base_offset: int
-    size: int
-    entries: list[tuple[int, int]]
-    slots: int
-    trailing_bytes: int
-    padding_slots: int
-    garbage_after_padding: int | None
-    preallocated: bool
+    @property
+    def preallocated(self) -> bool:
+        return self.padding_slots > 0
 
 
 @dataclass
@@ -149,69 +258,44 @@ def _tail_shape(data: bytes | memoryview, prefix_slots: int, slots: int, size: i
     return padding, start + int(np.argmax(tail != 0))
 
 
+def _txn_version_error(version: int, path: str | None, offset: int) -> ParseError:
+    """``TransactionIndex``'s rejection of an entry whose version is above the current one."""
+    return ParseError(
+        f"Unexpected aborted transaction version {version} in transaction index "
+        f"{path or '<buffer>'}, current version is {ABORTED_TXN_CURRENT_VERSION}",
+        path=path,
+        offset=offset,
+    )
+
+
 # ------------------------------------------------------------------------------------------- readers
 
 
-def read_offset_index(data: bytes | memoryview, base_offset: int) -> OffsetIndex:
-    """Decode an offset index; never fails (every byte string is a sequence of slots plus a remainder).
-
-    Real prefix (§7.3, DumpLogSegments' heuristic): stop at the first slot ``i > 0`` whose relative offset and
-    position are both 0; a file longer than 8 bytes whose slot 0 is ``(0, 0)`` is all padding (an empty
-    preallocated index). A lone ``(0, 0)`` in an 8-byte file is kept as an entry.
-    """
+def read_index(kind: IndexKind, data: bytes | memoryview, base_offset: int) -> IndexContents:
+    """Decode an offset or time index slot by slot with ``kind``'s prefix rule; never fails (every byte
+    string is a sequence of slots plus a remainder)."""
     size = len(data)
-    slots = size // OFFSET_INDEX_ENTRY_SIZE
+    slots = size // kind.size
     entries: list[tuple[int, int]] = []
-    usable = memoryview(data)[: slots * OFFSET_INDEX_ENTRY_SIZE]
-    for i, (rel, pos) in enumerate(_OFFSET_SLOT.iter_unpack(usable)):
-        if rel == 0 and pos == 0 and (i > 0 or size > OFFSET_INDEX_ENTRY_SIZE):
+    previous: tuple | None = None
+    for i, slot in enumerate(kind.slot.iter_unpack(memoryview(data)[: slots * kind.size])):
+        if kind.ends(i, slot, previous, size):
             break
-        entries.append((base_offset + rel, pos))
-    padding, garbage = _tail_shape(data, len(entries), slots, OFFSET_INDEX_ENTRY_SIZE)
-    return OffsetIndex(
-        base_offset=base_offset,
-        size=size,
-        entries=entries,
-        slots=slots,
-        trailing_bytes=size % OFFSET_INDEX_ENTRY_SIZE,
-        padding_slots=padding,
-        garbage_after_padding=garbage,
-        preallocated=padding > 0,
-    )
+        entries.append(kind.entry(slot, base_offset))
+        previous = slot
+    padding, garbage = _tail_shape(data, len(entries), slots, kind.size)
+    return IndexContents(base_offset, size, entries, slots, size % kind.size, padding, garbage)
 
 
-def read_time_index(data: bytes | memoryview, base_offset: int) -> TimeIndex:
-    """Decode a time index; never fails.
+def read_offset_index(data: bytes | memoryview, base_offset: int) -> IndexContents:
+    """Decode an offset index (§7.3); entries are (absolute offset, position)."""
+    return read_index(OFFSET_INDEX, data, base_offset)
 
-    Real prefix (§8.3): stop at the first slot ``i > 0`` whose relative offset is 0 (DumpLogSegments'
-    heuristic) or whose timestamp is 0 or not greater than the previous entry's (``maybeAppend`` only ever
-    writes strictly increasing timestamps). A file longer than 12 bytes whose slot 0 is all zero is all
-    padding. Slots cut off by the rule that are not zero show up in ``garbage_after_padding``.
-    """
-    size = len(data)
-    slots = size // TIME_INDEX_ENTRY_SIZE
-    entries: list[tuple[int, int]] = []
-    usable = memoryview(data)[: slots * TIME_INDEX_ENTRY_SIZE]
-    previous: int | None = None
-    for i, (timestamp, rel) in enumerate(_TIME_SLOT.iter_unpack(usable)):
-        if i == 0:
-            if timestamp == 0 and rel == 0 and size > TIME_INDEX_ENTRY_SIZE:
-                break
-        elif rel == 0 or timestamp == 0 or (previous is not None and timestamp <= previous):
-            break
-        entries.append((timestamp, base_offset + rel))
-        previous = timestamp
-    padding, garbage = _tail_shape(data, len(entries), slots, TIME_INDEX_ENTRY_SIZE)
-    return TimeIndex(
-        base_offset=base_offset,
-        size=size,
-        entries=entries,
-        slots=slots,
-        trailing_bytes=size % TIME_INDEX_ENTRY_SIZE,
-        padding_slots=padding,
-        garbage_after_padding=garbage,
-        preallocated=padding > 0,
-    )
+
+def read_time_index(data: bytes | memoryview, base_offset: int) -> IndexContents:
+    """Decode a time index (§8.3); entries are (timestamp, absolute offset). Slots cut off by the rule that
+    are not zero show up in ``garbage_after_padding``."""
+    return read_index(TIME_INDEX, data, base_offset)
 
 
 def read_txn_index(data: bytes | memoryview, path: str | None = None) -> TxnIndex:
@@ -228,12 +312,7 @@ def read_txn_index(data: bytes | memoryview, path: str | None = None) -> TxnInde
     for i, (raw_version, pid, first, last, lso) in enumerate(_ABORTED_TXN.iter_unpack(usable)):
         version = raw_version >> 8  # signed high byte, as ByteBuffer.get(0)
         if version > ABORTED_TXN_CURRENT_VERSION:
-            raise ParseError(
-                f"Unexpected aborted transaction version {version} in transaction index "
-                f"{path or '<buffer>'}, current version is {ABORTED_TXN_CURRENT_VERSION}",
-                path=path,
-                offset=i * ABORTED_TXN_SIZE,
-            )
+            raise _txn_version_error(version, path, i * ABORTED_TXN_SIZE)
         entries.append(AbortedTxnEntry(pid, first, last, lso, version=version, raw_version=raw_version))
     return TxnIndex(size=size, entries=entries, trailing_bytes=size % ABORTED_TXN_SIZE)
 
@@ -242,49 +321,6 @@ def read_txn_index(data: bytes | memoryview, path: str | None = None) -> TxnInde
 
 INDEX_WINDOW = 1 << 20
 """Bytes of an index read at a time by :class:`IndexScan` (rounded down to whole slots)."""
-
-_NUMPY_CODES = {"l": "i4", "i": "i4", "q": "i8", "h": "i2", "b": "i1"}
-
-
-def _dtype(schema: cs.Struct) -> np.dtype:
-    """numpy layout of a Construct struct of big-endian integer fields (derived, not restated)."""
-    return np.dtype([(sc.name, ">" + _NUMPY_CODES[sc.subcon.fmtstr.lstrip("<>=!")]) for sc in schema.subcons])
-
-
-OFFSET_INDEX_DTYPE = _dtype(OffsetIndexEntry)
-TIME_INDEX_DTYPE = _dtype(TimeIndexEntry)
-
-
-def _offset_cut(table: np.ndarray, first: bool, previous: int | None, size: int) -> np.ndarray:
-    """Slots of ``table`` that end the real prefix of an offset index (``read_offset_index``'s rule)."""
-    bad = (table["relative_offset"] == 0) & (table["position"] == 0)
-    if first:
-        bad[0] = bad[0] and size > OFFSET_INDEX_ENTRY_SIZE
-    return bad
-
-
-def _time_cut(table: np.ndarray, first: bool, previous: int | None, size: int) -> np.ndarray:
-    """Slots of ``table`` that end the real prefix of a time index (``read_time_index``'s rule);
-    ``previous`` is the timestamp of the slot before the table (None at the start of the file)."""
-    ts, rel = table["timestamp"], table["relative_offset"]
-    bad = (rel == 0) | (ts == 0)
-    bad[1:] |= ts[1:] <= ts[:-1]
-    if first:
-        bad[0] = ts[0] == 0 and rel[0] == 0 and size > TIME_INDEX_ENTRY_SIZE
-    elif previous is not None:
-        bad[0] |= ts[0] <= previous
-    return bad
-
-
-@dataclass(frozen=True)
-class _IndexKind:
-    dtype: np.dtype
-    cut: Callable[[np.ndarray, bool, int | None, int], np.ndarray]
-    carry: str | None  # the column the prefix rule compares with the previous slot
-
-
-OFFSET_INDEX = _IndexKind(OFFSET_INDEX_DTYPE, _offset_cut, None)
-TIME_INDEX = _IndexKind(TIME_INDEX_DTYPE, _time_cut, "timestamp")
 
 
 @dataclass
@@ -338,7 +374,7 @@ class IndexScan:
 
     def __init__(
         self,
-        kind: _IndexKind,
+        kind: IndexKind,
         size: int,
         read: Callable[[int, int], bytes | memoryview],
         *,
@@ -354,13 +390,13 @@ class IndexScan:
         self.shape: IndexShape | None = None
 
     @classmethod
-    def of_bytes(cls, kind: _IndexKind, data: bytes | memoryview, *, window: int = INDEX_WINDOW) -> IndexScan:
+    def of_bytes(cls, kind: IndexKind, data: bytes | memoryview, *, window: int = INDEX_WINDOW) -> IndexScan:
         view = memoryview(data).cast("B")
         return cls(kind, len(view), lambda pos, n: view[pos : pos + n], window=window)
 
     @classmethod
     def of_fd(
-        cls, kind: _IndexKind, fd: int, *, size: int | None = None, window: int = INDEX_WINDOW
+        cls, kind: IndexKind, fd: int, *, size: int | None = None, window: int = INDEX_WINDOW
     ) -> IndexScan:
         """Scan the open file ``fd`` (its first ``size`` bytes; all of it by default) with ``pread``; the
         caller closes it."""
@@ -451,7 +487,40 @@ class IndexScan:
         return self.shape, entries
 
 
-ABORTED_TXN_DTYPE = _dtype(AbortedTxn)
+@dataclass
+class IndexArrays(IndexShape):
+    """A whole scan of an offset or time index (its :class:`IndexShape`) with the real entries loaded
+    column-wise: ``columns`` are int64 arrays named by ``kind.names`` (the relative offset made absolute),
+    at most the ``max_entries`` first entries (``entries`` counts all of them)."""
+
+    kind: IndexKind
+    base_offset: int
+    columns: dict[str, np.ndarray]
+
+    @property
+    def truncated(self) -> bool:
+        """More real entries than were loaded (``max_entries``)."""
+        return self.entries > len(self.columns[self.kind.names[0]])
+
+    @property
+    def next_entry(self) -> tuple[int, ...] | None:
+        """``next_slot`` as an entry (relative offset made absolute), when there is one."""
+        if self.next_slot is None:
+            return None
+        row = np.array([self.next_slot], dtype=self.kind.dtype)
+        return tuple(int(column[0]) for column in self.kind.columns(row, self.base_offset).values())
+
+
+def index_arrays(scan: IndexScan, base_offset: int, max_entries: int | None = None) -> IndexArrays:
+    """Run a windowed :class:`IndexScan` (memory: one window plus the loaded entries) into columns; what
+    ``read_index`` reads, column-wise."""
+    shape, table = scan.run(max_entries)
+    return IndexArrays(
+        **vars(shape), kind=scan.kind, base_offset=base_offset, columns=scan.kind.columns(table, base_offset)
+    )
+
+
+ABORTED_TXN_DTYPE = dtype_of(AbortedTxn)
 
 
 def txn_entries(table: np.ndarray) -> list[AbortedTxnEntry]:
@@ -488,12 +557,7 @@ def iter_txn_index(
             if i:
                 yield table[:i]
             version = int(table["version"][i]) >> 8
-            raise ParseError(
-                f"Unexpected aborted transaction version {version} in transaction index "
-                f"{path or '<buffer>'}, current version is {ABORTED_TXN_CURRENT_VERSION}",
-                path=path,
-                offset=pos + i * width,
-            )
+            raise _txn_version_error(version, path, pos + i * width)
         yield table
         pos += whole * width
 
@@ -549,7 +613,7 @@ def sanity_check_offset_index(data: bytes | memoryview, base_offset: int, path: 
     last slot or a bad length fail. Brokers stopped running this at startup in 2.3 (KAFKA-7283).
     """
     slots = len(data) // OFFSET_INDEX_ENTRY_SIZE
-    last = _OFFSET_SLOT.unpack_from(data, (slots - 1) * OFFSET_INDEX_ENTRY_SIZE) if slots else None
+    last = OFFSET_INDEX.slot.unpack_from(data, (slots - 1) * OFFSET_INDEX_ENTRY_SIZE) if slots else None
     return _offset_sanity(len(data), last, base_offset, path)
 
 
@@ -557,12 +621,12 @@ def sanity_check_time_index(data: bytes | memoryview, base_offset: int, path: st
     """``TimeIndex.sanityCheck`` (Kafka 4.0 text): fails on a crashed preallocated index with real entries,
     whose zero last slot has a timestamp (0) below the first one."""
     slots = len(data) // TIME_INDEX_ENTRY_SIZE
-    first = _TIME_SLOT.unpack_from(data, 0) if slots else None
-    last = _TIME_SLOT.unpack_from(data, (slots - 1) * TIME_INDEX_ENTRY_SIZE) if slots else None
+    first = TIME_INDEX.slot.unpack_from(data, 0) if slots else None
+    last = TIME_INDEX.slot.unpack_from(data, (slots - 1) * TIME_INDEX_ENTRY_SIZE) if slots else None
     return _time_sanity(len(data), first, last, base_offset, path)
 
 
-def sanity_check_index_shape(shape: IndexShape, kind: _IndexKind, base_offset: int, path: str) -> str | None:
+def sanity_check_index_shape(shape: IndexShape, kind: IndexKind, base_offset: int, path: str) -> str | None:
     """Kafka's sanity check of an offset (``kind`` :data:`OFFSET_INDEX`) or time index from a scan's shape
     (first and last slot, size): the same message as :func:`sanity_check_offset_index` /
     :func:`sanity_check_time_index` without holding the file."""
@@ -586,15 +650,6 @@ def sanity_check_txn_index(index: TxnIndex, base_offset: int, path: str) -> str 
 # ------------------------------------------------------------------------------------------- builders
 
 
-def _pad(body: bytes, preallocate_to: int | None, entry_size: int) -> bytes:
-    if preallocate_to is None:
-        return body
-    length = (preallocate_to // entry_size) * entry_size
-    if length < len(body):
-        raise ValueError(f"{len(body)} bytes of entries do not fit in a {length}-byte index")
-    return body + bytes(length - len(body))
-
-
 def _build(schema: cs.Struct, items: list[dict]) -> bytes:
     try:
         return cs.Array(len(items), schema).build(items)
@@ -602,24 +657,38 @@ def _build(schema: cs.Struct, items: list[dict]) -> bytes:
         raise ValueError(str(exc)) from None
 
 
+def build_index(
+    kind: IndexKind, entries: Iterable[tuple[int, ...]], base_offset: int, preallocate_to: int | None = None
+) -> bytes:
+    """Bytes of an offset or time index holding ``entries`` (tuples in the order of ``kind.names``, offsets
+    absolute), built with the Construct schema. ``preallocate_to`` (e.g. ``segment.index.bytes``) zero-pads
+    like an active segment's index: the file is ``floor(preallocate_to / entry size) * entry size`` bytes."""
+    fields = kind.dtype.names
+    items = [
+        {n: v - base_offset if n == RELATIVE_OFFSET else v for n, v in zip(fields, entry, strict=True)}
+        for entry in entries
+    ]
+    body = _build(kind.schema, items)
+    if preallocate_to is None:
+        return body
+    length = (preallocate_to // kind.size) * kind.size
+    if length < len(body):
+        raise ValueError(f"{len(body)} bytes of entries do not fit in a {length}-byte index")
+    return body + bytes(length - len(body))
+
+
 def build_offset_index(
     entries: Iterable[tuple[int, int]], base_offset: int, preallocate_to: int | None = None
 ) -> bytes:
-    """Bytes of an offset index holding (absolute offset, position) ``entries``.
-
-    ``preallocate_to`` (e.g. ``segment.index.bytes``) zero-pads like an active segment's index: the file is
-    ``floor(preallocate_to / 8) * 8`` bytes.
-    """
-    items = [{"relative_offset": offset - base_offset, "position": pos} for offset, pos in entries]
-    return _pad(_build(OffsetIndexEntry, items), preallocate_to, OFFSET_INDEX_ENTRY_SIZE)
+    """Bytes of an offset index holding (absolute offset, position) ``entries`` (optionally preallocated)."""
+    return build_index(OFFSET_INDEX, entries, base_offset, preallocate_to)
 
 
 def build_time_index(
     entries: Iterable[tuple[int, int]], base_offset: int, preallocate_to: int | None = None
 ) -> bytes:
     """Bytes of a time index holding (timestamp, absolute offset) ``entries`` (optionally preallocated)."""
-    items = [{"timestamp": ts, "relative_offset": offset - base_offset} for ts, offset in entries]
-    return _pad(_build(TimeIndexEntry, items), preallocate_to, TIME_INDEX_ENTRY_SIZE)
+    return build_index(TIME_INDEX, entries, base_offset, preallocate_to)
 
 
 def build_txn_index(entries: Iterable[AbortedTxnEntry | tuple[int, int, int, int]]) -> bytes:

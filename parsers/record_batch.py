@@ -454,26 +454,8 @@ def _record_body(batch: RecordBatch, buf: bytes, pos: int, length: int, payloads
     attributes = buf[pos]
     ts_delta, pos = read_varlong(buf, pos + 1) if buf[pos + 1] >= 0x80 else _varint_at(buf, pos + 1)
     off_delta, pos = _varint_at(buf, pos)
-    key_size, pos = _varint_at(buf, pos)
-    key = None
-    if key_size >= 0:
-        if pos + key_size > limit:
-            raise ParseError(f"key of {key_size} bytes runs past the end of the record", offset=pos)
-        if payloads:
-            key = buf[pos : pos + key_size]
-        pos += key_size
-    else:
-        key_size = -1
-    value_size, pos = _varint_at(buf, pos)
-    value = None
-    if value_size >= 0:
-        if pos + value_size > limit:
-            raise ParseError(f"value of {value_size} bytes runs past the end of the record", offset=pos)
-        if payloads:
-            value = buf[pos : pos + value_size]
-        pos += value_size
-    else:
-        value_size = -1
+    key_size, key, pos = _field(buf, pos, limit, "key", payloads)
+    value_size, value, pos = _field(buf, pos, limit, "value", payloads)
     if pos >= limit:
         raise ParseError(
             f"Invalid record size: expected to read {length} bytes in record payload, but the record "
@@ -557,8 +539,8 @@ def _record(batch, attributes, ts_delta, off_delta, key, value, headers, key_siz
 
 
 def _field(buf, pos: int, limit: int, what: str, keep: bool) -> tuple[int, bytes | None, int]:
-    """(length, bytes or None, next position) of a nullable varint-prefixed field."""
-    length, pos = read_varint(buf, pos)
+    """(length, bytes or None, next position) of a nullable varint-prefixed field (length -1 when null)."""
+    length, pos = _varint_at(buf, pos)
     if length < 0:
         return -1, None, pos
     if pos + length > limit:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 import struct
 from array import array
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -159,6 +159,20 @@ class WalkStop:
         return self.reason in ("end", "max-bytes")
 
 
+def _chunked_crc32c(read: Callable[[int, int], bytes], start: int, end: int) -> int:
+    """CRC-32C of the bytes ``[start, end)`` that ``read(position, size)`` returns, ``_CRC_CHUNK`` at a time
+    (for entries larger than the window); stops early where the file ends."""
+    value = 0
+    pos = start
+    while pos < end:
+        chunk = read(pos, min(_CRC_CHUNK, end - pos))
+        if not chunk:
+            break
+        value = _crc32c.crc32c(chunk, value)
+        pos += len(chunk)
+    return value
+
+
 class SegmentWalker:
     """Read-only, bounded-memory walk over the entries of one segment file."""
 
@@ -193,15 +207,7 @@ class SegmentWalker:
 
     def batch_crc(self, batch: RecordBatch) -> int:
         """CRC-32C of a v2 batch's covered bytes, read ``_CRC_CHUNK`` at a time (never the batch whole)."""
-        value = 0
-        pos, end = batch.position + CRC_START, batch.position + batch.size
-        while pos < end:
-            chunk = self.read(pos, min(_CRC_CHUNK, end - pos))
-            if not chunk:
-                break
-            value = _crc32c.crc32c(chunk, value)
-            pos += len(chunk)
-        return value
+        return _chunked_crc32c(self.read, batch.position + CRC_START, batch.position + batch.size)
 
     def records(
         self, batch: RecordBatch, *, payloads: bool = True, budget: int | None = None
@@ -217,18 +223,6 @@ class SegmentWalker:
 
     def __del__(self) -> None:
         self.close()
-
-    def _crc_of(self, fd: int, start: int, end: int) -> int:
-        """CRC-32C of file bytes ``[start, end)`` read in chunks (for entries larger than the window)."""
-        value = 0
-        pos = start
-        while pos < end:
-            chunk = os.pread(fd, min(_CRC_CHUNK, end - pos), pos)
-            if not chunk:
-                break
-            value = _crc32c.crc32c(chunk, value)
-            pos += len(chunk)
-        return value
 
     # ------------------------------------------------------------------------------------ walking
 
@@ -359,7 +353,7 @@ class SegmentWalker:
                 if pos + size <= buf_end:
                     computed = crc(mv[rel + CRC_START : rel + size])
                 else:
-                    computed = self._crc_of(fd, pos + CRC_START, pos + size)
+                    computed = _chunked_crc32c(lambda at, n: os.pread(fd, n, at), pos + CRC_START, pos + size)
                 yield (_ONE, pos, h, computed)
                 if computed != h[4] or magic != MAGIC_V2:
                     self.invalid_count += 1

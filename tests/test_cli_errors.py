@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from auditor import cli
+from auditor.cli.common import fail
 from parsers.errors import ParseError
 
 
@@ -55,7 +56,7 @@ def test_debug_env_lets_the_traceback_through(monkeypatch, capsys):
 
 
 def test_error_lines_escape_file_names(capsys):
-    exit_ = cli.fail("cannot read /e/\u202eevil\nforged: line")
+    exit_ = fail("cannot read /e/\u202eevil\nforged: line")
     assert exit_.exit_code == 2
     err = capsys.readouterr().err
     assert err == "kafka-auditor: error: cannot read /e/\\u202eevil\\nforged: line\n"

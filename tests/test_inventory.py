@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
 import pytest
 
-from auditor.layout.inventory import discover, inventory, looks_like_logdir
+from auditor.layout.discover import discover
+from auditor.layout.filetypes import is_log_dir
+from auditor.layout.inventory import inventory
+from auditor.layout.logdir import META_PROPERTIES_LIMIT, read_log_dir
+from auditor.layout.tasks import PartitionTask
 from tests.conftest import corpus_path
-from tests.rules.builder import standard
+from tests.rules.builder import CLUSTER_ID, standard
+
+NO_BROKER = "cannot tell which broker this log dir belongs to"
 
 UID = "0123456789abcdef0123456789abcdef"
 
@@ -103,25 +110,24 @@ def test_every_entry_is_classified(tree):
 
 
 def test_discovery(tree, tmp_path):
-    assert looks_like_logdir(tree)
-    found, problems = discover([tmp_path])  # the parent: its children that are log dirs
-    assert found == [str(tree)] and not problems
-    found, problems = discover([tree, tree])
-    assert found == [str(tree)]
-    _, problems = discover([tmp_path / "missing"])
-    assert "no such file" in problems[0]
-    _, problems = discover([tree / "orders-0"])
-    assert "partition directory" in problems[0]
+    assert is_log_dir(tree)
+    found = discover([tmp_path])  # the parent: its children that are log dirs
+    assert found.log_dirs == [str(tree)] and not found.problems
+    assert discover([tree, tree]).log_dirs == [str(tree)]
+    (problem,) = discover([tmp_path / "missing"]).problems
+    assert problem == f"{tmp_path / 'missing'}: no such file or directory"
+    (problem,) = discover([tree / "orders-0"]).problems
+    assert problem.endswith("this is a partition directory; give the log directory that holds it")
     empty = tmp_path / "empty"
     empty.mkdir()
-    _, problems = discover([empty])
-    assert "not a Kafka log directory" in problems[0]
+    (problem,) = discover([empty]).problems
+    assert problem.startswith(f"{empty}: no Kafka log directory found")
 
 
 @pytest.mark.corpus
 def test_corpus_inventory_knows_every_file():
     root = corpus_path()
-    logdirs = [d for d in [*root.glob("*/*-*"), *root.glob("*/*/*-*")] if looks_like_logdir(d)]
+    logdirs = [d for d in [*root.glob("*/*-*"), *root.glob("*/*/*-*")] if is_log_dir(d)]
     assert len(logdirs) == 13
     for logdir in logdirs:
         inv = inventory(logdir)
@@ -197,3 +203,104 @@ def test_links_outside_the_log_dir(tmp_path):
             ("00000000000000000015.log", str(tmp_path / "elsewhere.log")),
             ("__cluster_metadata-0", str(tmp_path / "metadata-copy")),
         ], given
+
+
+@pytest.fixture
+def evidence(tmp_path: Path) -> Path:
+    """Log dirs at depths 1 to 3 below ``evidence``, one in a folder named ``dumps``, one hidden, one that
+    lost its root files, and folders that are not log dirs (kafka-dump-log text output, broker logs)."""
+    root = tmp_path / "evidence"
+    for i, where in enumerate(("broker-1", "moment/broker-2", "dumps", ".hidden-broker", "a/b/too-deep"), 1):
+        standard(root / where, node_id=i, dir_salt=where)[0].write()
+    bare = root / "moment" / "bare"  # a log dir without meta.properties or checkpoints: its partition says so
+    _touch(bare / "orders-0" / "00000000000000000000.log")
+    _touch(root / "moment" / "dumps" / "broker-1" / "orders.print-data-log.txt.gz", b"\x1f\x8b")
+    _touch(root / "_run" / "broker-logs" / "server.log", b"INFO started")
+    return root
+
+
+def test_discovery_recognises_log_dirs_by_kafka_markers_not_names(evidence):
+    found = discover([evidence])
+    assert found.problems == []
+    assert found.log_dirs == [
+        str(evidence / ".hidden-broker"),
+        str(evidence / "broker-1"),
+        str(evidence / "dumps"),
+        str(evidence / "moment" / "bare"),
+        str(evidence / "moment" / "broker-2"),
+    ]  # a/b/too-deep is three levels down
+    assert str(evidence / "a" / "b" / "too-deep") in discover([evidence], depth=3).log_dirs
+    (problem,) = discover([evidence / "moment" / "dumps"]).problems
+    assert problem == (
+        f"{evidence}/moment/dumps: no Kafka log directory found (no meta.properties, offset checkpoint or "
+        "partition directory in it or in the directories up to 2 levels below)"
+    )
+    assert not is_log_dir(evidence / "_run") and not is_log_dir(evidence / "moment" / "dumps" / "broker-1")
+
+
+def test_scan_extract_and_audit_find_the_same_log_dirs(evidence, tmp_path):
+    """``scan`` and ``audit`` walk with one function; ``extract`` accepts exactly what they find. Pure Python:
+    the audit's discovery runs on the driver before Spark starts."""
+    from auditor.scan import scan
+    from auditor.spark.inputs import discover as audit_discover
+
+    roots = [evidence, evidence / "dumps"]  # a root inside another is one input
+    scanned = [row["logDir"] for row in scan(roots, jobs=1).logdirs]
+    audited = audit_discover(roots)
+    assert audited.problems == [] and not audited.parquet
+    assert scanned == [s.path for s in audited.raw] == discover(roots).log_dirs
+    assert len(scanned) == 5 and all(is_log_dir(path) for path in scanned)
+
+
+def test_discovery_follows_links_once_and_reports_unreadable_folders(evidence):
+    (evidence / "loop").symlink_to(evidence, target_is_directory=True)
+    (evidence / "again").symlink_to(evidence / "broker-1", target_is_directory=True)
+    found = discover([evidence, evidence / "again"])
+    assert found.problems == [] and len(found.log_dirs) == 5
+    # the name met first in the walk (sorted by name), never the loop's evidence/loop/broker-1
+    assert str(evidence / "again") in found.log_dirs and str(evidence / "broker-1") not in found.log_dirs
+    if os.geteuid() == 0:
+        return  # root reads any directory
+    locked = evidence / "locked"
+    locked.mkdir()
+    locked.chmod(0)
+    try:
+        found = discover([evidence])
+    finally:
+        locked.chmod(0o755)
+    assert found.problems == [f"{locked}: cannot read: Permission denied"] and len(found.log_dirs) == 5
+
+
+@pytest.mark.parametrize(("padding", "node"), [(0, 1), (META_PROPERTIES_LIMIT, None)])
+def test_every_command_reads_meta_properties_alike(tmp_path, padding, node):
+    """scan, the root-file reader of extract and audit, and audit's pre-check read ``meta.properties`` with
+    one reader and one size limit: a node.id past the limit is unseen by all three, or seen by all three."""
+    from auditor.scan import prepare_logdir
+    from auditor.spark.inputs import check_inputs
+    from auditor.spark.inputs import discover as audit_discover
+
+    ld, _ = standard(tmp_path / "broker-1")
+    ld.meta_override = b"#" * padding + f"\nversion=1\nnode.id=1\ncluster.id={CLUSTER_ID}\n".encode()
+    root = ld.write()
+    scanned = prepare_logdir(str(root)).meta_value
+    assert (scanned.node_id if scanned else None) == node
+    assert read_log_dir(root).node == node
+    problems = check_inputs(audit_discover([root]))
+    assert problems == ([] if node else [f"{root}/meta.properties: no node.id or broker.id: {NO_BROKER}"])
+
+
+def test_scan_runs_the_partition_task_audit_ships_as_json(tree):
+    """One PartitionTask type: a scan task survives the JSON round trip Spark's tasks take, and the scan
+    worker gives the same findings and summary from the copy."""
+    from auditor.rules.registry import REGISTRY, load_rules
+    from auditor.scan import SCAN_SCOPES, partition_task, prepare_logdir, scan_partition
+
+    load_rules()
+    codes = frozenset(c for c, r in REGISTRY.items() if r.scope in SCAN_SCOPES)
+    ld = prepare_logdir(str(tree))
+    for part in ld.inventory.partitions:
+        task = partition_task(ld, part, None)
+        copy = PartitionTask(**json.loads(json.dumps(task.to_dict())))
+        assert copy == task and copy.path == part.path
+        a, b = scan_partition(task, codes), scan_partition(copy, codes)
+        assert (a.summary, a.findings) == (b.summary, b.findings)

@@ -1,13 +1,16 @@
-"""Kafka's leader-epoch algorithms and the KRaft partition replay, as plain functions (no Spark).
+"""Kafka's leader-epoch cache algorithms, as plain functions (no Spark); the KRaft partition replay is
+:func:`auditor.kafka.kraft.replay_partitions`.
 
 * :func:`end_offset_for` is the leader's answer to OffsetsForLeaderEpoch
   (``LeaderEpochFileCache.endOffsetFor``);
 * :func:`follower_truncation` is the follower's loop over those answers (spec §17.6): the offset Kafka's
   epoch-based truncation (KIP-101, KIP-279) would truncate a follower to;
 * :func:`loaded_cache` applies the trimming Kafka does when it loads a log (entries at or beyond the log
-  end offset and entries below the log start offset);
-* :func:`replay_partitions` replays ``PartitionRecord``/``PartitionChangeRecord`` to the current leader,
-  leader epoch, ISR and leader recovery state, with every unclean election on the way.
+  end offset and entries below the log start offset).
+
+``NO_LEADER``, ``NO_LEADER_CHANGE`` and ``RECOVERING`` are the KRaft constants the replay uses
+(``LeaderConstants.NO_LEADER``, ``NO_LEADER_CHANGE``; ``LeaderRecoveryState.RECOVERING``, KIP-704).
+The simulator keeps an independent oracle of ``end_offset_for`` (``auditor.simulate.truth``) on purpose.
 """
 
 from __future__ import annotations

@@ -1,27 +1,180 @@
-"""The topic names and IDs a KRaft node knows, read from its ``__cluster_metadata-0`` replica (spec §14).
+"""KRaft metadata replay, one policy for every command (spec §14): ``scan``'s topic view
+(:func:`topic_view`) and ``audit``'s metadata rows (``auditor.observe.extract.extract_metadata``) both read a
+node's ``__cluster_metadata-0`` through :class:`MetadataReplay`.
 
-The view is the latest complete KRaft snapshot (``<end offset>-<epoch>.checkpoint``) followed by the log's
-records from the snapshot's end offset on; only ``TopicRecord`` and ``RemoveTopicRecord`` are decoded (their
-api key is peeked from the record frame first). Corrupt batches are skipped: the view is evidence, and the
-metadata log's own integrity is checked by the segment rules.
+Replay order is Kafka's: the latest complete snapshot, then the log from the snapshot's end offset.
+``KafkaRaftClient.updateListenersProgress`` hands a listener that starts at offset 0 (or below the log start)
+``latestSnapshot()`` (``KafkaMetadataLog.latestSnapshotId``: the greatest ``(endOffset, epoch)`` among the
+complete ``.checkpoint`` files) and then the log records from its end offset on. Without a snapshot the log is
+replayed from its start, and a log that does not start at 0 then misses history (``complete`` false).
+
+The log replayed is the one Kafka loads: the metadata log is always recovered from offset 0
+(``auditor.kafka.recovery``), so nothing after its first invalid batch or torn tail is read. A batch applies
+only once all of its records decoded (``MetadataLoader`` hands batches whole); control batches hold no
+metadata records. Only the record types asked for are decoded (their api key is peeked from the frame).
+
+History: with ``history=True`` the log records below the snapshot's end offset that are still on disk come
+first, marked as log records (``from_snapshot`` false). The snapshot's ``PartitionRecord``s then restate each
+partition, and :func:`replay_partitions` keeps the evidence gathered before (its ``history`` and ``unclean``
+lists) when a restatement keeps the topic ID, so an unclean election recorded in the log (KA620) stays visible
+when a later snapshot covers it, while the state itself is the snapshot's.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 
+import numpy as np
+
+from auditor.kafka.batches import ValidPrefix, valid_batches
 from auditor.kafka.epochs import NO_LEADER, NO_LEADER_CHANGE, RECOVERING
+from auditor.kafka.recovery import LogRecovery, SegmentSummary
 from auditor.layout.inventory import PartitionDir
 from parsers.errors import ParseError
 from parsers.metadata import decode_metadata_record
 from parsers.primitives import read_uvarint
-from parsers.record_batch import RecordBatch
+from parsers.record_batch import ATTR_CONTROL, RecordBatch
 from parsers.segment import SegmentWalker
 
-TOPIC_RECORD, REMOVE_TOPIC_RECORD = 2, 9
+TOPIC_RECORD, PARTITION_RECORD, CONFIG_RECORD, PARTITION_CHANGE_RECORD, REMOVE_TOPIC_RECORD = 2, 3, 4, 5, 9
+TOPIC_KEYS = frozenset({TOPIC_RECORD, REMOVE_TOPIC_RECORD})
+"""What the topic view needs: topic names and IDs."""
 METADATA_TOPIC_ID = "AAAAAAAAAAAAAAAAAAAAAQ"
 """The fixed topic ID of ``__cluster_metadata`` (its ``partition.metadata``)."""
+
+
+def latest_snapshot(snapshots: Iterable[tuple[int, int, Path]]) -> tuple[int, int, Path] | None:
+    """The snapshot Kafka loads: the greatest ``(endOffset, epoch)`` of the complete ``.checkpoint`` files."""
+    return max(snapshots, key=lambda s: (s[0], s[1]), default=None)
+
+
+@dataclass(frozen=True)
+class MetadataEntry:
+    """One decoded metadata record: its log offset (-1 in a snapshot), its batch's max timestamp."""
+
+    offset: int
+    timestamp: int
+    from_snapshot: bool
+    type_name: str
+    data: dict
+
+
+@dataclass
+class MetadataReplay:
+    """Replay of one node's metadata log: ``segments`` (base offset, ``.log`` path) in order and the complete
+    snapshots (end offset, epoch, path). :meth:`entries` streams the records; afterwards ``end_offset`` is the
+    log end offset Kafka loads and ``notes`` lists what could not be applied."""
+
+    segments: list[tuple[int, Path]]
+    snapshots: list[tuple[int, int, Path]]
+    keys: frozenset[int]
+    snapshot: tuple[int, int, Path] | None = field(init=False)
+    end_offset: int = 0
+    notes: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.snapshot = latest_snapshot(self.snapshots)
+
+    @property
+    def start(self) -> int:
+        """First log offset replayed after the snapshot."""
+        return self.snapshot[0] if self.snapshot is not None else 0
+
+    @property
+    def complete(self) -> bool:
+        """The log reaches back to the snapshot's end offset (or to 0 without a snapshot)."""
+        return not self.segments or self.segments[0][0] <= self.start
+
+    def entries(self, history: bool = False) -> Iterator[MetadataEntry]:
+        """Records in replay order (``history``: first the log records below the snapshot's end offset)."""
+        if history and self.snapshot is not None:
+            yield from self._log(0, self.start)
+        if self.snapshot is not None:
+            yield from self._file(Path(self.snapshot[2]), None, 0, None)
+        self.end_offset = self.start
+        yield from self._log(self.start, None)
+
+    def _log(self, start: int, end: int | None) -> Iterator[MetadataEntry]:
+        recovery = LogRecovery([b for b, _ in self.segments], False, 0, metadata_log=True)
+        for base, path in self.segments:
+            if end is not None and base >= end:
+                break  # past the history wanted
+            summary = yield from self._file(path, base, start, end)
+            recovery.add(summary)
+            if recovery.truncation is not None:
+                break  # recovery deletes the later segments
+        if end is None:
+            self.end_offset = max(self.end_offset, recovery.leo)
+
+    def _file(self, path: Path, base: int | None, start: int, end: int | None) -> Iterator[MetadataEntry]:
+        """Entries of the valid batches of one file at offsets in ``[start, end)``; a log segment (``base``
+        given) is read up to its first invalid entry and its :class:`SegmentSummary` is returned."""
+        walker = SegmentWalker(path, stop_on_invalid=False)
+        prefix = ValidPrefix()
+        stop: int | None = None
+        try:
+            for block in walker.header_blocks():
+                valid = valid_batches(block.headers, block.computed_crc)
+                seen_bad = prefix.first_invalid is not None
+                first_bad = prefix.feed(block.positions, block.headers, valid)
+                live = np.flatnonzero(valid)
+                if base is not None and (seen_bad or first_bad is not None):
+                    live = live[live < first_bad] if first_bad is not None else live[:0]
+                for i in live:
+                    yield from self._batch(walker, block, int(i), base is None, start, end)
+            stop = walker.stop.position if walker.stop is not None else None
+        except ParseError as exc:
+            # an entry the walker cannot decode ends the file's valid prefix there (as in scan and extract)
+            self.notes.append(f"{path}: {exc.message}")
+            stop = prefix.end
+        except OSError as exc:
+            self.notes.append(f"{path}: {exc.strerror or exc}")
+            return SegmentSummary(path.name, base or 0, 0, 0, None, None)
+        return SegmentSummary(
+            path.name,
+            base or 0,
+            walker.file_size,
+            prefix.valid_end(stop),
+            prefix.recovered_next_offset,
+            prefix.next_offset_raw,
+        )
+
+    def _batch(self, walker: SegmentWalker, block, i: int, snapshot: bool, start: int, end: int | None):
+        """The wanted records of the data batch at row ``i`` of ``block``, all or none (a record that does not
+        decode drops its batch: a batch is applied whole)."""
+        h = block.headers[i]
+        last = int(h["base_offset"]) + int(h["last_offset_delta"])
+        outside = last < start or (end is not None and int(h["base_offset"]) >= end)
+        if int(h["attributes"]) & ATTR_CONTROL or (not snapshot and outside):
+            return
+        batch = RecordBatch.from_tuple(h.item(), position=int(block.positions[i]))
+        out: list[MetadataEntry] = []
+        try:
+            for rec in walker.records(batch):  # streamed: only the wanted records are kept
+                if not snapshot and (rec.offset < start or (end is not None and rec.offset >= end)):
+                    continue
+                if not rec.value or _api_key(rec.value) not in self.keys:
+                    continue
+                decoded = decode_metadata_record(rec.value)
+                if decoded.data is not None:
+                    offset = -1 if snapshot else rec.offset
+                    timestamp = int(h["max_timestamp"])
+                    out.append(MetadataEntry(offset, timestamp, snapshot, decoded.type_name, decoded.data))
+        except ParseError as exc:
+            self.notes.append(f"{walker.path}: batch at position {batch.position}: {exc.message}")
+            return
+        yield from out
+
+
+def _api_key(value: bytes) -> int | None:
+    """The api key of a framed metadata record (after the frame version; both unsigned varints), or None."""
+    try:
+        _frame, pos = read_uvarint(value, 0)
+        return read_uvarint(value, pos)[0]
+    except ParseError:
+        return None
 
 
 @dataclass
@@ -43,80 +196,36 @@ class TopicView:
         }
 
 
-def _apply(view: TopicView, walker: SegmentWalker, min_offset: int) -> int:
-    """Apply the topic records of one file at offsets >= ``min_offset``; returns the next offset seen."""
-    next_offset = min_offset
-    ids = {v: k for k, v in view.topics.items()}
-    for batch in walker:
-        if not isinstance(batch, RecordBatch) or not batch.crc_valid or batch.is_control:
-            continue
-        next_offset = max(next_offset, batch.next_offset)
-        if batch.last_offset < min_offset:
-            continue
-        # Records are streamed (a batch of millions of records is never a list); like Kafka's metadata
-        # loader, a batch applies only once all of its records decoded: just its topic changes are kept.
-        changes: list[tuple[int, dict]] = []
-        try:
-            for rec in walker.records(batch):
-                change = _topic_change(view, walker.path, rec, min_offset)
-                if change is not None:
-                    changes.append(change)
-        except ParseError as exc:
-            view.notes.append(f"{walker.path}: batch at position {batch.position}: {exc.message}")
-            continue
-        for api_key, data in changes:
-            _apply_change(view, ids, api_key, data)
-    return next_offset
-
-
-def _topic_change(view: TopicView, path: str, rec, min_offset: int) -> tuple[int, dict] | None:
-    """(api key, data) of a TopicRecord / RemoveTopicRecord at or after ``min_offset``, else None."""
-    if rec.offset < min_offset or not rec.value:
-        return None
-    try:
-        _frame, pos = read_uvarint(rec.value, 0)
-        api_key, _ = read_uvarint(rec.value, pos)
-        if api_key not in (TOPIC_RECORD, REMOVE_TOPIC_RECORD):
-            return None
-        return api_key, decode_metadata_record(rec.value).data or {}
-    except ParseError as exc:
-        view.notes.append(f"{path}: offset {rec.offset}: {exc.message}")
-        return None
-
-
-def _apply_change(view: TopicView, ids: dict, api_key: int, data: dict) -> None:
-    if api_key == TOPIC_RECORD and "name" in data:
-        old = view.topics.get(data["name"])
-        if old is not None:
-            ids.pop(old, None)
-        view.topics[data["name"]] = data["topicId"]
-        ids[data["topicId"]] = data["name"]
-    elif api_key == REMOVE_TOPIC_RECORD:
-        name = ids.pop(data.get("topicId"), None)
-        if name is not None:
-            view.topics.pop(name, None)
+def replay_of(part: PartitionDir, keys: frozenset[int]) -> MetadataReplay:
+    """The :class:`MetadataReplay` of an inventoried ``__cluster_metadata-0`` directory."""
+    segments = [(s.base_offset, Path(s.log.path)) for s in part.log_segments if s.log is not None]
+    snapshots = [(f.base_offset or 0, f.epoch or 0, Path(f.path)) for f in part.kraft_snapshots]
+    return MetadataReplay(segments, snapshots, keys)
 
 
 def topic_view(part: PartitionDir) -> TopicView:
     """Build the topic view of one ``__cluster_metadata-0`` directory (read-only)."""
     view = TopicView(part.path)
-    start = 0
-    if part.kraft_snapshots:
-        snap = part.kraft_snapshots[-1]
-        _apply(view, SegmentWalker(snap.path, stop_on_invalid=False), 0)
-        start = snap.base_offset or 0
-        view.end_offset = start
-    segments = part.log_segments
-    if segments and segments[0].base_offset > start:
+    replay = replay_of(part, TOPIC_KEYS)
+    ids: dict[str, str] = {}
+    for entry in replay.entries():
+        data = entry.data
+        if entry.type_name == "TOPIC_RECORD" and "name" in data:
+            old = view.topics.get(data["name"])
+            if old is not None:
+                ids.pop(old, None)
+            view.topics[data["name"]] = data["topicId"]
+            ids[data["topicId"]] = data["name"]
+        elif entry.type_name == "REMOVE_TOPIC_RECORD":
+            name = ids.pop(data.get("topicId"), None)
+            if name is not None:
+                view.topics.pop(name, None)
+    view.end_offset = replay.end_offset
+    view.notes = replay.notes
+    if not replay.complete:
         view.complete = False
-        view.notes.append(
-            f"the log starts at {segments[0].base_offset}, after the newest snapshot's end offset {start}"
-        )
-    for seg in segments:
-        assert seg.log is not None
-        view.end_offset = max(
-            view.end_offset, _apply(view, SegmentWalker(seg.log.path, stop_on_invalid=False), start)
-        )
+        first = replay.segments[0][0]
+        view.notes.append(f"the log starts at {first}, after the newest snapshot's end offset {replay.start}")
     return view
 
 
@@ -144,6 +253,9 @@ def replay_partitions(records: Iterable[dict]) -> dict[tuple[str, int], Partitio
     leader epoch whenever it carries a leader (Kafka's ``PartitionRegistration.merge``). A change that makes
     a leader out of a replica outside the previous ISR, or sets ``leaderRecoveryState`` to RECOVERING (1,
     KIP-704), is recorded as an unclean election. A ``RemoveTopicRecord`` forgets the topic's partitions.
+    A ``PartitionRecord`` restating a partition with the same topic ID (a snapshot after the log records it
+    covers, :class:`MetadataReplay` with history) replaces the state but keeps its ``history``/``unclean``
+    (the restatement itself is not an event).
     """
     states: dict[tuple[str, int], PartitionState] = {}
     for rec in records:
@@ -158,8 +270,14 @@ def replay_partitions(records: Iterable[dict]) -> dict[tuple[str, int], Partitio
         key = (topic, int(rec["partition"]))
         state = states.get(key)
         event = {"offset": rec.get("offset"), "timestamp": rec.get("timestamp"), "type": kind}
+        restated = False
         if kind == "PARTITION_RECORD" or state is None or state.topic_id != rec.get("topic_id"):
+            previous = state if state is not None and state.topic_id == rec.get("topic_id") else None
             state = PartitionState(topic, key[1], rec.get("topic_id"))
+            if previous is not None:
+                restated = True
+                state.history, state.unclean = previous.history, previous.unclean
+                state.last_known_leader = previous.last_known_leader
             states[key] = state
             state.leader = int(rec["leader"]) if rec.get("leader") is not None else NO_LEADER
             if state.leader == NO_LEADER_CHANGE:
@@ -198,6 +316,8 @@ def replay_partitions(records: Iterable[dict]) -> dict[tuple[str, int], Partitio
                     )
         if state.leader != NO_LEADER:
             state.last_known_leader = state.leader
+        if restated:
+            continue
         event.update(
             leader=state.leader,
             leader_epoch=state.leader_epoch,

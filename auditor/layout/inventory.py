@@ -15,12 +15,17 @@ that links leaving the log dir can be reported (Kafka itself never creates links
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
 
-from auditor.layout.filetypes import classify, is_log_dir
-from parsers.checkpoints import OFFSET_CHECKPOINT_FILES
+from auditor.layout.filetypes import (
+    METADATA_DIR,
+    PARTITION_FILES,
+    REMOTE_INDEX_CACHE,
+    ROOT_FILES,
+    SEGMENT_KINDS,
+    classify,
+    entry_is_dir,
+)
 from parsers.dirfiles import (
     parse_kraft_snapshot_file_name,
     parse_partition_dir_name,
@@ -30,23 +35,8 @@ from parsers.dirfiles import (
 from parsers.errors import ParseError
 from parsers.files import special_kind
 
-METADATA_DIR = "__cluster_metadata-0"
-REMOTE_INDEX_CACHE = "remote-log-index-cache"
-PARTITION_FILES = ("leader-epoch-checkpoint", "partition.metadata", "quorum-state")
-SEGMENT_KINDS = {
-    ".log": "log",
-    ".index": "offset-index",
-    ".timeindex": "time-index",
-    ".txnindex": "txn-index",
-    ".snapshot": "producer-snapshot",
-}
-ROOT_FILES = {
-    "meta.properties": "meta-properties",
-    ".lock": "lock",
-    ".kafka_cleanshutdown": "clean-shutdown",
-    "bootstrap.checkpoint": "bootstrap-checkpoint",
-    **{name: "offset-checkpoint" for name in OFFSET_CHECKPOINT_FILES},
-}
+SINGLE_ROOT_KINDS = ("meta-properties", "clean-shutdown", "lock", "bootstrap-checkpoint")
+"""Kinds of the root files a log dir holds one of (``filetypes.ROOT_FILES`` less the offset checkpoints)."""
 
 
 @dataclass(slots=True)
@@ -147,6 +137,15 @@ class PartitionDir:
         return out
 
 
+def _root_file(kind: str) -> property:
+    """A read-only attribute of :class:`LogDirInventory`: its root file of ``kind``, or None."""
+
+    def get(inv: LogDirInventory) -> FileInfo | None:
+        return inv.root_files.get(kind)
+
+    return property(get)
+
+
 @dataclass
 class LogDirInventory:
     """Everything in one log directory: root files, partition directories, leftovers and unknown entries.
@@ -156,10 +155,9 @@ class LogDirInventory:
     """
 
     path: str
-    meta_properties: FileInfo | None = None
-    clean_shutdown: FileInfo | None = None
-    lock: FileInfo | None = None
-    bootstrap: FileInfo | None = None
+    root_files: dict[str, FileInfo] = field(default_factory=dict)
+    """The single root files present, by kind (``meta-properties``, ``clean-shutdown``, ``lock``,
+    ``bootstrap-checkpoint``); see the properties of the same names."""
     checkpoints: dict[str, FileInfo] = field(default_factory=dict)
     partitions: list[PartitionDir] = field(default_factory=list)
     leftovers: list[FileInfo] = field(default_factory=list)
@@ -170,6 +168,11 @@ class LogDirInventory:
     special: list[FileInfo] = field(default_factory=list)
     """Root entries that are not regular files (FIFO, socket, device), never opened."""
 
+    meta_properties = _root_file("meta-properties")
+    clean_shutdown = _root_file("clean-shutdown")
+    lock = _root_file("lock")
+    bootstrap = _root_file("bootstrap-checkpoint")
+
     @property
     def metadata_partition(self) -> PartitionDir | None:
         return next((p for p in self.partitions if p.is_metadata), None)
@@ -179,8 +182,7 @@ class LogDirInventory:
         return [p for p in self.partitions if not p.is_metadata]
 
     def files(self) -> list[FileInfo]:
-        out = [f for f in (self.meta_properties, self.clean_shutdown, self.lock, self.bootstrap) if f]
-        out += list(self.checkpoints.values()) + self.leftovers + self.unknown + self.special
+        out = self._root_files() + self.special
         for part in self.partitions:
             out += part.files()
         return out
@@ -211,8 +213,8 @@ class LogDirInventory:
         return out
 
     def _root_files(self) -> list[FileInfo]:
-        out = [f for f in (self.meta_properties, self.clean_shutdown, self.lock, self.bootstrap) if f]
-        return out + list(self.checkpoints.values()) + self.leftovers + self.unknown
+        single = [self.root_files[kind] for kind in SINGLE_ROOT_KINDS if kind in self.root_files]
+        return single + list(self.checkpoints.values()) + self.leftovers + self.unknown
 
 
 def _outside(path: str, real_root: str) -> str | None:
@@ -236,7 +238,7 @@ def _info(entry: os.DirEntry, kind: str, **kw) -> FileInfo:
     except OSError:
         size, mtime = 0, 0
     info = FileInfo(
-        entry.path, entry.name, kind, size, mtime, is_dir=_is_dir(entry), file_type=file_type, **kw
+        entry.path, entry.name, kind, size, mtime, is_dir=entry_is_dir(entry), file_type=file_type, **kw
     )
     info.link_target = _link_target(entry)
     return info
@@ -269,17 +271,10 @@ def _entries(path: str, unreadable: list[tuple[str, str]]) -> list[os.DirEntry]:
         return []
 
 
-def _is_dir(entry: os.DirEntry) -> bool:
-    try:
-        return entry.is_dir()
-    except OSError:
-        return False
-
-
 def classify_partition_file(entry: os.DirEntry, part: PartitionDir) -> None:
     """File the entry under ``part`` (segment file, snapshot, checkpoint, leftover or unknown)."""
     name = entry.name
-    if _is_dir(entry):
+    if entry_is_dir(entry):
         kind = classify(name)
         if kind is not None:  # a directory named like a segment, index, snapshot or checkpoint
             info = _info(entry, kind)
@@ -293,55 +288,63 @@ def classify_partition_file(entry: os.DirEntry, part: PartitionDir) -> None:
         part.special.append(special)
         return
     if name in PARTITION_FILES:
-        info = _info(entry, name.replace(".", "-"))
-        if name == "leader-epoch-checkpoint":
-            part.leader_epoch_checkpoint = info
-        elif name == "partition.metadata":
-            part.partition_metadata = info
-        elif part.is_metadata:
-            part.quorum_state = info
-        else:
-            info.kind = "unknown"
-            part.unknown.append(info)
-        return
-    if name.endswith(".tmp") and name[:-4] in PARTITION_FILES:
-        part.leftovers.append(_info(entry, name[:-4].replace(".", "-"), state="tmp"))
-        return
-    try:
-        base, suffix, state = parse_segment_file_name(name)
-    except ParseError:
-        base = None
-    if base is not None:
-        kind = SEGMENT_KINDS[suffix]
-        info = _info(entry, kind, state=state, base_offset=base)
-        info.canonical = name.split(".", 1)[0] == segment_file_name(base, suffix).split(".", 1)[0]
-        if state is not None:
-            part.leftovers.append(info)
-        elif kind == "producer-snapshot":
-            part.producer_snapshots.append(info)
-        else:
-            seg = _segment(part, base)
-            attr = {"log": "log", "offset-index": "index", "time-index": "timeindex"}.get(kind, "txnindex")
-            current = getattr(seg, attr)
-            if current is None:
-                setattr(seg, attr, info)
-            elif (
-                info.canonical and not current.canonical
-            ):  # the canonical name wins, the other is a duplicate
-                setattr(seg, attr, info)
-                part.duplicates.append(current)
-            else:
-                part.duplicates.append(info)
-        return
-    try:
-        end, epoch, state = parse_kraft_snapshot_file_name(name)
-    except ParseError:
-        end = None
-    if end is not None:
+        _add_partition_file(_info(entry, PARTITION_FILES[name]), part)
+    elif name.endswith(".tmp") and name[:-4] in PARTITION_FILES:
+        part.leftovers.append(_info(entry, PARTITION_FILES[name[:-4]], state="tmp"))
+    elif (segment := _parsed(parse_segment_file_name, name)) is not None:
+        _add_segment_file(entry, part, *segment)
+    elif (snapshot := _parsed(parse_kraft_snapshot_file_name, name)) is not None:
+        end, epoch, state = snapshot
         info = _info(entry, "kraft-snapshot", state=state, base_offset=end, epoch=epoch)
         (part.leftovers if state else part.kraft_snapshots).append(info)
+    else:
+        part.unknown.append(_info(entry, "unknown"))
+
+
+def _parsed(parse, name: str) -> tuple | None:
+    """What a :mod:`parsers.dirfiles` name parser makes of ``name``, or None when it is not such a name."""
+    try:
+        return parse(name)
+    except ParseError:
+        return None
+
+
+def _add_partition_file(info: FileInfo, part: PartitionDir) -> None:
+    """leader-epoch-checkpoint, partition.metadata, or quorum-state (known only in the metadata partition)."""
+    if info.kind == "leader-epoch-checkpoint":
+        part.leader_epoch_checkpoint = info
+    elif info.kind == "partition-metadata":
+        part.partition_metadata = info
+    elif part.is_metadata:
+        part.quorum_state = info
+    else:
+        info.kind = "unknown"
+        part.unknown.append(info)
+
+
+def _add_segment_file(
+    entry: os.DirEntry, part: PartitionDir, base: int, suffix: str, state: str | None
+) -> None:
+    """File a segment, index or producer snapshot file; of two spellings of one file the canonical wins."""
+    kind = SEGMENT_KINDS[suffix]
+    info = _info(entry, kind, state=state, base_offset=base)
+    info.canonical = entry.name.split(".", 1)[0] == segment_file_name(base, suffix).split(".", 1)[0]
+    if state is not None:
+        part.leftovers.append(info)
         return
-    part.unknown.append(_info(entry, "unknown"))
+    if kind == "producer-snapshot":
+        part.producer_snapshots.append(info)
+        return
+    seg = _segment(part, base)
+    attr = {"log": "log", "offset-index": "index", "time-index": "timeindex"}.get(kind, "txnindex")
+    current = getattr(seg, attr)
+    if current is None:
+        setattr(seg, attr, info)
+    elif info.canonical and not current.canonical:
+        setattr(seg, attr, info)
+        part.duplicates.append(current)
+    else:
+        part.duplicates.append(info)
 
 
 def _segment(part: PartitionDir, base: int) -> SegmentFiles:
@@ -378,7 +381,7 @@ def inventory(path: str | os.PathLike) -> LogDirInventory:
     inv = LogDirInventory(root)
     for entry in _entries(root, inv.unreadable):
         name = entry.name
-        if _is_dir(entry):
+        if entry_is_dir(entry):
             if name == REMOTE_INDEX_CACHE:
                 inv.remote_index_cache = _info(entry, "remote-log-index-cache")
                 continue
@@ -399,16 +402,7 @@ def inventory(path: str | os.PathLike) -> LogDirInventory:
             if kind == "offset-checkpoint":
                 inv.checkpoints[name] = info
             else:
-                setattr(
-                    inv,
-                    {
-                        "meta-properties": "meta_properties",
-                        "clean-shutdown": "clean_shutdown",
-                        "bootstrap-checkpoint": "bootstrap",
-                        "lock": "lock",
-                    }[kind],
-                    info,
-                )
+                inv.root_files[kind] = info
             continue
         if name.endswith(".tmp") and name[:-4] in ROOT_FILES:
             inv.leftovers.append(_info(entry, ROOT_FILES[name[:-4]], state="tmp"))
@@ -416,85 +410,3 @@ def inventory(path: str | os.PathLike) -> LogDirInventory:
         inv.unknown.append(_info(entry, "unknown"))
     inv.partitions.sort(key=lambda p: (p.topic, p.partition, p.kind, p.name))
     return inv
-
-
-# ------------------------------------------------------------------------------------------ discovery
-
-
-def _is_partition_dir(path: str, name: str) -> bool:
-    """A child directory that is a partition: a parseable name and at least one partition file inside."""
-    if name != METADATA_DIR:
-        try:
-            parse_partition_dir_name(name)
-        except ParseError:
-            return False
-    try:
-        with os.scandir(path) as it:
-            for entry in it:
-                if entry.name in PARTITION_FILES or entry.name.endswith((".log", ".index", ".log.deleted")):
-                    return True
-    except OSError:
-        return False
-    return False
-
-
-def looks_like_logdir(path: str | os.PathLike) -> bool:
-    """True when ``path`` has a Kafka marker: meta.properties, an offset checkpoint, the clean-shutdown
-    marker,
-    or a subdirectory that is a partition directory (a topic-partition name with segment files inside)."""
-    root = Path(path)
-    if not root.is_dir():
-        return False
-    if is_log_dir(root) or any(os.path.lexists(root / name) for name in ROOT_FILES if name != ".lock"):
-        return True
-    try:
-        children = list(os.scandir(root))
-    except OSError:
-        return False
-    return any(_is_dir(e) and _is_partition_dir(e.path, e.name) for e in children)
-
-
-def _looks_like_partition(path: str) -> bool:
-    return _is_partition_dir(path, os.path.basename(path.rstrip(os.sep)))
-
-
-def discover(paths: Iterable[str | os.PathLike]) -> tuple[list[str], list[str]]:
-    """Log directories to scan: each path that is one, else its immediate children that are (so that a
-    directory holding ``broker-1/ broker-2/ controller-100/`` copies can be given). Returns (log dirs,
-    problems) where problems are usage errors (missing path, not a directory, no log dir found)."""
-    found: list[str] = []
-    problems: list[str] = []
-    for raw in paths:
-        path = os.path.abspath(os.fspath(raw))
-        if not os.path.exists(path):
-            problems.append(f"{raw}: no such file or directory")
-            continue
-        if not os.path.isdir(path):
-            problems.append(f"{raw}: not a directory (give a Kafka log directory)")
-            continue
-        if not os.access(path, os.R_OK | os.X_OK):
-            problems.append(f"{raw}: permission denied")
-            continue
-        if looks_like_logdir(path):
-            found.append(path)
-            continue
-        children = []
-        try:
-            children = sorted(e.path for e in os.scandir(path) if _is_dir(e) and looks_like_logdir(e.path))
-        except OSError as exc:
-            problems.append(f"{raw}: {exc.strerror or exc}")
-            continue
-        if children:
-            found.extend(children)
-        elif _looks_like_partition(path):
-            problems.append(f"{raw}: this is a partition directory; give the log directory that holds it")
-        else:
-            problems.append(
-                f"{raw}: not a Kafka log directory (no meta.properties, no checkpoint files, no partition "
-                "directories) and none of its subdirectories is one"
-            )
-    unique: list[str] = []
-    for p in found:
-        if p not in unique:
-            unique.append(p)
-    return unique, problems

@@ -4,13 +4,15 @@ for every command; problems are collected, never raised."""
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from auditor.kafka.topics import METADATA_TOPIC
+from auditor.layout.filetypes import METADATA_DIR
 from parsers.checkpoints import parse_offset_checkpoint
 from parsers.dirfiles import (
+    MetaProperties,
     parse_clean_shutdown,
     parse_meta_properties,
     parse_partition_dir_name,
@@ -19,7 +21,62 @@ from parsers.errors import ParseError
 from parsers.files import read_regular, regular_file_problem
 
 MAX_TEXT = 16 << 20
+META_PROPERTIES_LIMIT = 1 << 20
+"""Bytes of ``meta.properties`` read, by every command (Kafka's own file is under 200 bytes)."""
 
+
+@dataclass
+class MetaPropertiesFile:
+    """A log dir's ``meta.properties`` as ``MetaProperties.Builder`` reads it: ``value``, or ``error`` (an
+    OSError, :class:`parsers.files.NotRegularFile` included, or Kafka's ParseError) saying why there is none.
+    ``present``: the name exists (whatever its file type)."""
+
+    path: str
+    present: bool
+    value: MetaProperties | None = None
+    error: OSError | ParseError | None = None
+    empty: bool = False
+
+    @property
+    def reason(self) -> str | None:
+        """Why there is no value, without the file name (``no such file``, ``is a FIFO ...``, Kafka's)."""
+        if isinstance(self.error, OSError):
+            return self.error.strerror or str(self.error)
+        return None if self.error is None else self.error.message
+
+
+def read_meta_properties(log_dir: str | os.PathLike) -> MetaPropertiesFile:
+    """``meta.properties`` (node ID, cluster ID, directory ID) of ``log_dir``: the one reader of that file for
+    ``scan``, ``extract`` and ``audit``; regular files only, at most :data:`META_PROPERTIES_LIMIT` bytes."""
+    path = os.path.join(os.fspath(log_dir), "meta.properties")
+    meta = MetaPropertiesFile(path, os.path.lexists(path))
+    if not meta.present:
+        meta.error = FileNotFoundError(errno.ENOENT, "no such file", path)
+        return meta
+    try:
+        data = read_regular(path, META_PROPERTIES_LIMIT)
+        meta.empty = not data
+        meta.value = parse_meta_properties(data, path)
+    except (OSError, ParseError) as exc:
+        meta.error = exc
+    return meta
+
+
+def live_partition_dirs(log_dir: str | os.PathLike) -> list[tuple[str, str, int]]:
+    """(directory name, topic, partition) of every live partition directory of ``log_dir``, by name
+    (``LocalLog.parseTopicPartitionName``; ``-delete``, ``-future`` and ``-stray`` directories left out).
+    OSError when the log dir cannot be listed."""
+    out = []
+    for name in sorted(os.listdir(log_dir)):
+        if not os.path.isdir(os.path.join(log_dir, name)):
+            continue
+        try:
+            topic, partition, kind, _ = parse_partition_dir_name(name)
+        except ParseError:
+            continue
+        if kind == "live":
+            out.append((name, topic, partition))
+    return out
 
 
 @dataclass
@@ -34,12 +91,13 @@ class LogDirInfo:
     recovery: dict[tuple[str, int], int] = field(default_factory=dict)
     log_start: dict[tuple[str, int], int] = field(default_factory=dict)
     cleaner: dict[tuple[str, int], int] = field(default_factory=dict)
-    partition_dirs: list[str] = field(default_factory=list)
+    partitions: list[tuple[str, str, int]] = field(default_factory=list)
+    """(directory name, topic, partition) of the live partition directories (:func:`live_partition_dirs`)."""
     errors: list[str] = field(default_factory=list)
 
     @property
     def has_metadata(self) -> bool:
-        return f"{METADATA_TOPIC}-0" in self.partition_dirs
+        return any(name == METADATA_DIR for name, _topic, _partition in self.partitions)
 
 
 def read_small(path: Path) -> bytes:
@@ -53,23 +111,19 @@ def _reason(path: Path, exc: ParseError | OSError) -> str:
     return str(exc) if isinstance(exc, ParseError) else f"{path}: {exc.strerror or exc}"
 
 
-def _read_meta(info: LogDirInfo, meta: Path) -> None:
+def _read_meta(info: LogDirInfo) -> None:
     """Node and cluster ID from ``meta.properties``; why there is none goes to ``info.errors``."""
-    if not os.path.lexists(meta):
-        info.errors.append(f"{meta}: no such file")
+    meta = read_meta_properties(info.path)
+    if meta.error is not None:
+        info.errors.append(_reason(Path(meta.path), meta.error))
         return
-    try:
-        data = read_small(meta)
-        props = parse_meta_properties(data, str(meta))
-    except (ParseError, OSError) as exc:
-        info.errors.append(_reason(meta, exc))
-        return
+    props = meta.value
     info.node = props.node_id  # v0: broker.id
     info.cluster_id = props.cluster_id
     why = props.identity_problem()
     if why is not None:
-        empty = "is empty (0 bytes)" if not data else why
-        info.errors.append(f"{meta}: {empty}; no node.id/broker.id")
+        empty = "is empty (0 bytes)" if meta.empty else why
+        info.errors.append(f"{meta.path}: {empty}; no node.id/broker.id")
 
 
 def read_log_dir(path: str | os.PathLike) -> LogDirInfo:
@@ -79,7 +133,7 @@ def read_log_dir(path: str | os.PathLike) -> LogDirInfo:
     """
     root = Path(path)
     info = LogDirInfo(str(root), None, None, (root / ".kafka_cleanshutdown").exists())
-    _read_meta(info, root / "meta.properties")
+    _read_meta(info)
     for name, attr in (
         ("replication-offset-checkpoint", "hw"),
         ("recovery-point-offset-checkpoint", "recovery"),
@@ -104,19 +158,7 @@ def read_log_dir(path: str | os.PathLike) -> LogDirInfo:
             with contextlib.suppress(OSError, ParseError):
                 parse_clean_shutdown(read_small(root / ".kafka_cleanshutdown"))
     try:
-        entries = sorted(os.listdir(root))
+        info.partitions = live_partition_dirs(root)
     except OSError as exc:
         info.errors.append(f"cannot list {root}: {exc}")
-        entries = []
-    for name in entries:
-        if not (root / name).is_dir():
-            continue
-        try:
-            _topic, _partition, kind, _ = parse_partition_dir_name(name)
-        except ParseError:
-            continue
-        if kind == "live":
-            info.partition_dirs.append(name)
     return info
-
-

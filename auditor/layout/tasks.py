@@ -1,96 +1,54 @@
-"""One task per partition replica directory: what an executor (or the single-process extract) needs to
-read it."""
+"""One task per partition replica directory: what a ``scan`` worker, an ``audit`` executor or the
+single-process ``extract`` needs to read it. The same type for every command, JSON-serialisable (Spark
+ships tasks as JSON strings; scan's process pool pickles them)."""
 
 from __future__ import annotations
 
 import os
-from dataclasses import asdict, dataclass
-from pathlib import Path
-
-from auditor.kafka.topics import INTERNAL_COMPACTED, METADATA_TOPIC
-from auditor.layout.logdir import LogDirInfo
-from parsers.dirfiles import (
-    parse_partition_dir_name,
-)
+from dataclasses import asdict, dataclass, field
 
 
 @dataclass
 class PartitionTask:
-    """Everything an executor needs to extract one partition directory (JSON-serialisable)."""
+    """One partition directory of one log dir with the log-dir level facts about it (checkpoint entries,
+    clean shutdown, and for ``scan`` the KRaft view of its topic). JSON-serialisable."""
 
     cluster: str
+    """cluster.id of meta.properties, or the label the operator gave."""
     log_dir: str
-    broker: int
+    broker: int | None
+    """node.id (broker.id for a ZooKeeper-era log dir); None when meta.properties names none."""
     dir_name: str
     topic: str
     partition: int
     hw: int | None = None
+    """This partition's entry in replication-offset-checkpoint (``ReplicaManager``)."""
     recovery_point: int | None = None
+    """Its entry in recovery-point-offset-checkpoint (``LogManager``)."""
     log_start_checkpoint: int | None = None
+    """Its entry in log-start-offset-checkpoint (``LogManager``)."""
     cleaner_offset: int | None = None
+    """Its entry in cleaner-offset-checkpoint (``LogCleanerManager``)."""
     clean_shutdown: bool = False
+    """The log dir holds ``.kafka_cleanshutdown`` (``LogLoader`` skips recovery)."""
     compacted: bool = False
+    """audit: compaction is in play for the partition on some replica
+    (:func:`auditor.kafka.planning.plan_tasks`)."""
     size: int = 0
+    """Bytes of segments, to hand out the biggest partitions first."""
+    checkpoint_files: dict[str, bool] = field(default_factory=dict)
+    """scan: offset checkpoint file name -> whether it parsed."""
+    kraft: bool = False
+    """scan: the log dir's meta.properties is version 1 (KRaft)."""
+    expected_topic_id: str | None = None
+    """scan: the topic ID the KRaft metadata gives the topic (``metadata_source``, complete or not)."""
+    metadata_source: str | None = None
+    metadata_complete: bool = False
+
+    @property
+    def path(self) -> str:
+        """The partition directory."""
+        return os.path.join(self.log_dir, self.dir_name)
 
     def to_dict(self) -> dict:
         return asdict(self)
-
-
-def plan_tasks(
-    infos: list[LogDirInfo],
-    clusters: list[str] | None = None,
-    compacted_topics: dict[str, set[str]] | None = None,
-) -> list[PartitionTask]:
-    """One task per live partition directory of ``infos`` (biggest first).
-
-    A partition is treated as compacted on every replica when any log directory of its cluster has a
-    cleaner-offset-checkpoint entry for it, its topic is an internal compacted topic, or the KRaft
-    metadata configures ``cleanup.policy=compact`` (``compacted_topics``: cluster -> topics).
-    """
-    labels = clusters or [info.cluster_id or "" for info in infos]
-    cleaned: set[tuple[str, str, int]] = set()
-    for info, label in zip(infos, labels, strict=True):
-        cleaned.update((label, t, p) for (t, p) in info.cleaner)
-    tasks = []
-    for info, label in zip(infos, labels, strict=True):
-        for name in info.partition_dirs:
-            topic, partition, _kind, _ = parse_partition_dir_name(name)
-            key = (topic, partition)
-            compacted = (
-                (label, topic, partition) in cleaned
-                or topic in INTERNAL_COMPACTED
-                or topic in (compacted_topics or {}).get(label, set())
-            )
-            tasks.append(
-                PartitionTask(
-                    cluster=label,
-                    log_dir=info.path,
-                    broker=info.node if info.node is not None else -1,
-                    dir_name=name,
-                    topic=topic,
-                    partition=partition,
-                    hw=info.hw.get(key),
-                    recovery_point=info.recovery.get(key),
-                    log_start_checkpoint=info.log_start.get(key),
-                    cleaner_offset=info.cleaner.get(key),
-                    clean_shutdown=info.clean_shutdown,
-                    compacted=compacted and topic != METADATA_TOPIC,
-                    size=_dir_size(Path(info.path) / name),
-                )
-            )
-    tasks.sort(key=lambda t: -t.size)
-    return tasks
-
-
-def _dir_size(path: Path) -> int:
-    total = 0
-    try:
-        with os.scandir(path) as it:
-            for entry in it:
-                if entry.name.endswith(".log"):
-                    total += entry.stat().st_size
-    except OSError:
-        pass
-    return total
-
-

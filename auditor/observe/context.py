@@ -3,11 +3,11 @@
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from typing import Any
 
 from auditor.findings import Location
+from auditor.kafka import recovery
 from auditor.kafka.topics import COMPACTED_TOPICS
 from auditor.layout.inventory import LogDirInventory, PartitionDir
 from auditor.observe.files import ParsedFile, SnapshotFacts
@@ -80,19 +80,13 @@ class PartitionContext:
 
     @property
     def will_recover(self) -> bool:
-        """True when Kafka's next start runs log recovery on this partition (no clean-shutdown marker; the
-        KRaft metadata log is always recovered from offset 0)."""
-        return self.is_metadata or not self.logdir.clean_shutdown
+        """Kafka's next start runs log recovery on this partition (:func:`recovery.will_recover`)."""
+        return recovery.will_recover(self.logdir.clean_shutdown, self.is_metadata)
 
     def recovery_floor(self) -> int:
-        """Base offset of the first segment recovery re-reads: the one containing the recovery point."""
-        rp = 0 if self.is_metadata else (self.logdir.recovery_point or 0)
+        """Base offset of the first segment recovery re-reads (:func:`recovery.recovery_floor`)."""
         bases = [s.base_offset for s in self.dir.log_segments]
-        floor = None
-        for b in bases:
-            if b <= rp:
-                floor = b
-        return floor if floor is not None else (bases[0] if bases else 0)
+        return recovery.recovery_floor(bases, self.logdir.recovery_point, self.is_metadata)
 
     def rebuilt_by_recovery(self, seg: SegmentFacts) -> bool:
         """Kafka re-reads this segment (and rebuilds its indexes) at the next start."""
@@ -110,39 +104,21 @@ class PartitionContext:
         return out
 
     def finalize(self) -> None:
-        """Derive the log start offset, the LEO Kafka would load, and what recovery would do."""
-        segs = [s for s in self.segments if s.kind == "log"]
-        first_base = segs[0].base_offset if segs else 0
-        ckpt = self.logdir.log_start
-        self.log_start_offset = max(ckpt, first_base) if ckpt is not None else first_base
-        if segs:
-            last = segs[-1]
-            self.leo_on_disk = last.next_offset_raw if last.next_offset_raw is not None else last.base_offset
-        else:
-            self.leo_on_disk = self.log_start_offset
-        self.leo = self.leo_on_disk
-        if not self.will_recover or not segs:
-            return
-        floor = self.recovery_floor()
-        self.recovery_start = floor
-        self.recovery_segments = [s.base_offset for s in segs if s.base_offset >= floor]
-        for seg in segs:
-            if seg.base_offset < floor:
-                continue
-            if seg.truncate_bytes:
-                later = [s.base_offset for s in segs if s.base_offset > seg.base_offset]
-                leo = seg.recovered_next_offset if seg.recovered_next_offset is not None else seg.base_offset
-                self.recovery_truncation = {
-                    "segment": os.path.basename(seg.path),
-                    "position": seg.valid_end,
-                    "bytes": seg.truncate_bytes,
-                    "deletedSegments": later,
-                    "leo": leo,
-                }
-                self.leo = leo
-                return
-        last = segs[-1]
-        self.leo = last.recovered_next_offset if last.recovered_next_offset is not None else last.base_offset
+        """Derive the log start offset, the LEO Kafka would load, and what recovery would do
+        (:func:`auditor.kafka.recovery.recover`, the same computation as ``audit``'s extraction)."""
+        loaded = recovery.recover(
+            (s.recovery_summary() for s in self.segments if s.kind == "log"),
+            clean_shutdown=self.logdir.clean_shutdown,
+            recovery_point=self.logdir.recovery_point,
+            metadata_log=self.is_metadata,
+            log_start_checkpoint=self.logdir.log_start,
+        )
+        self.log_start_offset = loaded.log_start
+        self.leo_on_disk = loaded.leo_on_disk
+        self.leo = loaded.leo
+        self.recovery_start = loaded.floor
+        self.recovery_segments = loaded.recovered_segments
+        self.recovery_truncation = loaded.truncation.to_dict() if loaded.truncation is not None else None
 
     def summary(self) -> dict[str, Any]:
         runs = self.epoch_runs()

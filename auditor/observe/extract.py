@@ -6,12 +6,12 @@ headers come from the columnar walk (``SegmentWalker.header_blocks``): no Python
 Records are decoded only for compacted partitions (offset + hash, for record-level comparison) and for
 the KRaft metadata log.
 
-The log end offset (LEO) is what the files hold: the next offset after the last complete batch, CRC not
-checked (a torn partial batch does not count; an empty last segment gives its base offset). The
-recovered LEO and ``live`` follow Kafka's log loading (spec §17.1, §17.3): without
-``.kafka_cleanshutdown``, recovery re-reads every segment from the one containing the recovery point and
-cuts the log at the first invalid batch or torn tail (later segments are deleted); batches past that point
-have ``live = false``. With a clean shutdown nothing is re-validated.
+The log end offset (``leo``) is the one Kafka loads, computed by ``auditor.kafka.recovery`` exactly as
+``scan`` computes it: without ``.kafka_cleanshutdown`` (and always for ``__cluster_metadata``), recovery
+re-reads every segment from the one containing the recovery point and cuts the log at the first invalid
+batch (``auditor.kafka.batches``) or torn tail, deleting later segments; batches past that point have
+``live = false``. With a clean shutdown nothing is re-validated. ``leo_on_disk`` is what the files hold: the
+next offset after the last complete batch, valid or not (an empty last segment gives its base offset).
 
 What cannot be read is never guessed: a segment that is not a regular file (opened only through
 ``parsers.files``: a FIFO or device is never opened), that raises an OS error or whose entries do not parse
@@ -37,9 +37,21 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
+from auditor.kafka.batches import ValidPrefix, valid_batches
+from auditor.kafka.kraft import (
+    CONFIG_RECORD,
+    PARTITION_CHANGE_RECORD,
+    PARTITION_RECORD,
+    REMOVE_TOPIC_RECORD,
+    TOPIC_RECORD,
+    MetadataEntry,
+    MetadataReplay,
+)
+from auditor.kafka.planning import plan_tasks
+from auditor.kafka.recovery import LogRecovery, SegmentSummary, log_start_offset
 from auditor.kafka.topics import METADATA_TOPIC
 from auditor.layout.logdir import LogDirInfo, read_log_dir, read_small
-from auditor.layout.tasks import PartitionTask, plan_tasks
+from auditor.layout.tasks import PartitionTask
 from auditor.observe import rows
 from parsers.checkpoints import parse_leader_epoch_checkpoint
 from parsers.dirfiles import (
@@ -96,7 +108,7 @@ def _concat(blocks: list[HeaderBlock]) -> tuple[np.ndarray, np.ndarray, np.ndarr
     )
 
 
-def _batch_table(task: PartitionTask, segment: int, positions, headers, computed, live) -> pa.Table:
+def _batch_table(task: PartitionTask, segment: int, positions, headers, valid, live) -> pa.Table:
     n = len(positions)
     base = headers["base_offset"].astype(np.int64)
     attributes = headers["attributes"].astype(np.int16)
@@ -114,7 +126,7 @@ def _batch_table(task: PartitionTask, segment: int, positions, headers, computed
         "partition_leader_epoch": headers["partition_leader_epoch"].astype(np.int32),
         "magic": headers["magic"].astype(np.int8),
         "crc": crc,
-        "valid": computed.astype(np.int64) == crc,
+        "valid": valid,
         "live": live,
         "size": headers["batch_length"].astype(np.int32) + LOG_OVERHEAD,
         "attributes": attributes,
@@ -136,8 +148,7 @@ def _batch_table(task: PartitionTask, segment: int, positions, headers, computed
 class _LogState:
     """Running totals while walking the segments of one replica."""
 
-    leo: int | None = None
-    recovered_leo: int | None = None
+    recovery: LogRecovery | None = None
     batch_count: int = 0
     record_count: int = 0
     nbytes: int = 0
@@ -149,13 +160,13 @@ class _LogState:
     tail_position: int | None = None
     tail_bytes: int = 0
     tail_message: str | None = None
-    recovered: bool = False
-    cut: bool = False
     # offsets whose batches could not be read (one span over every hole; ``hole_to`` None: to the end)
     hole_from: int | None = None
     hole_to: int | None = None
     hole_open: bool = False
     holes: list[str] = field(default_factory=list)
+    # (segment, position, size) of every valid batch: where record rows are read from
+    valid_batches: list[tuple[int, int, int]] = field(default_factory=list)
 
     def hole(self, lo: int, hi: int | None, why: str) -> None:
         """Record that offsets ``[lo, hi)`` (``hi`` None: up to the unknown end) could not be read."""
@@ -168,60 +179,63 @@ class _LogState:
             self.hole_to = None
         elif not self.hole_open:
             self.hole_to = hi if self.hole_to is None else max(self.hole_to, hi)
-    # (segment, position, size) of every CRC-valid batch: where record rows are read from
-    valid_batches: list[tuple[int, int, int]] = field(default_factory=list)
 
 
 def _walk_partition(
     task: PartitionTask, segments: list[tuple[int, Path]], state: _LogState, keep_positions: bool
 ):
     """Yield batch tables segment by segment (``segments``: :func:`_segments` of the partition directory),
-    updating ``state`` (LEO, tail, totals)."""
-    rp = task.recovery_point if task.recovery_point is not None else 0
-    recover_from = None
-    if not task.clean_shutdown and segments:
-        below = [base for base, _ in segments if base <= rp]
-        recover_from = below[-1] if below else segments[0][0]
+    feeding Kafka's recovery (``state.recovery``) and updating ``state`` (tail, totals, unreadable spans)."""
+    recovery = state.recovery = LogRecovery(
+        [base for base, _ in segments],
+        task.clean_shutdown,
+        task.recovery_point,
+        task.topic == METADATA_TOPIC,
+        task.log_start_checkpoint,
+    )
     for i, (base, path) in enumerate(segments):
         next_base = segments[i + 1][0] if i + 1 < len(segments) else None
         read = _read_segment(path)
         if isinstance(read, str):
             # the whole segment is unknown: [base, next segment) or, for the last one, the end of the log
             state.hole(base, next_base, f"{path.name}: {read}")
-            if next_base is None:
-                state.leo = base if state.leo is None else max(state.leo, base)
+            recovery.add(SegmentSummary(path.name, base, 0, 0, None, None))
             continue
         walker, blocks = read
         positions, headers, computed = _concat(blocks)
         stop = walker.stop
-        deleted = state.cut
-        valid = computed.astype(np.int64) == headers["crc"].astype(np.int64)
-        # recovery deletes the segments after the one it cut: their rows are evidence, not log
-        live = np.full(len(positions), not state.cut, dtype=bool)
-        recovering = recover_from is not None and base >= recover_from and not state.cut
-        if recovering:
-            bad = np.flatnonzero(~valid)
-            cut_at = int(bad[0]) if len(bad) else None
-            if cut_at is not None or (stop is not None and not stop.clean):
-                state.cut = True
-                state.recovered = True
-                if cut_at is not None:
-                    live[cut_at:] = False
-                    state.tail_state = "corrupt"
-                    state.tail_segment = base
-                    state.tail_position = int(positions[cut_at])
-                    state.tail_bytes = walker.file_size - int(positions[cut_at])
-                    state.tail_message = (
-                        f"Record is corrupt (stored crc = {int(headers['crc'][cut_at])}, "
-                        f"computed crc = {int(computed[cut_at])})"
-                    )
-                else:
-                    state.tail_state = stop.reason
-                    state.tail_segment = base
-                    state.tail_position = stop.position
-                    state.tail_bytes = stop.trailing_bytes
-                    state.tail_message = stop.message
-        elif stop is not None and not stop.clean and state.tail_segment is None:
+        valid = valid_batches(headers, computed)
+        prefix = ValidPrefix()
+        first_bad = prefix.feed(positions, headers, valid)
+        cut = recovery.add(
+            SegmentSummary(
+                path.name,
+                base,
+                walker.file_size,
+                prefix.valid_end(stop.position if stop is not None else None),
+                prefix.recovered_next_offset,
+                prefix.next_offset_raw,
+            )
+        )
+        # batches recovery truncates or deletes are evidence, not log
+        live = positions < cut if cut is not None else np.ones(len(positions), dtype=bool)
+        truncation = recovery.truncation
+        if truncation is not None and truncation.base_offset == base:
+            state.tail_segment = base
+            if first_bad is not None:
+                state.tail_state = "corrupt"
+                state.tail_position = int(positions[first_bad])
+                state.tail_bytes = walker.file_size - state.tail_position
+                state.tail_message = (
+                    f"Record is corrupt (stored crc = {int(headers['crc'][first_bad])}, "
+                    f"computed crc = {int(computed[first_bad])})"
+                )
+            else:
+                state.tail_state = stop.reason
+                state.tail_position = stop.position
+                state.tail_bytes = stop.trailing_bytes
+                state.tail_message = stop.message
+        elif cut is None and stop is not None and not stop.clean and state.tail_segment is None:
             state.tail_state = stop.reason
             state.tail_segment = base
             state.tail_position = stop.position
@@ -229,8 +243,6 @@ def _walk_partition(
             state.tail_message = stop.message
         state.invalid += int((~valid).sum())
         if len(positions):
-            last = headers[-1]
-            state.leo = int(last["base_offset"]) + int(last["last_offset_delta"]) + 1
             state.batch_count += len(positions)
             state.record_count += int(headers["records_count"].astype(np.int64).sum())
             state.nbytes += int((headers["batch_length"].astype(np.int64) + LOG_OVERHEAD).sum())
@@ -242,25 +254,17 @@ def _walk_partition(
                 state.valid_batches.extend(
                     (base, int(p), int(s)) for p, s, v in zip(positions, sizes, valid, strict=True) if v
                 )
-        else:
-            state.leo = base  # an empty last segment: the LEO is its base offset
-        idx = np.flatnonzero(live)
-        if len(idx):
-            h = headers[idx[-1]]
-            state.recovered_leo = int(h["base_offset"]) + int(h["last_offset_delta"]) + 1
-        elif not deleted:
-            state.recovered_leo = base  # empty, or emptied by recovery
         if next_base is not None and stop is not None and not stop.clean:
             # a segment that is not the last stops early: what lies between its valid prefix and the next
             # segment cannot be read (recovery would cut here; without recovery Kafka serves it as is)
             state.hole(
-                state.leo if len(positions) else base,
+                prefix.next_offset_raw if prefix.next_offset_raw is not None else base,
                 next_base,
                 f"{path.name}: {stop.reason} at byte {stop.position}"
                 + (f" ({stop.message})" if stop.message else ""),
             )
         if len(positions):
-            yield _batch_table(task, base, positions, headers, computed, live)
+            yield _batch_table(task, base, positions, headers, valid, live)
 
 
 def _read_segment(path: Path) -> tuple[SegmentWalker, list[HeaderBlock]] | str:
@@ -418,111 +422,73 @@ class _MetaRow:
     config_value: str | None = None
 
 
-_META_TYPES = {
-    "TOPIC_RECORD",
-    "PARTITION_RECORD",
-    "PARTITION_CHANGE_RECORD",
-    "REMOVE_TOPIC_RECORD",
-    "CONFIG_RECORD",
-}
+METADATA_KEYS = frozenset(
+    {TOPIC_RECORD, PARTITION_RECORD, CONFIG_RECORD, PARTITION_CHANGE_RECORD, REMOVE_TOPIC_RECORD}
+)
+"""The records the audit's metadata rows hold."""
 
 
-def _metadata_records(path: Path, start: int = 0) -> Iterator[tuple[int, int, object]]:
-    """(offset, batch max timestamp, MetadataRecord) of the data batches of a metadata log or snapshot."""
-    from parsers.metadata import decode_metadata_record
-
-    walker = SegmentWalker(path)
-    for block in walker.header_blocks():
-        for i in range(len(block)):
-            h = block.headers[i]
-            if int(h["attributes"]) & ATTR_CONTROL or block.computed_crc[i] != h["crc"]:
-                continue
-            last = int(h["base_offset"]) + int(h["last_offset_delta"])
-            if last < start:
-                continue
-            batch = RecordBatch.from_tuple(h.item(), position=int(block.positions[i]))
-            try:
-                for rec in walker.records(batch):  # streamed: a batch of millions of records is never a list
-                    if rec.offset < start:
-                        continue
-                    try:
-                        yield rec.offset, int(h["max_timestamp"]), decode_metadata_record(rec.value)
-                    except ParseError:
-                        continue
-            except ParseError:
-                continue
+def _kraft_snapshots(part_dir: Path) -> list[tuple[int, int, Path]]:
+    """(end offset, epoch, path) of the complete KRaft snapshots (``.checkpoint``) of a metadata log dir."""
+    out = []
+    for name in os.listdir(part_dir):
+        try:
+            end, epoch, state = parse_kraft_snapshot_file_name(name)
+        except ParseError:
+            continue
+        if state is None:
+            out.append((end, epoch, part_dir / name))
+    return out
 
 
 def extract_metadata(log_dir: str, node: int, cluster: str) -> pa.Table:
-    """Topic and partition records of a node's ``__cluster_metadata-0``, in replay order: the earliest KRaft
-    snapshot that bridges the log's start (if the log does not start at 0), then the log."""
+    """Topic, partition and topic-config records of a node's ``__cluster_metadata-0`` in replay order
+    (``auditor.kafka.kraft.MetadataReplay`` with history: the log records below the latest snapshot's end
+    offset, the snapshot, then the log from its end offset)."""
     part_dir = Path(log_dir) / f"{METADATA_TOPIC}-0"
-    segments = _segments(part_dir)
-    log_start = segments[0][0] if segments else 0
-    end = log_start
-    for _base, path in segments:
-        walker = SegmentWalker(path)
-        for block in walker.header_blocks():
-            if len(block):
-                h = block.headers[-1]
-                end = max(end, int(h["base_offset"]) + int(h["last_offset_delta"]) + 1)
-    snapshot: tuple[int, Path] | None = None
-    if log_start > 0:
-        candidates = []
-        for name in os.listdir(part_dir):
-            try:
-                snap_end, _epoch, state = parse_kraft_snapshot_file_name(name)
-            except ParseError:
-                continue
-            if state is None and log_start <= snap_end <= end:
-                candidates.append((snap_end, part_dir / name))
-        if candidates:
-            snapshot = min(candidates)
+    replay = MetadataReplay(_segments(part_dir), _kraft_snapshots(part_dir), METADATA_KEYS)
     out: list[_MetaRow] = []
     names: dict[str, str] = {}
-
-    def add(offset: int, ts: int, rec, from_snapshot: bool) -> None:
-        if rec.type_name not in _META_TYPES or rec.data is None:
-            return
-        d = rec.data
-        row = _MetaRow(len(out), offset, from_snapshot, ts, rec.type_name)
-        if rec.type_name == "TOPIC_RECORD":
-            names[d["topicId"]] = d["name"]
-            row.topic, row.topic_id = d["name"], d["topicId"]
-        elif rec.type_name == "REMOVE_TOPIC_RECORD":
-            row.topic_id = d["topicId"]
-            row.topic = names.get(d["topicId"])
-        elif rec.type_name == "CONFIG_RECORD":
-            if d.get("resourceType") != 2:
-                return
-            row.topic = d.get("resourceName")
-            row.config_name, row.config_value = d.get("name"), d.get("value")
-        else:
-            row.topic_id = d["topicId"]
-            row.topic = names.get(d["topicId"])
-            row.partition = d.get("partitionId")
-            row.leader = d.get("leader", -2 if rec.type_name == "PARTITION_CHANGE_RECORD" else -1)
-            row.isr = d.get("isr")
-            row.replicas = d.get("replicas")
-            if rec.type_name == "PARTITION_RECORD":
-                row.leader_epoch = d.get("leaderEpoch", -1)
-                row.leader_recovery_state = d.get("leaderRecoveryState", 0)
-            else:
-                row.leader_recovery_state = d.get("leaderRecoveryState", -1)
-        out.append(row)
-
-    start = 0
-    if snapshot is not None:
-        for _offset, ts, rec in _metadata_records(snapshot[1]):
-            add(-1, ts, rec, True)
-        start = snapshot[0]
-    for _base, path in segments:
-        for offset, ts, rec in _metadata_records(path, start):
-            add(offset, ts, rec, False)
+    for entry in replay.entries(history=True):
+        row = _meta_row(len(out), entry, names)
+        if row is not None:
+            out.append(row)
     n = len(out)
     columns = {f.name: [getattr(r, f.name, None) for r in out] for f in rows.METADATA}
+    end = replay.end_offset
     columns.update(cluster=[cluster] * n, node=[node] * n, log_dir=[log_dir] * n, end_offset=[end] * n)
     return pa.Table.from_pydict(columns, schema=rows.METADATA)
+
+
+def _meta_row(seq: int, entry: MetadataEntry, names: dict[str, str]) -> _MetaRow | None:
+    """The ``rows.METADATA`` row of one record (``names``: topic ID -> name so far, updated)."""
+    d = entry.data
+    kind = entry.type_name
+    row = _MetaRow(seq, entry.offset, entry.from_snapshot, entry.timestamp, kind)
+    if kind == "TOPIC_RECORD":
+        names[d["topicId"]] = d["name"]
+        row.topic, row.topic_id = d["name"], d["topicId"]
+    elif kind == "REMOVE_TOPIC_RECORD":
+        row.topic_id = d["topicId"]
+        row.topic = names.get(d["topicId"])
+    elif kind == "CONFIG_RECORD":
+        if d.get("resourceType") != 2:
+            return None
+        row.topic = d.get("resourceName")
+        row.config_name, row.config_value = d.get("name"), d.get("value")
+    else:
+        row.topic_id = d["topicId"]
+        row.topic = names.get(d["topicId"])
+        row.partition = d.get("partitionId")
+        row.leader = d.get("leader", -2 if kind == "PARTITION_CHANGE_RECORD" else -1)
+        row.isr = d.get("isr")
+        row.replicas = d.get("replicas")
+        if kind == "PARTITION_RECORD":
+            row.leader_epoch = d.get("leaderEpoch", -1)
+            row.leader_recovery_state = d.get("leaderRecoveryState", 0)
+        else:
+            row.leader_recovery_state = d.get("leaderRecoveryState", -1)
+    return row
 
 
 def compacted_topics(metadata: pa.Table) -> set[str]:
@@ -553,7 +519,9 @@ def extract_partition(task: PartitionTask) -> Iterator[tuple[str, pa.Table]]:
     except OSError as exc:
         # the partition directory cannot be listed: nothing of the log is known
         state.hole(task.log_start_checkpoint or 0, None, f"{task.dir_name}: {exc.strerror or exc}")
-    leo = state.leo if state.leo is not None else (task.log_start_checkpoint or 0)
+    recovery = state.recovery
+    leo = recovery.leo if recovery is not None else (task.log_start_checkpoint or 0)
+    leo_on_disk = recovery.leo_on_disk if recovery is not None else leo
     entries, dropped, epoch_error = _epochs(task, part_dir)
     if epoch_error:
         errors.append(epoch_error)
@@ -579,7 +547,6 @@ def extract_partition(task: PartitionTask) -> Iterator[tuple[str, pa.Table]]:
         except (ParseError, OSError) as exc:
             errors.append(f"partition.metadata: {exc}")
     first_base = segments[0][0] if segments else None
-    log_start = max(x for x in (task.log_start_checkpoint, first_base, 0) if x is not None)
     replica = {
         "cluster": task.cluster,
         "topic": task.topic,
@@ -590,10 +557,10 @@ def extract_partition(task: PartitionTask) -> Iterator[tuple[str, pa.Table]]:
         "hw": task.hw,
         "recovery_point": task.recovery_point,
         "log_start_checkpoint": task.log_start_checkpoint,
-        "log_start": log_start,
+        "log_start": log_start_offset(task.log_start_checkpoint, first_base),
         "cleaner_offset": task.cleaner_offset,
         "leo": leo,
-        "recovered_leo": state.recovered_leo if state.recovered_leo is not None else leo,
+        "leo_on_disk": leo_on_disk,
         "clean_shutdown": task.clean_shutdown,
         "compacted": task.compacted,
         "has_records": has_records,
@@ -614,7 +581,7 @@ def extract_partition(task: PartitionTask) -> Iterator[tuple[str, pa.Table]]:
         "tail_position": state.tail_position,
         "tail_bytes": state.tail_bytes,
         "tail_message": state.tail_message,
-        "recovered": state.recovered,
+        "recovered": recovery is not None and recovery.truncation is not None,
         "error": "; ".join(errors) if errors else None,
         "unreadable_from": state.hole_from,
         "unreadable_to": state.hole_to,

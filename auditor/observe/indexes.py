@@ -4,7 +4,7 @@ the arrays the segment walk joins against its batches."""
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 import numpy as np
 
@@ -18,12 +18,12 @@ from parsers.indexes import (
     AbortedTxnEntry,
     IndexScan,
     TxnIndex,
+    index_arrays,
     iter_txn_index,
     sanity_check_index_shape,
     sanity_check_txn_index,
     txn_entries,
 )
-from parsers.indexes_columnar import INT64_MAX, IndexArrays, index_arrays, offset_columns, time_columns
 
 MAX_INDEX_ENTRIES = 1 << 21
 """Real entries of one ``.index`` / ``.timeindex`` loaded and joined with the batches (16 MiB of offset index,
@@ -36,61 +36,55 @@ MAX_TXN_ENTRIES = 1 << 18
 # ------------------------------------------------------------------------------------------ index facts
 
 
-@dataclass
-class OffsetIndexFacts:
+@dataclass(kw_only=True)
+class IndexFileFacts:
+    """What an offset or time index file is as Kafka's loader sees it (``parsers.indexes.IndexShape``: real
+    prefix, zero padding, garbage after it), its sanity check message, and its real entries (``offsets``)."""
+
+    path: str
+    size: int
+    slots: int
+    trailing_bytes: int
+    padding_slots: int
+    garbage_after_padding: int | None
+    preallocated: bool
+    offsets: np.ndarray
+    sanity: str | None = None
+    truncated_read: bool = False
+    """More real entries than :data:`MAX_INDEX_ENTRIES`: only the first ones were loaded."""
+
+    def __len__(self) -> int:
+        return len(self.offsets)
+
+
+@dataclass(kw_only=True)
+class OffsetIndexFacts(IndexFileFacts):
     """A ``.index`` file and the join of its real entries with the batches of the segment.
 
     For entry ``i``: ``offsets[i]``/``positions[i]`` as stored; ``at_batch[i]`` whether a batch starts at that
     position; ``batch_base``/``batch_last`` the offsets of that batch (-1 when none).
     """
 
-    path: str
-    size: int
-    slots: int
-    trailing_bytes: int
-    padding_slots: int
-    garbage_after_padding: int | None
-    preallocated: bool
-    offsets: np.ndarray
     positions: np.ndarray
     at_batch: np.ndarray
     batch_base: np.ndarray
     batch_last: np.ndarray
-    sanity: str | None = None
-    truncated_read: bool = False
-    """More real entries than :data:`MAX_INDEX_ENTRIES`: only the first ones were loaded."""
     _order: np.ndarray | None = None
     _sorted_pos: np.ndarray | None = None
 
-    def __len__(self) -> int:
-        return len(self.offsets)
 
-
-@dataclass
-class TimeIndexFacts:
+@dataclass(kw_only=True)
+class TimeIndexFacts(IndexFileFacts):
     """A ``.timeindex`` and the join of its entries with batch last offsets: ``found[i]`` whether a batch
     ends at ``offsets[i]``, ``batch_max_ts[i]`` that batch's max timestamp. ``next_slot`` is the non-zero slot
     right after the real prefix, (timestamp, offset), when there is one (evidence of disorder)."""
 
-    path: str
-    size: int
-    slots: int
-    trailing_bytes: int
-    padding_slots: int
-    garbage_after_padding: int | None
-    preallocated: bool
     timestamps: np.ndarray
-    offsets: np.ndarray
     found: np.ndarray
     batch_max_ts: np.ndarray
     next_slot: tuple[int, int] | None = None
-    sanity: str | None = None
-    truncated_read: bool = False
     _order: np.ndarray | None = None
     _sorted_off: np.ndarray | None = None
-
-    def __len__(self) -> int:
-        return len(self.offsets)
 
 
 @dataclass
@@ -109,70 +103,62 @@ class TxnIndexFacts:
 
 
 
-def _scan_file(path: str, kind, base_offset: int) -> tuple[IndexArrays, str | None]:
-    """Scan an index file in windows (never read or mapped whole); its arrays (at most
-    :data:`MAX_INDEX_ENTRIES` entries) and Kafka's sanity check message."""
-    fd = open_regular(path)
+def _scan_file(info: FileInfo, kind, base_offset: int, order_by: str) -> tuple[dict, np.ndarray]:
+    """Scan an index file in windows (never read or mapped whole): the :class:`IndexFileFacts` fields (at
+    most :data:`MAX_INDEX_ENTRIES` entries, Kafka's sanity check message) and the entry order by the column
+    ``order_by`` (for the join with the batches)."""
+    fd = open_regular(info.path)
     try:
-        arrays = index_arrays(IndexScan.of_fd(kind, fd), MAX_INDEX_ENTRIES)
+        idx = index_arrays(IndexScan.of_fd(kind, fd), base_offset, MAX_INDEX_ENTRIES)
     finally:
         os.close(fd)
-    assert arrays.shape is not None
-    return arrays, sanity_check_index_shape(arrays.shape, kind, base_offset, path)
+    n = len(idx.columns["offset"])
+    shape = {
+        "path": info.path,
+        "size": idx.size,
+        "slots": idx.slots,
+        "trailing_bytes": idx.trailing_bytes,
+        "padding_slots": idx.padding_slots,
+        "garbage_after_padding": idx.garbage_after_padding,
+        "preallocated": idx.preallocated,
+        "sanity": sanity_check_index_shape(idx, kind, base_offset, info.path),
+        "truncated_read": idx.truncated,
+        "next_entry": idx.next_entry,
+        **idx.columns,
+        "unmatched": np.full(n, -1, dtype=np.int64),
+    }
+    return shape, np.argsort(idx.columns[order_by], kind="stable")
 
 
 def load_offset_index(info: FileInfo, base_offset: int) -> OffsetIndexFacts:
-    idx, sanity = _scan_file(info.path, OFFSET_INDEX, base_offset)
-    idx = offset_columns(idx, base_offset)
-    offsets, positions = idx.columns["offset"], idx.columns["position"]
-    order = np.argsort(positions, kind="stable")
-    n = len(offsets)
+    f, order = _scan_file(info, OFFSET_INDEX, base_offset, "position")
     return OffsetIndexFacts(
-        info.path,
-        idx.size,
-        idx.slots,
-        idx.trailing_bytes,
-        idx.padding_slots,
-        idx.garbage_after_padding,
-        idx.preallocated,
-        offsets,
-        positions,
-        np.zeros(n, dtype=bool),
-        np.full(n, -1, dtype=np.int64),
-        np.full(n, -1, dtype=np.int64),
-        sanity=sanity,
-        truncated_read=idx.truncated,
+        **{k: f[k] for k in _SHAPE},
+        offsets=f["offset"],
+        positions=f["position"],
+        at_batch=np.zeros(len(order), dtype=bool),
+        batch_base=f["unmatched"],
+        batch_last=f["unmatched"].copy(),
         _order=order,
-        _sorted_pos=positions[order],
+        _sorted_pos=f["position"][order],
     )
 
 
 def load_time_index(info: FileInfo, base_offset: int) -> TimeIndexFacts:
-    idx, sanity = _scan_file(info.path, TIME_INDEX, base_offset)
-    idx = time_columns(idx, base_offset)
-    timestamps, offsets = idx.columns["timestamp"], idx.columns["offset"]
-    raw_next = idx.shape.next_slot if idx.shape is not None else None
-    next_slot = None if raw_next is None else (raw_next[0], min(base_offset + raw_next[1], INT64_MAX))
-    order = np.argsort(offsets, kind="stable")
-    n = len(offsets)
+    f, order = _scan_file(info, TIME_INDEX, base_offset, "offset")
     return TimeIndexFacts(
-        info.path,
-        idx.size,
-        idx.slots,
-        idx.trailing_bytes,
-        idx.padding_slots,
-        idx.garbage_after_padding,
-        idx.preallocated,
-        timestamps,
-        offsets,
-        np.zeros(n, dtype=bool),
-        np.full(n, -1, dtype=np.int64),
-        next_slot=next_slot,
-        sanity=sanity,
-        truncated_read=idx.truncated,
+        **{k: f[k] for k in _SHAPE},
+        offsets=f["offset"],
+        timestamps=f["timestamp"],
+        found=np.zeros(len(order), dtype=bool),
+        batch_max_ts=f["unmatched"],
+        next_slot=f["next_entry"],
         _order=order,
-        _sorted_off=offsets[order],
+        _sorted_off=f["offset"][order],
     )
+
+
+_SHAPE = tuple(f.name for f in fields(IndexFileFacts) if f.name != "offsets")
 
 
 def load_txn_index(info: FileInfo, base_offset: int) -> TxnIndexFacts:

@@ -76,8 +76,8 @@ REPLICA = pa.schema(
         pa.field("log_start_checkpoint", pa.int64()),  # log-start-offset-checkpoint (null: no entry)
         pa.field("log_start", pa.int64()),  # max(checkpoint, base offset of the first segment)
         pa.field("cleaner_offset", pa.int64()),  # cleaner-offset-checkpoint (null: no entry)
-        pa.field("leo", pa.int64()),  # next offset after the last complete batch (CRC not checked)
-        pa.field("recovered_leo", pa.int64()),  # what Kafka's recovery would leave (spec §17.3)
+        pa.field("leo", pa.int64()),  # the LEO Kafka loads, after recovery (auditor.kafka.recovery; = scan's)
+        pa.field("leo_on_disk", pa.int64()),  # next offset after the last complete batch, valid or not
         pa.field("clean_shutdown", pa.bool_()),
         pa.field("compacted", pa.bool_()),  # compacted topic (cleaner checkpoint, topic config, internal)
         pa.field("has_records", pa.bool_()),  # record rows were extracted for this replica
@@ -178,7 +178,89 @@ FINDING = pa.schema(
         pa.field("evidence", pa.string()),  # JSON object
     ]
 )
-"""Findings of the cross-replica comparisons, as a Spark DataFrame and in ``--save`` Parquet."""
+"""Findings of the cross-replica comparisons, as a Spark DataFrame and in ``--save`` Parquet; ``evidence``
+stays a JSON object in a string: its keys are free-form, per rule."""
+
+# ----------------------------------------------------------- outputs of the per-partition rules (``audit``)
+
+_LEADER = [
+    pa.field("leader", pa.int32()),  # the reference (current) leader's broker id
+    pa.field("leader_source", pa.string()),  # kraft, kraft-last-known, inferred(-kraft-leader-absent)
+]
+_KRAFT = [
+    pa.field("kraft_leader", pa.int32()),
+    pa.field("kraft_leader_epoch", pa.int32()),
+    pa.field("kraft_isr", pa.string()),  # JSON list of broker ids
+    pa.field("kraft_leader_recovery_state", pa.int32()),
+]
+
+
+def _of(schema: pa.Schema, names: str) -> list[pa.Field]:
+    """The fields ``names`` (space-separated) of ``schema``."""
+    return [schema.field(name) for name in names.split()]
+
+
+ZONE = pa.schema(
+    [pa.field("broker", pa.int32())]  # a follower
+    + _LEADER
+    + [
+        pa.field("from", pa.int64()),  # where its data may stop matching the leader's
+        pa.field("leader_unreadable_from", pa.int64()),
+        pa.field("leader_unreadable_to", pa.int64()),
+    ]
+)
+"""Where Spark compares a follower's batches with the leader's for truncation loss (KA710/KA711)."""
+
+LAG = pa.schema(
+    _KEY
+    + _LEADER
+    + [
+        pa.field("from", pa.int64()),  # the follower's log end offset
+        pa.field("to", pa.int64()),  # the leader's
+        pa.field("epoch", pa.int32()),  # leader epoch at ``from`` in the leader's cache
+        pa.field("in_isr", pa.bool_()),  # null: no KRaft metadata
+        pa.field("isr", pa.string()),  # JSON list of broker ids
+    ]
+)
+"""A follower whose log is a prefix of the leader's and ends below it (KA630, counted by Spark)."""
+
+SUMMARY = pa.schema(
+    _KEY
+    + [pa.field("is_leader", pa.bool_())]
+    + _LEADER
+    + _of(REPLICA, "leo hw log_start recovery_point cleaner_offset latest_epoch max_batch_epoch")
+    + _of(REPLICA, "clean_shutdown compacted tail_state tail_bytes")
+    + [pa.field("leo_known", pa.bool_())]  # false: unreadable to the end, ``leo`` is a lower bound
+    + _of(REPLICA, "unreadable_from unreadable_to unreadable")
+    + [
+        pa.field("divergence", pa.int64()),  # first offset differing from the leader
+        pa.field("truncation_offset", pa.int64()),  # where OffsetsForLeaderEpoch truncates it
+        pa.field("epochs", pa.string()),  # JSON list of [epoch, start offset] (its leader-epoch cache)
+    ]
+    + _KRAFT
+)
+"""One row per replica: what the audit concluded about it (``--save``: ``replicas/``)."""
+
+TIMELINE = pa.schema(
+    _KEY[:4]
+    + [pa.field("epoch", pa.int32())]  # partitionLeaderEpoch of the batches
+    + [pa.field(name, pa.int64()) for name in ("first", "last", "records", "bytes", "batches")]
+)
+"""The leader-epoch ranges of every replica's batches, for partitions that diverged."""
+
+RULE_OUTPUTS: dict[str, pa.Schema] = {
+    "finding": FINDING,
+    "zone": ZONE,
+    "summary": SUMMARY,
+    "timeline": TIMELINE,
+    "lag": LAG,
+}
+
+RULE_OUTPUT = pa.schema(
+    [pa.field("tp", pa.int64())] + [pa.field(kind, pa.struct(list(s))) for kind, s in RULE_OUTPUTS.items()]
+)
+"""What the per-partition rules yield in Spark: the partition key ``tp`` and one struct column per output
+kind, the others null (like :data:`EXTRACT`)."""
 
 
 def wrap(kind: str, table: pa.Table | pa.RecordBatch) -> pa.RecordBatch | pa.Table:

@@ -17,6 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from auditor.kafka.batches import ValidPrefix, valid_batches
+from auditor.kafka.recovery import SegmentSummary
 from auditor.layout.inventory import SegmentFiles
 from auditor.observe.indexes import (
     OffsetIndexFacts,
@@ -43,7 +45,6 @@ INT32_MAX = 2**31 - 1
 _TXN_MARKER = ATTR_CONTROL | ATTR_TRANSACTIONAL
 
 
-
 def batch_info(headers_row: Any, position: int, computed_crc: int | None = None) -> dict[str, Any]:
     """Evidence dict for one batch header (a ``HEADER_DTYPE`` row)."""
     row = headers_row
@@ -62,7 +63,6 @@ def batch_info(headers_row: Any, position: int, computed_crc: int | None = None)
     }
 
 
-
 # ------------------------------------------------------------------------------------------ segment facts
 
 
@@ -70,11 +70,11 @@ def batch_info(headers_row: Any, position: int, computed_crc: int | None = None)
 class SegmentFacts:
     """What one walk of a segment (``kind`` ``log``) or KRaft snapshot (``kraft-snapshot``) established.
 
-    Offsets: ``first_offset``/``last_offset`` span the CRC-valid batches; ``valid_end`` is the byte position
-    where Kafka's recovery would stop (first invalid entry, else where the walk stopped) and
-    ``recovered_next_offset`` the next offset after the last batch before it (None when no batch is
-    before it); ``next_offset_raw`` is what a broker that skips recovery reads as the next offset (last
-    complete batch, valid or not).
+    Offsets: ``first_offset``/``last_offset`` span the valid batches (``auditor.kafka.batches``);
+    ``valid_end`` is the byte position where Kafka's recovery would stop (first invalid entry, else where the
+    walk stopped) and ``recovered_next_offset`` the next offset after the last batch before it (None when no
+    batch is before it); ``next_offset_raw`` is what a broker that skips recovery reads as the next offset
+    (last complete batch, valid or not).
     """
 
     path: str
@@ -142,8 +142,22 @@ class SegmentFacts:
 
     @property
     def truncate_bytes(self) -> int:
-        """Bytes Kafka's recovery would cut from this segment."""
-        return max(0, self.size - self.valid_end)
+        """Bytes Kafka's recovery would cut from this segment (when it re-reads it)."""
+        return self.recovery_summary().truncate_bytes
+
+    def recovery_summary(self) -> SegmentSummary:
+        """This segment as ``auditor.kafka.recovery`` sees it (one that could not be read: no batches)."""
+        name = os.path.basename(self.path)
+        if self.read_error is not None:
+            return SegmentSummary(name, self.base_offset, 0, 0, None, None)
+        return SegmentSummary(
+            name,
+            self.base_offset,
+            self.size,
+            self.valid_end,
+            self.recovered_next_offset,
+            self.next_offset_raw,
+        )
 
     def release(self) -> None:
         """Drop the per-entry data (index joins, markers, transaction index entries) once the segment-scope
@@ -183,9 +197,8 @@ class _Collector:
         self.deep = deep
         self.prev_last: int | None = None
         self.prev_epoch: int | None = None
-        self.first_invalid_seen = False
+        self.prefix = ValidPrefix()
         self.prev_row_invalid = False
-        self.walk_pos = 0
 
     def block(self, block) -> None:
         f = self.f
@@ -197,19 +210,16 @@ class _Collector:
         base = h["base_offset"].astype(np.int64)
         last = base + h["last_offset_delta"].astype(np.int64)
         magic = h["magic"]
-        crc_ok = block.crc_ok
-        ok = crc_ok & (magic <= 2)
+        ok = valid_batches(h, block.computed_crc)
         f.batches += n
-        end_of_block = int(pos[-1]) + int(h["batch_length"][-1]) + 12
-        self.walk_pos = end_of_block
-        f.next_offset_raw = int(last[-1]) + 1
+        first_bad = self.prefix.feed(pos, h, ok)
+        f.next_offset_raw = self.prefix.next_offset_raw
+        f.recovered_next_offset = self.prefix.recovered_next_offset
         if not ok.all():
-            self._invalid(block, ok, base, last)
+            self._invalid(block, ok, first_bad)
         self._join_offset_index(pos, base, last)
         self._join_time_index(last, h["max_timestamp"].astype(np.int64))
         good = np.flatnonzero(ok)
-        if not self.first_invalid_seen:
-            f.valid_end = end_of_block
         if len(good) == 0:
             self.prev_row_invalid = True
             return
@@ -221,12 +231,6 @@ class _Collector:
             f.first_offset = int(vb[0])
             f.first_position = int(vpos[0])
         f.last_offset = int(vl[-1])
-        if not self.first_invalid_seen:
-            f.recovered_next_offset = int(vl[-1]) + 1
-        elif f.first_invalid is not None:
-            before = np.flatnonzero(vpos < f.first_invalid["position"])
-            if len(before):
-                f.recovered_next_offset = int(vl[before[-1]]) + 1
         # a valid batch right after an invalid one: the "gap" before it is the invalid batch, not lost offsets
         after_invalid = np.zeros(n, dtype=bool)
         after_invalid[1:] = ~ok[:-1]
@@ -278,7 +282,7 @@ class _Collector:
                 self.f.undecodable_count += 1
                 _keep(self.f.undecodable, info)
 
-    def _invalid(self, block, ok: np.ndarray, base: np.ndarray, last: np.ndarray) -> None:
+    def _invalid(self, block, ok: np.ndarray, first_bad: int | None) -> None:
         f = self.f
         h = block.headers
         for j in np.flatnonzero(~ok):
@@ -289,10 +293,8 @@ class _Collector:
             else:
                 f.crc_invalid_count += 1
                 _keep(f.crc_invalid, info)
-            if not self.first_invalid_seen:
-                self.first_invalid_seen = True
+            if j == first_bad:
                 f.first_invalid = info
-                f.valid_end = info["position"]
 
     def _order(self, vb: np.ndarray, vl: np.ndarray, vpos: np.ndarray, after_invalid: np.ndarray) -> None:
         f = self.f
@@ -477,11 +479,10 @@ def collect_segment(
     except ParseError as exc:
         # An entry whose magic byte says v0/v1 but whose bytes are not a legacy message (e.g. a corrupted
         # magic in a v2 batch). Kafka's reader rejects it (invalid CRC); the walk ends there.
-        pos = collector.walk_pos
+        pos = collector.prefix.end
         walker.stop = WalkStop(
             "corrupt", pos, size - pos, f"entry with magic < 2 is not a valid legacy message: {exc.message}"
         )
     facts.stop = walker.stop
-    if walker.stop is not None and not collector.first_invalid_seen:
-        facts.valid_end = walker.stop.position
+    facts.valid_end = collector.prefix.valid_end(walker.stop.position if walker.stop is not None else None)
     return facts

@@ -1,16 +1,15 @@
-"""The ``audit`` report for people: the ``scan`` terminal layout plus, for every partition whose replicas
-diverge or violate a high watermark, the replicas side by side and an epoch timeline.
+"""What the ``audit`` report adds for people (text and HTML, :data:`AUDIT_LAYOUT`): the reference leaders
+and, for every partition whose replicas diverge or violate a high watermark, the replicas side by side and
+an epoch timeline.
 
-Uses the pieces of :mod:`auditor.report.terminal` (header, summary, detail, verdict) and the report's
-``partitions`` rows (one per replica, built by ``auditor.cli_audit``); the machine formats (json, jsonl,
-sarif, junit, prometheus) stay those of :mod:`auditor.report`.
+Drawn from the report's ``partitions`` rows (one per replica, built by ``auditor.cli.audit``) inside the
+layout of :mod:`auditor.report.terminal`; :func:`auditor.report.render` picks it for ``audit`` reports.
 """
 
 from __future__ import annotations
 
-import io
 from collections.abc import Iterable
-from typing import IO, Any
+from typing import Any
 
 from rich import box
 from rich.console import Group
@@ -19,17 +18,8 @@ from rich.table import Table
 from rich.text import Text
 
 from auditor.findings import Severity
-from auditor.report.escape import escaped
-from auditor.report.model import TOOL_NAME, Report
-from auditor.report.terminal import (
-    STYLES,
-    detail,
-    header,
-    make_console,
-    partitions_table,
-    summary_tables,
-    verdict,
-)
+from auditor.report.model import Report
+from auditor.report.terminal import STYLES, Layout
 
 TIMELINE_WIDTH = 48
 _EPOCH_CHARS = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -159,6 +149,7 @@ def timeline(replicas: list[dict[str, Any]], width: int = TIMELINE_WIDTH) -> Tab
 
 
 def diverged_panels(report: Report) -> list:
+    """One panel per partition with a cross-replica finding above info: its replicas and epoch timeline."""
     flagged = _flagged(report)
     groups = _partition_groups(report.partitions)
     panels: list = []
@@ -191,7 +182,9 @@ def diverged_panels(report: Report) -> list:
     return panels
 
 
-def leaders_line(report: Report) -> Text | None:
+def leaders_line(report: Report) -> list[Text]:
+    """The "Reference leaders" line: how many partitions took their leader from each source (none when
+    there is no partition)."""
     counts: dict[str, int] = {}
     for key, replicas in _partition_groups(report.partitions).items():
         if key[1] == "__cluster_metadata":
@@ -199,40 +192,10 @@ def leaders_line(report: Report) -> Text | None:
         source = next((r.get("leaderSource") for r in replicas if r.get("role") == "leader"), None)
         counts[source or "?"] = counts.get(source or "?", 0) + 1
     if not counts:
-        return None
+        return []
     parts = [f"{n} {_SOURCES.get(s, s)}" for s, n in sorted(counts.items(), key=lambda kv: -kv[1])]
-    return Text("Reference leaders: " + "; ".join(parts), style="dim")
+    return [Text("Reference leaders: " + "; ".join(parts), style="dim")]
 
 
-def build_audit(report: Report) -> Group:
-    """The audit report as Rich renderables; strings from the evidence made visible (escape.py)."""
-    report = escaped(report)
-    parts: list = [header(report)]
-    for err in report.errors:
-        parts.append(Text(f"error: {err}", style="bold red"))
-    line = leaders_line(report)
-    if line is not None:
-        parts.append(line)
-    parts += summary_tables(report)
-    parts += diverged_panels(report)
-    table = partitions_table(report)
-    if table is not None:
-        parts.append(table)
-    parts += detail(report)
-    parts.append(verdict(report))
-    return Group(*parts)
-
-
-def render_audit_text(
-    report: Report, out: IO[str], *, color: bool | None = None, width: int | None = None
-) -> None:
-    make_console(out, color=color, width=width).print(build_audit(report))
-
-
-def render_audit_html(report: Report, out: IO[str]) -> None:
-    from rich.terminal_theme import DEFAULT_TERMINAL_THEME
-
-    console = make_console(io.StringIO(), color=True, width=140, record=True)
-    console.print(build_audit(report))
-    page = console.export_html(theme=DEFAULT_TERMINAL_THEME, inline_styles=True)
-    out.write(page.replace("<head>", f"<head>\n<title>{TOOL_NAME} audit report</title>", 1))
+AUDIT_LAYOUT = Layout(lead=leaders_line, panels=diverged_panels)
+"""What ``audit`` adds to the people's report: the reference leaders, then the diverged partitions."""

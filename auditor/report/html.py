@@ -8,14 +8,15 @@ from typing import IO
 from rich.terminal_theme import DEFAULT_TERMINAL_THEME
 
 from auditor.report.model import TOOL_NAME, Report
-from auditor.report.terminal import build, make_console
+from auditor.report.terminal import PLAIN, Layout, build, make_console
 
 HTML_WIDTH = 140
 
 
-def render_html(report: Report, out: IO[str]) -> None:
+def render_html(report: Report, out: IO[str], *, layout: Layout = PLAIN) -> None:
+    """The people's report of ``layout`` (as :func:`auditor.report.terminal.render_text`) as one page."""
     console = make_console(io.StringIO(), color=True, width=HTML_WIDTH, record=True)
-    console.print(build(report))
+    console.print(build(report, layout))
     page = console.export_html(theme=DEFAULT_TERMINAL_THEME, inline_styles=True)
     title = f"<title>{TOOL_NAME} {report.command} report</title>"
     out.write(page.replace("<head>", "<head>\n" + title, 1))

@@ -19,9 +19,15 @@ from auditor.report import render
 from auditor.report.model import Report
 
 
-def _inside(path: str, directory: str) -> bool:
-    path, directory = os.path.realpath(path), os.path.realpath(directory)
-    return path == directory or path.startswith(directory.rstrip(os.sep) + os.sep)
+def enclosing(path: str | os.PathLike, directories: Iterable[str | os.PathLike]) -> str | os.PathLike | None:
+    """The first of ``directories`` that is ``path`` or holds it (links resolved), else None: where a file
+    written by a command would land inside the evidence."""
+    target = os.path.realpath(path)
+    for d in directories:
+        real = os.path.realpath(d)
+        if target == real or target.startswith(real.rstrip(os.sep) + os.sep):
+            return d
+    return None
 
 
 def check_output_path(output: Path | None, protected: Iterable[str | os.PathLike]) -> str | None:
@@ -30,9 +36,9 @@ def check_output_path(output: Path | None, protected: Iterable[str | os.PathLike
     if output is None or str(output) == "-":
         return None
     target = os.path.abspath(os.fspath(output))
-    for d in protected:
-        if _inside(target, os.fspath(d)):
-            return f"--output {output} is inside the scanned directory {d}; write the report elsewhere"
+    inside = enclosing(target, protected)
+    if inside is not None:
+        return f"--output {output} is inside the scanned directory {inside}; write the report elsewhere"
     parent = os.path.dirname(target) or "."
     if not os.path.isdir(parent):
         return f"--output {output}: directory {parent} does not exist"

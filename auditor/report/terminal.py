@@ -1,4 +1,5 @@
-"""The terminal report (Rich): header, summary by severity and by code, detail per partition, verdict.
+"""The terminal report (Rich): header, summary by severity and by code, detail per partition, verdict, with
+the parts a command adds (:class:`Layout`; ``audit``'s in :mod:`auditor.report.audit_terminal`).
 
 Colour only on a terminal without ``NO_COLOR``; when piped (or written to a file) the same layout is plain
 text at the width given by ``COLUMNS`` (default 100). Not a stable surface: machines read ``--format json``.
@@ -7,6 +8,8 @@ text at the width given by ``COLUMNS`` (default 100). Not a stable surface: mach
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import IO
 
 from rich import box
@@ -215,13 +218,32 @@ def verdict(report: Report) -> Text:
     return Text(f"exit 1: {failing} finding(s) at or above {threshold}", style="bold red")
 
 
-def build(report: Report) -> Group:
+def _nothing(report: Report) -> list:
+    return []
+
+
+@dataclass(frozen=True)
+class Layout:
+    """What a command adds to the people's report (text and HTML): ``lead``, lines after the input errors;
+    ``panels``, after the summary (``audit``: the reference leaders, the diverged partitions' replicas)."""
+
+    lead: Callable[[Report], list] = _nothing
+    panels: Callable[[Report], list] = _nothing
+
+
+PLAIN = Layout()
+"""The layout of a report with nothing command-specific (``scan``)."""
+
+
+def build(report: Report, layout: Layout = PLAIN) -> Group:
     """The whole report as Rich renderables, every string from the evidence made :func:`visible`."""
     report = escaped(report)
     parts: list = [header(report)]
     for err in report.errors:
         parts.append(Text(f"error: {err}", style="bold red"))
+    parts += layout.lead(report)
     parts += summary_tables(report)
+    parts += layout.panels(report)
     pt = partitions_table(report)
     if pt is not None:
         parts.append(pt)
@@ -230,6 +252,12 @@ def build(report: Report) -> Group:
     return Group(*parts)
 
 
-def render_text(report: Report, out: IO[str], *, color: bool | None = None, width: int | None = None) -> None:
-    console = make_console(out, color=color, width=width)
-    console.print(build(report))
+def render_text(
+    report: Report,
+    out: IO[str],
+    *,
+    color: bool | None = None,
+    width: int | None = None,
+    layout: Layout = PLAIN,
+) -> None:
+    make_console(out, color=color, width=width).print(build(report, layout))

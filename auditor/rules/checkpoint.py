@@ -45,6 +45,16 @@ def _error_violation(parsed: ParsedFile, what: str, severity: Severity | None = 
     )
 
 
+def _accepted_violation(parsed: ParsedFile, key: str, remarks: list[str], severity: Severity) -> Violation:
+    """What Kafka reads in a file but never writes that way, listed in one finding (evidence ``key``)."""
+    return Violation(
+        f"{os.path.basename(parsed.path or '')}: {'; '.join(remarks)}",
+        severity=severity,
+        file=parsed.path,
+        evidence={key: remarks},
+    )
+
+
 @rule(
     "KA301",
     "checkpoint.malformed",
@@ -131,12 +141,7 @@ def partition_metadata_malformed(part: PartitionContext) -> Iterator[Violation]:
     if pm.error is not None:
         yield _error_violation(pm, "Kafka takes the log dir offline")
     elif pm.ok and pm.value.notes:
-        yield Violation(
-            f"partition.metadata: {'; '.join(pm.value.notes)}",
-            severity=Severity.INFO,
-            file=pm.path,
-            evidence={"notes": pm.value.notes},
-        )
+        yield _accepted_violation(pm, "notes", pm.value.notes, Severity.INFO)
 
 
 @rule(
@@ -186,12 +191,7 @@ def meta_properties_invalid(ld: LogDirContext) -> Iterator[Violation]:
             evidence={"bytes": size, "properties": sorted(meta.value.raw), "problems": meta.value.problems},
         )
     elif meta.ok and meta.value.problems:
-        yield Violation(
-            f"meta.properties: {'; '.join(meta.value.problems)}",
-            severity=Severity.WARNING,
-            file=meta.path,
-            evidence={"problems": meta.value.problems},
-        )
+        yield _accepted_violation(meta, "problems", meta.value.problems, Severity.WARNING)
 
 
 @rule(

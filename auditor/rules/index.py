@@ -10,7 +10,7 @@ that recovery will rebuild are warnings (a crash artefact Kafka repairs); elsewh
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import numpy as np
 
@@ -53,6 +53,49 @@ def _examples(idx: np.ndarray, *columns: np.ndarray) -> list[list[int]]:
 
 def _more(count: int) -> str:
     return f" ({count} entries)" if count > 1 else ""
+
+
+def _flagged(idx, classes: Callable[[SegmentFacts], dict[str, np.ndarray]], seg: SegmentFacts, key: str):
+    """Positions of the entries of ``idx`` in class ``key`` of ``classes(seg)``; none when the index is
+    absent or empty."""
+    if idx is None or not len(idx):
+        return np.empty(0, dtype=np.intp)
+    return np.flatnonzero(classes(seg)[key])
+
+
+def _at_entry(
+    idx, width: int, bad: np.ndarray, message: str, examples: tuple[np.ndarray, ...] = (), **fields
+) -> Violation:
+    """A finding at ``bad[0]``, the first flagged entry of ``idx`` (``width``-byte slots); with ``examples``
+    (columns of ``idx``) the evidence counts the flagged entries and shows the first few."""
+    i = int(bad[0])
+    if examples:
+        fields["evidence"] = {"entries": len(bad), "examples": _examples(bad, *examples)}
+    return Violation(message, file=idx.path, position=i * width, offset_start=int(idx.offsets[i]), **fields)
+
+
+def _stale_entries(
+    seg: SegmentFacts,
+    part: PartitionContext,
+    idx,
+    width: int,
+    bad: np.ndarray,
+    what: str,
+    first: str,
+    **fields,
+) -> Violation:
+    """KA205/KA215: the entries ``bad`` of ``idx`` ``what`` beyond the segment's data, ``first`` describing
+    the first of them; a warning on a segment recovery rebuilds, an error elsewhere."""
+    return _at_entry(
+        idx,
+        width,
+        bad,
+        f"{len(bad)} entries of {os.path.basename(idx.path)} {what} beyond the segment's data "
+        f"(first: {first}; {_data_end(seg)}); {_recovery_note(seg, part)}",
+        severity=_stale_severity(seg, part),
+        offset_end=int(idx.offsets[bad[-1]]),
+        **fields,
+    )
 
 
 # ------------------------------------------------------------------------------------------ offset index
@@ -118,17 +161,17 @@ def index_not_increasing(seg: SegmentFacts, part: PartitionContext) -> Iterator[
     bad = np.flatnonzero((np.diff(oi.offsets) <= 0) | (np.diff(oi.positions) <= 0)) + 1
     if len(bad):
         i = int(bad[0])
-        yield Violation(
+        yield _at_entry(
+            oi,
+            8,
+            bad,
             f"entry {i} of {os.path.basename(oi.path)} (offset {oi.offsets[i]}, position "
             f"{oi.positions[i]}) does not "
             f"follow entry {i - 1} (offset {oi.offsets[i - 1]}, position {oi.positions[i - 1]})"
             + _more(len(bad)),
-            file=oi.path,
-            position=i * 8,
-            offset_start=int(oi.offsets[i]),
             expected=f"offset > {oi.offsets[i - 1]} and position > {oi.positions[i - 1]}",
             found=f"offset {oi.offsets[i]}, position {oi.positions[i]}",
-            evidence={"entries": len(bad), "examples": _examples(bad, oi.offsets, oi.positions)},
+            examples=(oi.offsets, oi.positions),
         )
 
 
@@ -168,19 +211,17 @@ def index_outside(seg: SegmentFacts, part: PartitionContext) -> Iterator[Violati
     References: KAFKA-4451, KAFKA-7076, spec §7.2, §7.4.
     """
     oi = seg.offset_index
-    if oi is None or not len(oi):
-        return
-    bad = np.flatnonzero(_offset_index_classes(seg)["outside"])
+    bad = _flagged(oi, _offset_index_classes, seg, "outside")
     if len(bad):
         i = int(bad[0])
         upper = "" if seg.next_base is None else f", next segment base {seg.next_base}"
-        yield Violation(
+        yield _at_entry(
+            oi,
+            8,
+            bad,
             f"entry {i} of {os.path.basename(oi.path)} points at offset {oi.offsets[i]}, outside the "
             "segment (base "
             f"offset {seg.base_offset}{upper})" + _more(len(bad)),
-            file=oi.path,
-            position=i * 8,
-            offset_start=int(oi.offsets[i]),
             expected=f"{seg.base_offset} <= offset"
             + ("" if seg.next_base is None else f" < {seg.next_base}"),
             found=int(oi.offsets[i]),
@@ -280,23 +321,20 @@ def index_stale(seg: SegmentFacts, part: PartitionContext) -> Iterator[Violation
     References: KAFKA-10471, KAFKA-15375, KAFKA-9156, spec §17.4.
     """
     oi = seg.offset_index
-    if oi is None or not len(oi):
-        return
-    bad = np.flatnonzero(_offset_index_classes(seg)["stale"])
+    bad = _flagged(oi, _offset_index_classes, seg, "stale")
     if len(bad):
         i = int(bad[0])
-        yield Violation(
-            f"{len(bad)} entries of {os.path.basename(oi.path)} point beyond the segment's data (first: "
-            "offset "
-            f"{oi.offsets[i]} at position {oi.positions[i]}; {_data_end(seg)}); {_recovery_note(seg, part)}",
-            severity=_stale_severity(seg, part),
-            file=oi.path,
-            position=i * 8,
-            offset_start=int(oi.offsets[i]),
-            offset_end=int(oi.offsets[bad[-1]]),
+        yield _stale_entries(
+            seg,
+            part,
+            oi,
+            8,
+            bad,
+            "point",
+            f"offset {oi.offsets[i]} at position {oi.positions[i]}",
             expected=f"position < {_walk_end(seg)} and offset <= {seg.last_offset}",
             found=f"offset {oi.offsets[i]}, position {oi.positions[i]}",
-            evidence={"entries": len(bad), "examples": _examples(bad, oi.offsets, oi.positions)},
+            examples=(oi.offsets, oi.positions),
         )
 
 
@@ -463,12 +501,12 @@ def timeindex_not_increasing(seg: SegmentFacts, part: PartitionContext) -> Itera
     bad = np.flatnonzero(np.diff(ti.offsets) < 0) + 1
     if len(bad):
         i = int(bad[0])
-        yield Violation(
+        yield _at_entry(
+            ti,
+            12,
+            bad,
             f"entry {i} of {os.path.basename(ti.path)} has offset {ti.offsets[i]} below the previous entry's "
             f"{ti.offsets[i - 1]}" + _more(len(bad)),
-            file=ti.path,
-            position=i * 12,
-            offset_start=int(ti.offsets[i]),
             expected=f"offset >= {ti.offsets[i - 1]}",
             found=int(ti.offsets[i]),
         )
@@ -505,24 +543,19 @@ def timeindex_mismatch(seg: SegmentFacts, part: PartitionContext) -> Iterator[Vi
     References: KIP-33, spec §8.1, §16.4.
     """
     ti = seg.time_index
-    if ti is None or not len(ti):
-        return
-    bad = np.flatnonzero(_time_classes(seg)["mismatch"])
+    bad = _flagged(ti, _time_classes, seg, "mismatch")
     if len(bad):
         i = int(bad[0])
-        yield Violation(
+        yield _at_entry(
+            ti,
+            12,
+            bad,
             f"entry {i} of {os.path.basename(ti.path)} says timestamp {ti.timestamps[i]} for offset "
             f"{ti.offsets[i]}, "
             f"but that batch's maxTimestamp is {ti.batch_max_ts[i]}" + _more(len(bad)),
-            file=ti.path,
-            position=i * 12,
-            offset_start=int(ti.offsets[i]),
             expected=int(ti.batch_max_ts[i]),
             found=int(ti.timestamps[i]),
-            evidence={
-                "entries": len(bad),
-                "examples": _examples(bad, ti.timestamps, ti.offsets, ti.batch_max_ts),
-            },
+            examples=(ti.timestamps, ti.offsets, ti.batch_max_ts),
         )
 
 
@@ -544,21 +577,19 @@ def timeindex_absent(seg: SegmentFacts, part: PartitionContext) -> Iterator[Viol
     References: KIP-33, spec §16.4.
     """
     ti = seg.time_index
-    if ti is None or not len(ti):
-        return
-    bad = np.flatnonzero(_time_classes(seg)["absent"])
+    bad = _flagged(ti, _time_classes, seg, "absent")
     if len(bad):
         i = int(bad[0])
-        yield Violation(
+        yield _at_entry(
+            ti,
+            12,
+            bad,
             f"entry {i} of {os.path.basename(ti.path)} (timestamp {ti.timestamps[i]}) names offset "
             f"{ti.offsets[i]}, "
             "which is not the last offset of any batch in the segment" + _more(len(bad)),
-            file=ti.path,
-            position=i * 12,
-            offset_start=int(ti.offsets[i]),
             expected="the last offset of a batch",
             found=int(ti.offsets[i]),
-            evidence={"entries": len(bad), "examples": _examples(bad, ti.timestamps, ti.offsets)},
+            examples=(ti.timestamps, ti.offsets),
         )
 
 
@@ -582,24 +613,20 @@ def timeindex_stale(seg: SegmentFacts, part: PartitionContext) -> Iterator[Viola
     References: KAFKA-10471, KIP-33, spec §17.4.
     """
     ti = seg.time_index
-    if ti is None or not len(ti):
-        return
-    bad = np.flatnonzero(_time_classes(seg)["stale"])
+    bad = _flagged(ti, _time_classes, seg, "stale")
     if len(bad):
         i = int(bad[0])
-        yield Violation(
-            f"{len(bad)} entries of {os.path.basename(ti.path)} name offsets beyond the segment's data "
-            "(first: "
-            f"timestamp {ti.timestamps[i]}, offset {ti.offsets[i]}; {_data_end(seg)}); "
-            f"{_recovery_note(seg, part)}",
-            severity=_stale_severity(seg, part),
-            file=ti.path,
-            position=i * 12,
-            offset_start=int(ti.offsets[i]),
-            offset_end=int(ti.offsets[bad[-1]]),
+        yield _stale_entries(
+            seg,
+            part,
+            ti,
+            12,
+            bad,
+            "name offsets",
+            f"timestamp {ti.timestamps[i]}, offset {ti.offsets[i]}",
             expected=f"offset <= {seg.last_offset}",
             found=int(ti.offsets[i]),
-            evidence={"entries": len(bad), "examples": _examples(bad, ti.timestamps, ti.offsets)},
+            examples=(ti.timestamps, ti.offsets),
         )
 
 

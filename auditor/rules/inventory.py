@@ -26,6 +26,16 @@ def _names(files: list[FileInfo]) -> list[str]:
     return [f.name for f in files[:LIST_CAP]]
 
 
+def _files_found(files: list[FileInfo], what: str, where: str, **fields) -> Violation:
+    """One finding for ``files`` (at least one): their count and the first :data:`LIST_CAP` names."""
+    return Violation(
+        f"{len(files)} {what} in {where}: {', '.join(_names(files))}",
+        file=files[0].path,
+        evidence={"files": _names(files)},
+        **fields,
+    )
+
+
 @rule(
     "KA501",
     "inventory.unknown-file",
@@ -47,20 +57,11 @@ def unknown_file(ld: LogDirContext) -> Iterator[Violation]:
     References: spec §13.
     """
     if ld.inventory.unknown:
-        yield Violation(
-            f"{len(ld.inventory.unknown)} unknown file(s) in the log dir root: "
-            f"{', '.join(_names(ld.inventory.unknown))}",
-            file=ld.inventory.unknown[0].path,
-            evidence={"files": _names(ld.inventory.unknown)},
-        )
+        yield _files_found(ld.inventory.unknown, "unknown file(s)", "the log dir root")
     for part in ld.inventory.partitions:
         if part.unknown:
-            yield Violation(
-                f"{len(part.unknown)} unknown file(s) in {part.name}: {', '.join(_names(part.unknown))}",
-                file=part.unknown[0].path,
-                topic=part.topic,
-                partition=part.partition,
-                evidence={"files": _names(part.unknown)},
+            yield _files_found(
+                part.unknown, "unknown file(s)", part.name, topic=part.topic, partition=part.partition
             )
 
 
@@ -113,11 +114,8 @@ def swap_leftover(part: PartitionContext) -> Iterator[Violation]:
     """
     swaps = [f for f in part.dir.leftovers if f.state == "swap"]
     if swaps:
-        yield Violation(
-            f"{len(swaps)} .swap file(s) in {part.dir.name}: {', '.join(_names(swaps))}",
-            file=swaps[0].path,
-            offset_start=min((f.base_offset or 0) for f in swaps),
-            evidence={"files": _names(swaps)},
+        yield _files_found(
+            swaps, ".swap file(s)", part.dir.name, offset_start=min((f.base_offset or 0) for f in swaps)
         )
 
 
@@ -139,11 +137,7 @@ def cleaned_leftover(part: PartitionContext) -> Iterator[Violation]:
     """
     cleaned = [f for f in part.dir.leftovers if f.state == "cleaned"]
     if cleaned:
-        yield Violation(
-            f"{len(cleaned)} .cleaned file(s) in {part.dir.name}: {', '.join(_names(cleaned))}",
-            file=cleaned[0].path,
-            evidence={"files": _names(cleaned)},
-        )
+        yield _files_found(cleaned, ".cleaned file(s)", part.dir.name)
 
 
 @rule(
@@ -193,11 +187,8 @@ def orphan_index(part: PartitionContext) -> Iterator[Violation]:
     """
     orphans = part.dir.orphan_indexes
     if orphans:
-        yield Violation(
-            f"{len(orphans)} index file(s) without a .log in {part.dir.name}: {', '.join(_names(orphans))}",
-            file=orphans[0].path,
-            offset_start=orphans[0].base_offset,
-            evidence={"files": _names(orphans)},
+        yield _files_found(
+            orphans, "index file(s) without a .log", part.dir.name, offset_start=orphans[0].base_offset
         )
 
 
@@ -220,21 +211,12 @@ def tmp_leftover(ld: LogDirContext) -> Iterator[Violation]:
     References: KAFKA-16541, spec §11.1, §13.2.
     """
     if ld.inventory.leftovers:
-        yield Violation(
-            f"{len(ld.inventory.leftovers)} interrupted write(s) in the log dir root: "
-            f"{', '.join(_names(ld.inventory.leftovers))}",
-            file=ld.inventory.leftovers[0].path,
-            evidence={"files": _names(ld.inventory.leftovers)},
-        )
+        yield _files_found(ld.inventory.leftovers, "interrupted write(s)", "the log dir root")
     for part in ld.inventory.partitions:
         tmp = [f for f in part.leftovers if f.state in ("tmp", "partial")]
         if tmp:
-            yield Violation(
-                f"{len(tmp)} interrupted write(s) in {part.name}: {', '.join(_names(tmp))}",
-                file=tmp[0].path,
-                topic=part.topic,
-                partition=part.partition,
-                evidence={"files": _names(tmp)},
+            yield _files_found(
+                tmp, "interrupted write(s)", part.name, topic=part.topic, partition=part.partition
             )
 
 

@@ -11,6 +11,7 @@ import os
 from collections.abc import Iterator
 
 from auditor.findings import Severity
+from auditor.kafka import hw as hw_relations
 from auditor.observe.context import LogDirContext, PartitionContext
 from auditor.rules.registry import Violation, rule
 
@@ -31,6 +32,30 @@ def _offsets(part: PartitionContext) -> dict:
         "recoveryPoint": part.logdir.recovery_point,
         **({"recoveryTruncation": part.recovery_truncation} if part.recovery_truncation else {}),
     }
+
+
+def _checkpoint_violation(
+    part: PartitionContext,
+    message: str,
+    checkpoint: str,
+    *,
+    between: tuple[int, int],
+    expected: str,
+    found: int,
+    **evidence,
+) -> Violation:
+    """A finding on the partition's entry in the log dir's ``checkpoint`` file: offsets ``between`` (end
+    excluded) are where that entry and the log disagree; ``evidence`` adds to the partition's offsets."""
+    start, end = between
+    return Violation(
+        message,
+        file=os.path.join(part.logdir.path, checkpoint),
+        offset_start=start,
+        offset_end=end - 1,
+        expected=expected,
+        found=found,
+        evidence={**_offsets(part), **evidence},
+    )
 
 
 @rule(
@@ -56,9 +81,10 @@ def hw_above_leo(part: PartitionContext) -> Iterator[Violation]:
     References: KIP-101, KAFKA-1211, KAFKA-7128, KAFKA-2143, KAFKA-9087, spec §17.1.
     """
     hw = part.logdir.hw
-    if hw is None or not _tracked(part) or hw <= part.leo:
+    if not _tracked(part) or not hw_relations.hw_above_leo(hw, part.leo):
         return
-    yield Violation(
+    yield _checkpoint_violation(
+        part,
         f"high watermark {hw} is above the log end offset {part.leo}: {hw - part.leo} committed offsets "
         f"({part.leo}..{hw - 1}) are missing from this replica"
         + (
@@ -66,12 +92,11 @@ def hw_above_leo(part: PartitionContext) -> Iterator[Violation]:
             if part.leo_on_disk != part.leo
             else ""
         ),
-        file=os.path.join(part.logdir.path, REPLICATION_CKPT),
-        offset_start=part.leo,
-        offset_end=hw - 1,
+        REPLICATION_CKPT,
+        between=(part.leo, hw),
         expected=f"high watermark <= {part.leo}",
         found=hw,
-        evidence={**_offsets(part), "missingOffsets": hw - part.leo},
+        missingOffsets=hw - part.leo,
     )
 
 
@@ -94,16 +119,15 @@ def hw_below_log_start(part: PartitionContext) -> Iterator[Violation]:
     References: KAFKA-9491, KAFKA-6975, spec §17.1.
     """
     hw = part.logdir.hw
-    if hw is None or not _tracked(part) or hw >= part.log_start_offset:
+    if not _tracked(part) or not hw_relations.hw_below_log_start(hw, part.log_start_offset):
         return
-    yield Violation(
+    yield _checkpoint_violation(
+        part,
         f"high watermark {hw} is below the log start offset {part.log_start_offset}",
-        file=os.path.join(part.logdir.path, REPLICATION_CKPT),
-        offset_start=hw,
-        offset_end=part.log_start_offset - 1,
+        REPLICATION_CKPT,
+        between=(hw, part.log_start_offset),
         expected=f"high watermark >= {part.log_start_offset}",
         found=hw,
-        evidence=_offsets(part),
     )
 
 
@@ -130,14 +154,13 @@ def recovery_point_above_leo(part: PartitionContext) -> Iterator[Violation]:
     leo = part.leo_on_disk
     if rp is None or not _tracked(part) or rp <= leo:
         return
-    yield Violation(
+    yield _checkpoint_violation(
+        part,
         f"recovery point {rp} is above the log end offset {leo}: flushed offsets {leo}..{rp - 1} are missing",
-        file=os.path.join(part.logdir.path, "recovery-point-offset-checkpoint"),
-        offset_start=leo,
-        offset_end=rp - 1,
+        "recovery-point-offset-checkpoint",
+        between=(leo, rp),
         expected=f"recovery point <= {leo}",
         found=rp,
-        evidence=_offsets(part),
     )
 
 
@@ -162,15 +185,14 @@ def log_start_above_leo(part: PartitionContext) -> Iterator[Violation]:
     ls = part.logdir.log_start
     if ls is None or not _tracked(part) or ls <= part.leo:
         return
-    yield Violation(
+    yield _checkpoint_violation(
+        part,
         f"log start offset {ls} is above the log end offset {part.leo}; at the next start Kafka deletes all "
         f"{len(part.dir.log_segments)} segments of this partition",
-        file=os.path.join(part.logdir.path, "log-start-offset-checkpoint"),
-        offset_start=part.leo,
-        offset_end=ls - 1,
+        "log-start-offset-checkpoint",
+        between=(part.leo, ls),
         expected=f"log start offset <= {part.leo}",
         found=ls,
-        evidence=_offsets(part),
     )
 
 

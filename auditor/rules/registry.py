@@ -16,7 +16,11 @@ Check signatures by ``scope``:
 * ``segment``:   ``check(seg: SegmentFacts, part: PartitionContext)``, once per ``.log`` (or KRaft snapshot);
 * ``partition``: ``check(part: PartitionContext)``, once per partition directory;
 * ``logdir``:    ``check(logdir: LogDirContext)``, once per log directory;
-* ``cluster``:   cross-replica checks of ``kafka-auditor audit`` (KA6xx-KA7xx), run by that command;
+* ``replicas``:  ``check(part: PartitionReplicas)``, once per partition of ``audit`` (every replica of it, the
+  reference leader, caches, divergences, truncation points: ``auditor.rules.replica.model``);
+* ``lag``:       ``check(lag: LagRow)``, once per follower behind the leader, after Spark counted the lag;
+* ``loss``:      ``check(run: LostRun)``, once per run of lost follower batches counted by Spark;
+* ``cluster``:   ``check(cluster: ClusterLeaders)``, once per cluster of ``audit``;
 * ``engine``:    emitted by the scan engine itself (unreadable files, a check that failed), no ``check``.
 
 ``python -m auditor.rules.registry --markdown`` prints the README's table of checks.
@@ -55,13 +59,18 @@ RULE_MODULES: list[str] = [
     "auditor.rules.checkpoint",
     "auditor.rules.partition",
     "auditor.rules.inventory",
+    "auditor.rules.replica.divergence",
+    "auditor.rules.replica.kraft",
+    "auditor.rules.replica.lag",
+    "auditor.rules.replica.inputs",
+    "auditor.rules.replica.hw",
+    "auditor.rules.replica.loss",
 ]
 """Modules that register rules when imported."""
-OPTIONAL_RULE_MODULES: list[str] = ["auditor.rules.replication"]
-"""Rule modules of other commands (``audit``'s KA6xx/KA7xx declarations), loaded when present so that the
-README table lists every check."""
 
-SCOPES = ("segment", "partition", "logdir", "cluster", "engine")
+AUDIT_SCOPES = ("replicas", "lag", "loss", "cluster")
+"""The scopes of ``audit``'s cross-replica rules (KA6xx/KA7xx), run by ``auditor.spark.partition_rules``."""
+SCOPES = ("segment", "partition", "logdir", *AUDIT_SCOPES, "engine")
 LIFECYCLES = ("stable", "preview", "deprecated")
 DOC_SECTIONS = ("What it finds", "Why it matters", "What to do", "References")
 _CODE = re.compile(r"KA[0-9]{3}")
@@ -78,7 +87,9 @@ class Violation:
     ``expected``/``found`` land in the finding's evidence (when given); ``evidence`` adds more keys;
     ``severity`` overrides the rule's default for this one occurrence (e.g. a stale index entry is only a
     warning on an active segment that recovery will rebuild). ``topic``/``partition``/``broker`` override the
-    location of the context (a log-dir check pointing at one partition's checkpoint line).
+    location of the context (a log-dir check pointing at one partition's checkpoint line); ``log_dir``
+    overrides the log directory (None: no single one). Cross-replica rules also name the ``peer`` replica
+    (the leader or the other member of a pair) and the ``records``/``bytes`` concerned.
     """
 
     message: str
@@ -95,6 +106,24 @@ class Violation:
     topic: str | None = None
     partition: int | None = None
     broker: int | None = None
+    log_dir: Any = _UNSET
+    peer: int | None = None
+    records: int | None = None
+    bytes: int | None = None
+
+    @property
+    def evidence_dict(self) -> dict[str, Any]:
+        """``evidence`` plus ``expected``/``found`` when given."""
+        evidence = dict(self.evidence)
+        if self.expected is not _UNSET:
+            evidence["expected"] = self.expected
+        if self.found is not _UNSET:
+            evidence["found"] = self.found
+        return evidence
+
+    def log_dir_or(self, default: str | None) -> str | None:
+        """The overridden log directory, else ``default``."""
+        return default if self.log_dir is _UNSET else self.log_dir
 
 
 @dataclass(frozen=True)
@@ -122,18 +151,13 @@ class Rule:
 
     def finding(self, violation: Violation, where: Location) -> Finding:
         """The finding for ``violation`` found at ``where``."""
-        evidence = dict(violation.evidence)
-        if violation.expected is not _UNSET:
-            evidence["expected"] = violation.expected
-        if violation.found is not _UNSET:
-            evidence["found"] = violation.found
         return Finding(
             code=self.code,
             name=self.name,
-            severity=violation.severity if violation.severity is not None else self.severity,
+            severity=self.severity_of(violation),
             message=violation.message,
             broker=violation.broker if violation.broker is not None else where.broker,
-            log_dir=where.log_dir,
+            log_dir=violation.log_dir_or(where.log_dir),
             topic=violation.topic if violation.topic is not None else where.topic,
             partition=violation.partition if violation.partition is not None else where.partition,
             file=violation.file,
@@ -141,9 +165,13 @@ class Rule:
             offset_start=violation.offset_start,
             offset_end=violation.offset_end,
             epoch=violation.epoch,
-            evidence=evidence,
+            evidence=violation.evidence_dict,
             related=list(violation.related),
         )
+
+    def severity_of(self, violation: Violation) -> Severity:
+        """The violation's severity: its override, else the rule's."""
+        return violation.severity if violation.severity is not None else self.severity
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -254,13 +282,13 @@ def load_rules(extra_modules: Iterable[str] = ()) -> dict[str, Rule]:
     """Import every rule module (idempotent) and return the registry."""
     for module in [*RULE_MODULES, *extra_modules]:
         importlib.import_module(module)
-    for module in OPTIONAL_RULE_MODULES:
-        try:
-            importlib.import_module(module)
-        except ModuleNotFoundError as exc:
-            if exc.name != module:
-                raise
     return REGISTRY
+
+
+def scope_rules(scope: str) -> list[Rule]:
+    """The rules with a check function of ``scope``, in code order (what an engine runs)."""
+    load_rules()
+    return [r for _c, r in sorted(REGISTRY.items()) if r.scope == scope and r.check is not None]
 
 
 def all_rules(extra_modules: Iterable[str] = ()) -> list[Rule]:
@@ -331,7 +359,7 @@ def select_rules(
 
     Preview and deprecated rules run only when selected by their exact code or name. A selector that matches
     no rule raises ``ValueError`` (a usage error for the CLI). ``scopes`` restricts the result (``scan`` does
-    not run ``cluster`` rules).
+    not run the cross-replica rules of :data:`AUDIT_SCOPES`).
     """
     load_rules()
     sel, ign = _split(select), _split(ignore)

@@ -24,6 +24,15 @@ def _name(seg: SegmentFacts) -> str:
     return os.path.basename(seg.path)
 
 
+def _first_in_file(
+    seg: SegmentFacts, position: int, message: str, count: int, more: str, **fields
+) -> Violation:
+    """A finding at byte ``position`` of ``seg`` for the first of ``count`` problems of one kind in the file;
+    when there are more, the message ends with `` (<more>)``."""
+    suffix = f" ({more})" if count > 1 else ""
+    return Violation(message + suffix, file=seg.path, position=position, **fields)
+
+
 def _recovery_effect(seg: SegmentFacts, part: PartitionContext) -> dict:
     """What Kafka's recovery does about an invalid entry of ``seg``."""
     later = [s.base_offset for s in part.dir.log_segments if s.base_offset > seg.base_offset]
@@ -72,18 +81,15 @@ def crc_mismatch(seg: SegmentFacts, part: PartitionContext) -> Iterator[Violatio
         severity = None
         if last_of_log and part.rebuilt_by_recovery(seg):
             severity = Severity.ERROR  # an unflushed, half-written last batch of a crashed active segment
-        yield Violation(
+        yield _first_in_file(
+            seg,
+            bad["position"],
             f"batch at position {bad['position']} (offsets {bad['baseOffset']}..{bad['lastOffset']}) fails "
             "its "
-            f"CRC check: stored {bad['crc']}, computed {bad['computedCrc']}"
-            + (
-                f" ({seg.crc_invalid_count} invalid batches in this file)"
-                if seg.crc_invalid_count > 1
-                else ""
-            ),
+            f"CRC check: stored {bad['crc']}, computed {bad['computedCrc']}",
+            seg.crc_invalid_count,
+            f"{seg.crc_invalid_count} invalid batches in this file",
             severity=severity,
-            file=seg.path,
-            position=bad["position"],
             offset_start=bad["baseOffset"],
             offset_end=bad["lastOffset"],
             epoch=bad["partitionLeaderEpoch"],
@@ -353,12 +359,13 @@ def records_undecodable(seg: SegmentFacts, part: PartitionContext) -> Iterator[V
     References: KIP-98 (record batch format), KAFKA-5316, KAFKA-7585.
     """
     for big in seg.not_decoded[:1]:
-        more = f" ({seg.not_decoded_count} such batches)" if seg.not_decoded_count > 1 else ""
-        yield Violation(
+        yield _first_in_file(
+            seg,
+            big["position"],
             f"{_name(seg)}: records of the batch at offset {big['baseOffset']} (position {big['position']}) "
-            f"were not checked: {big['reason']}{more}",
-            file=seg.path,
-            position=big["position"],
+            f"were not checked: {big['reason']}",
+            seg.not_decoded_count,
+            f"{seg.not_decoded_count} such batches",
             severity=Severity.WARNING,
             evidence={
                 "baseOffset": big["baseOffset"],
@@ -369,12 +376,13 @@ def records_undecodable(seg: SegmentFacts, part: PartitionContext) -> Iterator[V
             },
         )
     for bad in seg.undecodable[:1]:
-        more = f" ({seg.undecodable_count} such batches)" if seg.undecodable_count > 1 else ""
-        yield Violation(
+        yield _first_in_file(
+            seg,
+            bad["position"],
             f"{_name(seg)}: records of the batch at offset {bad['baseOffset']} (position {bad['position']}) "
-            f"do not decode at byte {bad['failedAt']}: {bad['reason']}{more}",
-            file=seg.path,
-            position=bad["position"],
+            f"do not decode at byte {bad['failedAt']}: {bad['reason']}",
+            seg.undecodable_count,
+            f"{seg.undecodable_count} such batches",
             evidence={
                 "baseOffset": bad["baseOffset"],
                 "position": bad["position"],
@@ -529,16 +537,13 @@ def epoch_regression(part: PartitionContext) -> Iterator[Violation]:
                 found=first_epoch,
             )
         for bad in seg.epoch_regressions:
-            yield Violation(
+            yield _first_in_file(
+                seg,
+                bad["position"],
                 f"batch at position {bad['position']} (offset {bad['baseOffset']}) has partitionLeaderEpoch "
-                f"{bad['epoch']} after {bad['previousEpoch']}"
-                + (
-                    f" ({seg.epoch_regression_count} regressions in this file)"
-                    if seg.epoch_regression_count > 1
-                    else ""
-                ),
-                file=seg.path,
-                position=bad["position"],
+                f"{bad['epoch']} after {bad['previousEpoch']}",
+                seg.epoch_regression_count,
+                f"{seg.epoch_regression_count} regressions in this file",
                 offset_start=bad["baseOffset"],
                 epoch=bad["epoch"],
                 expected=f"partitionLeaderEpoch >= {bad['previousEpoch']}",
@@ -572,16 +577,13 @@ def offset_gap(part: PartitionContext) -> Iterator[Violation]:
     segs = _log_segments(part)
     for seg in segs:
         for gap in seg.gaps[:1]:
-            yield Violation(
+            yield _first_in_file(
+                seg,
+                gap["position"],
                 f"offsets {gap['missingFrom']}..{gap['missingTo']} are missing before the batch at position "
-                f"{gap['position']}"
-                + (
-                    f" ({seg.gap_count} gaps, {seg.gap_offsets} offsets missing in this file)"
-                    if seg.gap_count > 1
-                    else ""
-                ),
-                file=seg.path,
-                position=gap["position"],
+                f"{gap['position']}",
+                seg.gap_count,
+                f"{seg.gap_count} gaps, {seg.gap_offsets} offsets missing in this file",
                 offset_start=gap["missingFrom"],
                 offset_end=gap["missingTo"],
                 expected=f"baseOffset {gap['missingFrom']}",

@@ -293,7 +293,7 @@ class ReplicaLog:
 
     def end_offset_for(self, requested: int) -> tuple[int, int]:
         """``LeaderEpochFileCache.endOffsetFor`` (spec §17.6, leader side)."""
-        return end_offset_for(self.epoch_cache, requested, self.leo)
+        return end_offset_for(self.epoch_cache, self.leo, requested)
 
     # ------------------------------------------------------------------------------ leader epochs
 
@@ -640,8 +640,14 @@ class ReplicaLog:
         return bad
 
 
-def end_offset_for(cache: list[tuple[int, int]], requested: int, leo: int) -> tuple[int, int]:
-    """The leader side of OffsetsForLeaderEpoch (KIP-101/KIP-279), spec §17.6: (epoch, end offset)."""
+def end_offset_for(cache: list[tuple[int, int]], leo: int, requested: int) -> tuple[int, int]:
+    """The leader side of OffsetsForLeaderEpoch (KIP-101/KIP-279, ``LeaderEpochFileCache.endOffsetFor``),
+    spec §17.6: (epoch, end offset), (-1, -1) when undefined.
+
+    Written again on purpose rather than imported from :mod:`auditor.kafka.epochs`: the simulator is the
+    test oracle the auditor is checked against, so it must not share the code under test. The argument
+    order is the same as ``auditor.kafka.epochs.end_offset_for(cache, leo, requested)``.
+    """
     if requested < 0:
         return -1, -1
     if cache and requested == cache[-1][0]:

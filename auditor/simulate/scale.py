@@ -23,7 +23,13 @@ from auditor.simulate.batches import FastBatchEncoder
 from auditor.simulate.cluster import Cluster
 from auditor.simulate.config import SimOptions
 from auditor.simulate.scenarios import Scenario
-from auditor.simulate.truth import GROUND_TRUTH_VERSION
+from auditor.simulate.truth import (
+    GROUND_TRUTH_VERSION,
+    controller_entry,
+    history_entry,
+    partition_head,
+    topic_entries,
+)
 from auditor.simulate.writer import (
     MetadataLayout,
     bootstrap_checkpoint,
@@ -284,24 +290,9 @@ def run_scale(scenario: Scenario, out_dir: Path, options: SimOptions, opts_json:
         "options": opts_json,
         "cluster_id": c.cluster_id,
         "compact": True,
-        "controller": (
-            {"id": options.controller_id, "dir": f"controller-{options.controller_id}"}
-            if options.kraft
-            else None
-        ),
+        "controller": controller_entry(options),
         "brokers": brokers,
-        "topics": [
-            {
-                "name": t.name,
-                "topic_id": t.topic_id,
-                "partitions": t.partitions,
-                "producer": t.kind,
-                "unclean_leader_election": t.unclean,
-                "min_insync_replicas": t.min_insync,
-                "compression": 0,
-            }
-            for t in c.topics.values()
-        ],
+        "topics": topic_entries(c, compression=0),
         "partitions": partitions_truth,
         "faults": [],
         "events": c.events,
@@ -375,28 +366,11 @@ def _partition_truth(
         loss.append({**rng, "holders": [old]})
         lost.append({**rng, "epoch": 0, "acks": "1", "acknowledged": True, "still_on": [old]})
     hist = [
-        {
-            "epoch": h.epoch,
-            "leader": h.leader,
-            "start_offset": (a_n if unclean and h.epoch == 2 else (0 if h.leader >= 0 else None)),
-            "time_ms": h.time_ms,
-            "isr": h.isr,
-            "unclean": h.unclean,
-            "reason": h.reason,
-        }
+        history_entry(h, a_n if unclean and h.epoch == 2 else (0 if h.leader >= 0 else None))
         for h in c.leader_history[tp]
     ]
     return {
-        "topic": tp[0],
-        "partition": tp[1],
-        "dir": partition_dir_name(*tp),
-        "replicas": list(ps.replicas),
-        "final": {
-            "leader": ps.leader,
-            "leader_epoch": ps.leader_epoch,
-            "isr": list(ps.isr),
-            "leader_recovery_state": ps.leader_recovery_state,
-        },
+        **partition_head(c, tp),
         "reference": {
             "broker": ref,
             "source": "metadata" if c.options.kraft and ps.leader >= 0 else "inferred",

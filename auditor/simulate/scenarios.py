@@ -88,6 +88,15 @@ def _need(opts: SimOptions, brokers: int, name: str) -> None:
         raise ValueError(f"scenario {name!r} needs a replication factor of at least 2")
 
 
+def _fault_cluster(opts: SimOptions, name: str, mode: str = "epoch", **topics) -> tuple[Cluster, list[TP]]:
+    """The cluster of fault scenario ``name`` (two brokers at least, truncation ``mode`` unless
+    ``--truncation`` says otherwise) and its partitions, each on the replicas ``[1..rf]`` (``topics``: the
+    other options of :func:`_topics`)."""
+    _need(opts, 2, name)
+    c = _cluster(opts, mode)
+    return c, _topics(c, fixed=True, **topics)
+
+
 # ------------------------------------------------------------------------------------------- scenarios
 
 
@@ -105,9 +114,7 @@ INITIAL_CHECKPOINT_WAIT = 30000
 
 
 def follower_crash(opts: SimOptions) -> Cluster:
-    _need(opts, 2, "follower-crash")
-    c = _cluster(opts, "epoch")
-    tps = _topics(c, fixed=True)
+    c, tps = _fault_cluster(opts, "follower-crash")
     follower = opts.rf
     c.run_traffic(tps, _records(c, tps, 0.5), acks="all", label="A")
     c.crash(follower, lose_unflushed=True, torn_bytes=23)
@@ -123,10 +130,8 @@ def follower_crash(opts: SimOptions) -> Cluster:
 
 def _classic(opts: SimOptions, mode: str) -> Cluster:
     """KIP-101's first scenario: A (leader) and B hold offsets 0 and 1, A's HW is 2 but B's is 1."""
-    _need(opts, 2, "hw-truncation-loss")
-    c = _cluster(opts, mode)
     a, b = 1, 2
-    tps = _topics(c, fixed=True, min_insync=1, replicas=[a, b])
+    c, tps = _fault_cluster(opts, "hw-truncation-loss", mode, min_insync=1, replicas=[a, b])
     for label in ("m", "m"):
         for tp in tps:
             c.produce(tp[0], tp[1], 1, acks="all", label=label)
@@ -153,9 +158,7 @@ def _classic(opts: SimOptions, mode: str) -> Cluster:
 
 
 def unclean_election(opts: SimOptions) -> Cluster:
-    _need(opts, 2, "unclean-election")
-    c = _cluster(opts, "epoch")
-    tps = _topics(c, fixed=True, unclean=True, min_insync=1)
+    c, tps = _fault_cluster(opts, "unclean-election", unclean=True, min_insync=1)
     leader, stale = 1, 2
     others = list(range(2, opts.rf + 1))
     c.run_traffic(tps, _records(c, tps, 0.5), acks="all", label="A")
@@ -177,9 +180,7 @@ def unclean_election(opts: SimOptions) -> Cluster:
 
 
 def acks1_leader_crash(opts: SimOptions) -> Cluster:
-    _need(opts, 2, "acks1-leader-crash")
-    c = _cluster(opts, "epoch")
-    tps = _topics(c, fixed=True, min_insync=1)
+    c, tps = _fault_cluster(opts, "acks1-leader-crash", min_insync=1)
     followers = set(range(2, opts.rf + 1))
     c.run_traffic(tps, _records(c, tps, 0.6), acks="all", label="A")
     _settle(c)
@@ -191,9 +192,7 @@ def acks1_leader_crash(opts: SimOptions) -> Cluster:
 
 
 def torn_tail(opts: SimOptions) -> Cluster:
-    _need(opts, 2, "torn-tail")
-    c = _cluster(opts, "epoch")
-    tps = _topics(c, fixed=True)
+    c, tps = _fault_cluster(opts, "torn-tail")
     followers = set(range(2, opts.rf + 1))
     c.run_traffic(tps, _records(c, tps, 0.8), acks="all", label="A")
     _settle(c)
@@ -211,9 +210,7 @@ def torn_tail(opts: SimOptions) -> Cluster:
 
 
 def corrupt_batch(opts: SimOptions) -> Cluster:
-    _need(opts, 2, "corrupt-batch")
-    c = _cluster(opts, "epoch")
-    tps = _topics(c, fixed=True)
+    c, tps = _fault_cluster(opts, "corrupt-batch")
     victim = opts.rf
     c.run_traffic(tps, _records(c, tps, 0.6), acks="all", label="A")
     c.tick(INITIAL_CHECKPOINT_WAIT)  # the recovery-point checkpoint is written
@@ -238,29 +235,25 @@ def _fill_active_segment(c: Cluster, tps: list[TP], broker: int, min_entries: in
         c.run_traffic(tps, len(tps), acks="all", label=label)
 
 
-def stale_index(opts: SimOptions) -> Cluster:
-    _need(opts, 2, "stale-index")
-    c = _cluster(opts, "epoch")
-    tps = _topics(c, fixed=True)
+def _unflushed_power_loss(opts: SimOptions, name: str, *, index_entries: int, keep_index: bool) -> Cluster:
+    """The last replica loses power once its active segment holds data (and ``index_entries`` offset index
+    entries) that was never flushed, after the HW checkpoint (fsynced every 5 s) covered it: that data is
+    gone; with ``keep_index`` the memory-mapped index pages were written back and survive."""
+    c, tps = _fault_cluster(opts, name)
     victim = opts.rf
     c.run_traffic(tps, _records(c, tps, 1.0), acks="all", label="A")
-    _fill_active_segment(c, tps, victim, 1, "F")
+    _fill_active_segment(c, tps, victim, index_entries, "F")
     _settle(c)
-    # power loss: the unflushed active segment's data is gone, its mmap'd index pages survived
-    c.crash(victim, lose_unflushed=True, keep_index=True)
+    c.crash(victim, lose_unflushed=True, keep_index=keep_index)
     return c
+
+
+def stale_index(opts: SimOptions) -> Cluster:
+    return _unflushed_power_loss(opts, "stale-index", index_entries=1, keep_index=True)
 
 
 def hw_ahead_of_log(opts: SimOptions) -> Cluster:
-    _need(opts, 2, "hw-ahead-of-log")
-    c = _cluster(opts, "epoch")
-    tps = _topics(c, fixed=True)
-    victim = opts.rf
-    c.run_traffic(tps, _records(c, tps, 1.0), acks="all", label="A")
-    _fill_active_segment(c, tps, victim, 0, "F")
-    _settle(c)  # the HW checkpoint (fsynced every 5 s) covers the unflushed active segment
-    c.crash(victim, lose_unflushed=True)
-    return c
+    return _unflushed_power_loss(opts, "hw-ahead-of-log", index_entries=0, keep_index=False)
 
 
 def random_scenario(opts: SimOptions) -> Cluster:

@@ -57,7 +57,8 @@ Definitions, all computed from the files as written:
 
 from __future__ import annotations
 
-from auditor.simulate.cluster import Cluster, Replica
+from auditor.simulate.cluster import Cluster, LeaderChange, Replica
+from auditor.simulate.config import SimOptions
 from auditor.simulate.log import SimBatch, end_offset_for
 from auditor.simulate.writer import broker_dir_name, partition_dir_name
 from parsers.dirfiles import segment_file_name
@@ -116,20 +117,22 @@ def normalised_cache(cache: list[tuple[int, int]], leo: int) -> list[tuple[int, 
 
 
 def epoch_truncation_offset(
-    f_cache: list[tuple[int, int]], f_leo: int, f_hw: int, l_cache: list[tuple[int, int]], l_leo: int
+    l_cache: list[tuple[int, int]], l_leo: int, f_cache: list[tuple[int, int]], f_leo: int, f_hw: int
 ) -> int:
-    """The follower's truncation point by OffsetsForLeaderEpoch against a leader (spec §17.6)."""
+    """The follower's truncation point by OffsetsForLeaderEpoch against a leader (spec §17.6); the oracle
+    for ``auditor.kafka.epochs.follower_truncation``, written independently of it (see
+    :func:`auditor.simulate.log.end_offset_for`)."""
     cache, leo = list(f_cache), f_leo
     requested = cache[-1][0] if cache else -1
     for _ in range(1000):
         if requested < 0:
             return min(f_hw, leo)
-        e_l, o_l = end_offset_for(l_cache, requested, l_leo)
+        e_l, o_l = end_offset_for(l_cache, l_leo, requested)
         if o_l < 0:
             return min(f_hw, leo)
         if e_l < 0:
             return min(o_l, leo)
-        e_f, o_f = end_offset_for(cache, e_l, leo)
+        e_f, o_f = end_offset_for(cache, leo, e_l)
         if e_f < 0:
             return min(o_l, leo)
         if e_f != e_l:
@@ -151,15 +154,18 @@ class _ReplicaView:
         self.rep = rep
         self.batches = disk_batches(rep)
         self.by_base = {t[0]: t for t in self.batches}
-        self.leo = self.batches[-1][1] + 1 if self.batches else rep.log.segments[-1].base_offset
+        self.leo_on_disk = self.batches[-1][1] + 1 if self.batches else rep.log.segments[-1].base_offset
         self.log_start = rep.log.log_start_offset
         self.hw_ckpt = None if br.ckpt_hw is None else br.ckpt_hw.get(tp)
         self.rp_ckpt = None if br.ckpt_recovery is None else br.ckpt_recovery.get(tp)
         self.ls_ckpt = None if br.ckpt_log_start is None else br.ckpt_log_start.get(tp)
         self.epoch_file = list(rep.disk_epoch_cache)
-        self.cache = normalised_cache(self.epoch_file, self.leo)
         self.file_latest_epoch = self.epoch_file[-1][0] if self.epoch_file else -1
         self.recovered_leo = self._recovered_leo(br.clean_marker)
+        # the log end offset Kafka loads (after recovery): every high-watermark and epoch relation uses it
+        # (LogLoader.load -> recoverLog; UnifiedLog.updateHighWatermark clamps to it)
+        self.leo = self.recovered_leo
+        self.cache = normalised_cache(self.epoch_file, self.leo)
         self._objects: dict[int, SimBatch] | None = None
 
     def _recovered_leo(self, clean: bool) -> int:
@@ -167,7 +173,7 @@ class _ReplicaView:
         segment from the one holding the checkpointed recovery point is re-read up to the first invalid
         batch or torn tail."""
         if clean:
-            return self.leo
+            return self.leo_on_disk
         rp = self.rp_ckpt or 0
         segs = self.rep.log.segments
         start = max(i for i, seg in enumerate(segs) if i == 0 or seg.base_offset <= rp)
@@ -177,7 +183,7 @@ class _ReplicaView:
                     return b.base_offset
             if seg.tail:
                 return seg.next_offset
-        return self.leo
+        return self.leo_on_disk
 
     def batch(self, base_offset: int) -> SimBatch | None:
         """The batch as written (records included) starting at ``base_offset``."""
@@ -275,7 +281,7 @@ def partition_truth(cluster: Cluster, tp: TP) -> dict:
             {
                 "follower": b,
                 "leader": ref_id,
-                "truncation_offset": epoch_truncation_offset(v.cache, v.leo, hw, ref.cache, ref.leo),
+                "truncation_offset": epoch_truncation_offset(ref.cache, ref.leo, v.cache, v.leo, hw),
             }
         )
 
@@ -368,7 +374,7 @@ def partition_truth(cluster: Cluster, tp: TP) -> dict:
             "online": br.alive,
             "disk": {
                 "log_start_offset": v.log_start,
-                "log_end_offset": v.leo,
+                "log_end_offset": v.leo_on_disk,
                 "recovered_log_end_offset": v.recovered_leo,
                 "high_watermark_checkpoint": v.hw_ckpt,
                 "recovery_point_checkpoint": v.rp_ckpt,
@@ -389,29 +395,9 @@ def partition_truth(cluster: Cluster, tp: TP) -> dict:
             },
         }
     return {
-        "topic": tp[0],
-        "partition": tp[1],
-        "dir": partition_dir_name(*tp),
-        "replicas": list(ps.replicas),
-        "final": {
-            "leader": ps.leader,
-            "leader_epoch": ps.leader_epoch,
-            "isr": list(ps.isr),
-            "leader_recovery_state": ps.leader_recovery_state,
-        },
+        **partition_head(cluster, tp),
         "reference": {"broker": ref_id, "source": ref_source},
-        "leader_history": [
-            {
-                "epoch": h.epoch,
-                "leader": h.leader,
-                "start_offset": h.start_offset,
-                "time_ms": h.time_ms,
-                "isr": h.isr,
-                "unclean": h.unclean,
-                "reason": h.reason,
-            }
-            for h in cluster.leader_history[tp]
-        ],
+        "leader_history": [history_entry(h, h.start_offset) for h in cluster.leader_history[tp]],
         "replica_state": state,
         "writes": writes,
         "committed_lost": committed_lost,
@@ -423,6 +409,58 @@ def partition_truth(cluster: Cluster, tp: TP) -> dict:
             "truncation_loss": [loss[k] for k in sorted(loss)],
             "divergent_uncommitted": uncommitted,
         },
+    }
+
+
+def controller_entry(opts: SimOptions) -> dict | None:
+    """The KRaft controller's id and directory (None without KRaft)."""
+    return {"id": opts.controller_id, "dir": f"controller-{opts.controller_id}"} if opts.kraft else None
+
+
+def topic_entries(cluster: Cluster, compression: int | None = None) -> list[dict]:
+    """The ``topics`` of the ground truth; ``compression`` overrides every topic's codec (the ``--scale``
+    path writes uncompressed batches)."""
+    return [
+        {
+            "name": t.name,
+            "topic_id": t.topic_id,
+            "partitions": t.partitions,
+            "producer": t.kind,
+            "unclean_leader_election": t.unclean,
+            "min_insync_replicas": t.min_insync,
+            "compression": t.compression if compression is None else compression,
+        }
+        for t in cluster.topics.values()
+    ]
+
+
+def partition_head(cluster: Cluster, tp: TP) -> dict:
+    """The first keys of a partition's ground truth: its name, directory, replicas and final KRaft state."""
+    ps = cluster.partitions[tp]
+    return {
+        "topic": tp[0],
+        "partition": tp[1],
+        "dir": partition_dir_name(*tp),
+        "replicas": list(ps.replicas),
+        "final": {
+            "leader": ps.leader,
+            "leader_epoch": ps.leader_epoch,
+            "isr": list(ps.isr),
+            "leader_recovery_state": ps.leader_recovery_state,
+        },
+    }
+
+
+def history_entry(change: LeaderChange, start_offset: int | None) -> dict:
+    """One ``leader_history`` item: a leader change with the first offset its epoch wrote."""
+    return {
+        "epoch": change.epoch,
+        "leader": change.leader,
+        "start_offset": start_offset,
+        "time_ms": change.time_ms,
+        "isr": change.isr,
+        "unclean": change.unclean,
+        "reason": change.reason,
     }
 
 
@@ -570,22 +608,9 @@ def ground_truth(cluster: Cluster, *, scenario: str, description: str, options: 
         "truncation_mode": cluster.truncation,
         "options": options,
         "cluster_id": cluster.cluster_id,
-        "controller": {"id": opts.controller_id, "dir": f"controller-{opts.controller_id}"}
-        if opts.kraft
-        else None,
+        "controller": controller_entry(opts),
         "brokers": brokers,
-        "topics": [
-            {
-                "name": t.name,
-                "topic_id": t.topic_id,
-                "partitions": t.partitions,
-                "producer": t.kind,
-                "unclean_leader_election": t.unclean,
-                "min_insync_replicas": t.min_insync,
-                "compression": t.compression,
-            }
-            for t in cluster.topics.values()
-        ],
+        "topics": topic_entries(cluster),
         "partitions": [partition_truth(cluster, tp) for tp in cluster.partitions],
         "faults": collect_faults(cluster),
         "events": cluster.events,

@@ -1,8 +1,9 @@
 """One audit run: load the inputs, run the comparisons, collect the (small) results, optionally save the
 DataFrames (``--save``) and export the lost committed records (``--export-lost``).
 
-Only findings, the per-replica summary, loss runs and the epoch ranges of diverged partitions come back to
-the driver; the batch rows stay in Spark. Exported records are decoded on the executors, from the log
+Only findings, the per-replica summary, loss runs, lag rows and the epoch ranges of diverged partitions come
+back to the driver, as typed rows (findings through :meth:`auditor.findings.Finding.from_row`); the batch rows
+stay in Spark. Exported records are decoded on the executors, from the log
 directory of a replica that still holds them (it must be readable from the executors: local mode, or a
 shared filesystem on a cluster).
 """
@@ -18,9 +19,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from auditor.findings import Finding, Severity
-from auditor.kafka.topics import METADATA_TOPIC
-from auditor.spark.extract import Inputs, load, ship_code
+from auditor.findings import Finding
+from auditor.spark.extract import load, ship_code
+from auditor.spark.inputs import Inputs
 
 LOST_FIELDS = [
     ("cluster", "string"),
@@ -52,83 +53,6 @@ class AuditResult:
     exported: dict[str, Any] | None = None
     frames: Any = None
     tables: Any = None
-
-
-def finding_from_row(row: dict[str, Any]) -> Finding:
-    """A ``rows.FINDING`` row (from Spark) as an issue-4 :class:`Finding` (peer replica in ``related``)."""
-    from auditor.rules.registry import REGISTRY
-
-    evidence = json.loads(row.get("evidence") or "{}")
-    for key in ("cluster", "records", "bytes", "peer"):
-        if row.get(key) is not None:
-            evidence.setdefault(key, row[key])
-    related = []
-    if row.get("peer") is not None:
-        related.append({"broker": row["peer"], "topic": row.get("topic"), "partition": row.get("partition")})
-    rule = REGISTRY.get(row["code"])
-    return Finding(
-        code=row["code"],
-        severity=Severity.parse(row["severity"]),
-        message=row["message"],
-        name=rule.name if rule else "",
-        broker=row.get("broker"),
-        log_dir=row.get("log_dir"),
-        topic=row.get("topic"),
-        partition=row.get("partition"),
-        offset_start=row.get("offset_start"),
-        offset_end=row.get("offset_end"),
-        epoch=row.get("epoch"),
-        evidence=evidence,
-        related=related,
-    )
-
-
-def _aggregate_offline(findings: list[Finding]) -> list[Finding]:
-    """One KA621 per cluster instead of one per offline partition (after a full shutdown, all of them)."""
-    offline: dict[str, list[Finding]] = {}
-    out = []
-    for f in findings:
-        if f.code == "KA621":
-            offline.setdefault(f.evidence.get("cluster") or "", []).append(f)
-        else:
-            out.append(f)
-    for cluster, group in sorted(offline.items()):
-        group.sort(key=lambda f: (f.topic or "", f.partition or 0))
-        listing = ", ".join(f"{f.topic}-{f.partition}: {f.broker}" for f in group[:20])
-        more = f" and {len(group) - 20} more" if len(group) > 20 else ""
-        first = group[0]
-        out.append(
-            Finding(
-                code="KA621",
-                severity=first.severity,
-                message=f"{len(group)} partition(s) have no leader in the KRaft metadata (offline, e.g. "
-                "every "
-                f"replica shut down); the last known leader is the reference: {listing}{more}",
-                name=first.name,
-                evidence={
-                    "cluster": cluster,
-                    "partitions": [
-                        {
-                            "topic": f.topic,
-                            "partition": f.partition,
-                            "lastKnownLeader": f.broker,
-                            "epoch": f.epoch,
-                        }
-                        for f in group
-                    ],
-                },
-            )
-        )
-    return out
-
-
-def _inferred_clusters(replicas: list[dict[str, Any]]) -> list[str]:
-    """Clusters whose partitions all have an inferred leader (no KRaft metadata about them)."""
-    sources: dict[str, set[str]] = {}
-    for r in replicas:
-        if r["topic"] != METADATA_TOPIC:
-            sources.setdefault(r["cluster"], set()).add(r["leader_source"])
-    return sorted(c for c, s in sources.items() if s == {"inferred"})
 
 
 SMALL_INPUT_BYTES = 2 << 30
@@ -185,31 +109,24 @@ def run_audit(
     export_lost: str | os.PathLike | None = None,
     chunk_bits: int | None = None,
 ) -> AuditResult:
-    """Run every comparison over ``inputs`` and collect the results (one Spark action, plus one per
-    ``--save`` table and one for ``--export-lost``)."""
-    from auditor.rules import replication as _rules  # noqa: F401  (registers KA6xx/KA7xx)
+    """Run every comparison over ``inputs`` and collect the results (small materialised tables, one action
+    each, plus one per ``--save`` table and one for ``--export-lost``)."""
+    from auditor.rules.registry import load_rules
     from auditor.spark import compare
+
+    load_rules()  # registers KA6xx/KA7xx (their names label the findings)
 
     started = time.time()
     ship_code(spark)
     with _small_input_settings(spark, inputs):
         tables = load(spark, inputs)
         frames = compare.audit(tables, **({"chunk_bits": chunk_bits} if chunk_bits else {}))
-        collected: dict[str, list[dict]] = {
-            "finding": [],
-            "summary": [],
-            "timeline": [],
-            "loss": [],
-            "lag": [],
-        }
-        for row in frames.results.collect():
-            collected[row["kind"]].append(json.loads(row["payload"]))
-        result = _assemble(collected, tables, frames)
+        result = _assemble(frames, tables)
         if export_lost is not None:
             result.exported = export_lost_records(spark, frames, export_lost)
             result.problems.extend(result.exported.get("problems", []))
         if save is not None:
-            save_frames(spark, frames, tables, result.findings, save)
+            save_frames(frames, tables, save)
         if tables.extract is not None and tables.extract.is_cached:
             tables.extract.unpersist()
     partitions = {(r["cluster"], r["topic"], r["partition"]) for r in result.replicas}
@@ -224,30 +141,21 @@ def run_audit(
     return result
 
 
-def _assemble(collected: dict[str, list[dict]], tables, frames) -> AuditResult:
-    from auditor.replication import lag_finding
+def _collect(df) -> list[dict[str, Any]]:
+    return [row.asDict(recursive=True) for row in df.drop("tp").collect()]
 
-    replicas = collected["summary"]
-    loss = collected["loss"]
-    findings = _aggregate_offline([finding_from_row(r) for r in collected["finding"]])
-    findings += [finding_from_row(lag_finding(row)) for row in collected["lag"]]
+
+def _assemble(frames, tables) -> AuditResult:
+    """The driver's copy of the audit's small tables: findings, replica summary, loss runs, lag, timeline."""
+    from auditor.rules.registry import REGISTRY
+
+    findings = [Finding.from_row(r, REGISTRY[r["code"]].name) for r in _collect(frames.findings)]
+    replicas = _collect(frames.replicas)
+    loss = _collect(frames.lost_ranges)
     lag_by = {
         (g["cluster"], g["topic"], g["partition"], g["broker"]): int(g["records"] or 0)
-        for g in collected["lag"]
+        for g in _collect(frames.lags)
     }
-    for cluster in _inferred_clusters(replicas):
-        findings.append(
-            finding_from_row(
-                {
-                    "code": "KA623",
-                    "severity": "info",
-                    "cluster": cluster,
-                    "message": "no __cluster_metadata in the inputs: the current leader of every "
-                    "partition is inferred (highest latest leader epoch, then highest log end offset, "
-                    "then lowest broker id)",
-                }
-            )
-        )
     lost_by: dict[tuple, int] = {}
     for run in loss:
         if run["kind"] == "committed":
@@ -266,7 +174,7 @@ def _assemble(collected: dict[str, list[dict]], tables, frames) -> AuditResult:
             )
     # epoch timelines of every partition with a divergence or a loss
     timelines: dict[tuple, list[dict[str, Any]]] = {}
-    for d in collected["timeline"]:
+    for d in _collect(frames.timeline):
         timelines.setdefault((d["cluster"], d["topic"], d["partition"]), []).append(d)
     for rows_ in timelines.values():
         rows_.sort(key=lambda d: (d["broker"], d["first"]))
@@ -276,45 +184,36 @@ def _assemble(collected: dict[str, list[dict]], tables, frames) -> AuditResult:
 # ------------------------------------------------------------------------------------------------ --save
 
 
-def save_frames(spark, frames, tables, findings: list[Finding], directory: str | os.PathLike) -> None:
-    """Write the findings and every intermediate table as Parquet under ``directory``: ``findings/``,
-    ``replicas/``, ``divergence/``, ``lost/``, ``epochs/``, ``pairs/`` and ``extract/`` (the extract layout,
-    which ``audit`` accepts again as input)."""
-    from auditor.observe import rows as rowschemas
+def save_frames(frames, tables, directory: str | os.PathLike) -> None:
+    """Write the tables the audit computed as Parquet under ``directory``, one directory each (the partition
+    key ``tp`` left out); every table has ``cluster``, ``topic`` and ``partition`` columns to join on:
 
+    * ``findings/``: every finding of the report, layout ``rows.FINDING`` (cluster, code, severity, topic,
+      partition, broker, peer, log_dir, offset_start, offset_end, epoch, records, bytes, message, evidence as
+      JSON text), before ``--select``/``--ignore``; the cluster-wide ones (KA621 folded per cluster, KA623)
+      have null topic and partition;
+    * ``replicas/``: one row per replica, layout ``rows.SUMMARY`` (leader and how it was chosen, LEO, HW, log
+      start, recovery point, cleaner offset, epochs, tail, unreadable span, divergence from the leader,
+      OffsetsForLeaderEpoch truncation offset, the KRaft leader, epoch and ISR);
+    * ``divergence/``: the first offset where each replica pair (brokers ``a < b``) differs inside its common
+      range ``[lo, hi)``: ``offset``, ``mode`` (batch or record) and ``detail`` (batch: ``base_offset`` and
+      what ``a`` and ``b`` hold there: ``last_offset``, ``ple``, ``crc``, ``valid``; record: ``hash_a``,
+      ``hash_b``);
+    * ``pairs/``: every replica pair with its common range, comparison mode, cleaner offsets and unreadable
+      spans (``ua_from``, ``ua_to``, ``ub_from``, ``ub_to``);
+    * ``lost/``: runs of follower offsets the current leader lacks: ``kind`` (committed or uncommitted),
+      broker, log_dir, leader, leader_source, ``lo``..``hi``, records, bytes, batches, epochs, committed_hw;
+    * ``epochs/``: per replica (broker) and batch leader epoch: first and last offset, records, bytes,
+      batches;
+    * ``lags/``: followers whose log is a prefix of the leader's (layout ``rows.LAG``) with the leader's
+      records, bytes, batches and first/last batch timestamps from the follower's LEO on;
+    * ``timeline/``: the epoch ranges of every replica of the partitions that diverged (``rows.TIMELINE``);
+    * ``extract/``: every input in the extract layout (``rows.EXTRACT``), which ``audit`` accepts again.
+    """
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
-    schema = rowschemas.spark_schema(rowschemas.FINDING)
-    finding_rows = []
-    for f in findings:
-        ev = dict(f.evidence)
-        finding_rows.append(
-            (
-                ev.pop("cluster", None),
-                f.code,
-                f.severity.label,
-                f.topic,
-                f.partition,
-                f.broker,
-                ev.pop("peer", None),
-                f.log_dir,
-                f.offset_start,
-                f.offset_end,
-                f.epoch,
-                ev.get("records"),
-                ev.get("bytes"),
-                f.message,
-                json.dumps(ev, sort_keys=True, default=str),
-            )
-        )
-    spark.createDataFrame(finding_rows, schema).coalesce(1).write.mode("overwrite").parquet(
-        str(out / "findings")
-    )
     for name, df in frames.saveable().items():
-        if name == "findings":
-            continue
-        target = "lost" if name == "lost_ranges" else name
-        df.drop("tp").write.mode("overwrite").parquet(str(out / target))
+        df.drop("tp").write.mode("overwrite").parquet(str(out / name))
     tables.extract.write.mode("overwrite").parquet(str(out / "extract"))
 
 

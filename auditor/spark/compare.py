@@ -18,12 +18,12 @@ compared by record (offset, hash of key, value, headers): an offset present on o
 below the other replica's cleaner offset, a different record never is.
 
 The per-partition rules (current leader from the KRaft records or inferred, high-watermark violations,
-leader-epoch history, Kafka's OffsetsForLeaderEpoch truncation point) run in ``applyInPandas`` over small
-tagged rows (``auditor.replication``). Truncation loss goes back to the candidate rows: from the first
-divergent offset of each follower on (or the leader's LEO when the follower is merely longer), its batches are
-compared with the leader's batch at the same base offset; a differing batch's records below the highest high
-watermark checkpointed by a replica holding that same batch were committed and are lost when the follower
-truncates, the rest is a divergent uncommitted tail.
+leader-epoch history, Kafka's OffsetsForLeaderEpoch truncation point) run in ``mapInArrow`` over the small
+inputs of each partition, hash-partitioned by ``tp`` (``auditor.spark.partition_rules``). Truncation loss
+goes back to the candidate rows: from the first divergent offset of each follower on (or the leader's LEO when
+the follower is merely longer), its batches are compared with the leader's batch at the same base offset; a
+differing batch's records below the highest high watermark checkpointed by a replica holding that same batch
+were committed and are lost when the follower truncates, the rest is a divergent uncommitted tail.
 
 A replica that could not be read completely (an unreadable span ``[unreadable_from, unreadable_to)`` in its
 replica row, ``unreadable_to`` null when it runs to the end of the log) is compared outside that span only:
@@ -32,96 +32,36 @@ the leader's span are never counted as lost (the leader may hold them). Lag (KA6
 log is a prefix of the leader's and ends below it, the leader's batches from the follower's LEO on are counted
 (records, bytes, the first and newest batch timestamps).
 
-Small intermediates are materialised with ``localCheckpoint`` (computed once, short plans); findings come out
-as rows in the ``rows.FINDING`` layout, collected with the per-replica summary in one action.
+Stages exchange typed columns: the rules' inputs are one struct column per kind (the replica, epoch-cache,
+epoch-range, divergence and KRaft metadata rows, with their Spark types), their outputs one struct column per
+kind (``rows.RULE_OUTPUT``); only a finding's ``evidence`` is a JSON string (free-form per rule). Small
+intermediates are materialised with ``localCheckpoint`` (computed once, short plans); the findings of every
+stage end in one DataFrame in the ``rows.FINDING`` layout, and those tables are what the driver collects and
+``--save`` writes.
 """
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
-import pandas as pd
-from pyspark.sql import DataFrame, Window
+import pyarrow as pa
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
-from pyspark.sql import types as T
 
 from auditor.observe import rows
+from auditor.spark.partition_rules import cluster_findings, evaluate_rows, lag_finding, loss_finding
 
 CHUNK_BITS = 12
 """Offsets per digest chunk: 4096."""
 
-FINDING_SCHEMA = rows.spark_schema(rows.FINDING)
+RULE_INPUTS = ("replica", "epoch", "range", "div", "metadata")
+"""The struct columns of the rules' input rows, one set per row (the kinds ``evaluate_rows`` reads)."""
 
-RULES_SCHEMA = T.StructType(
-    [
-        T.StructField("tp", T.LongType()),
-        T.StructField("kind", T.StringType()),
-        T.StructField("payload", T.StringType()),
-    ]
-)
-
-ZONE_SCHEMA = T.StructType(
-    [
-        T.StructField("broker", T.IntegerType()),
-        T.StructField("leader", T.IntegerType()),
-        T.StructField("leader_source", T.StringType()),
-        T.StructField("from", T.LongType()),
-        T.StructField("leader_unreadable_from", T.LongType()),
-        T.StructField("leader_unreadable_to", T.LongType()),
-    ]
-)
-
-LAG_SCHEMA = T.StructType(
-    [
-        T.StructField("cluster", T.StringType()),
-        T.StructField("topic", T.StringType()),
-        T.StructField("partition", T.IntegerType()),
-        T.StructField("broker", T.IntegerType()),
-        T.StructField("log_dir", T.StringType()),
-        T.StructField("leader", T.IntegerType()),
-        T.StructField("leader_source", T.StringType()),
-        T.StructField("from", T.LongType()),
-        T.StructField("to", T.LongType()),
-        T.StructField("epoch", T.IntegerType()),
-        T.StructField("in_isr", T.BooleanType()),
-        T.StructField("isr", T.StringType()),
-    ]
-)
-
-SUMMARY_SCHEMA = T.StructType(
-    [
-        T.StructField("cluster", T.StringType()),
-        T.StructField("topic", T.StringType()),
-        T.StructField("partition", T.IntegerType()),
-        T.StructField("broker", T.IntegerType()),
-        T.StructField("log_dir", T.StringType()),
-        T.StructField("is_leader", T.BooleanType()),
-        T.StructField("leader", T.IntegerType()),
-        T.StructField("leader_source", T.StringType()),
-        T.StructField("leo", T.LongType()),
-        T.StructField("hw", T.LongType()),
-        T.StructField("log_start", T.LongType()),
-        T.StructField("recovery_point", T.LongType()),
-        T.StructField("cleaner_offset", T.LongType()),
-        T.StructField("latest_epoch", T.IntegerType()),
-        T.StructField("max_batch_epoch", T.IntegerType()),
-        T.StructField("clean_shutdown", T.BooleanType()),
-        T.StructField("compacted", T.BooleanType()),
-        T.StructField("tail_state", T.StringType()),
-        T.StructField("tail_bytes", T.LongType()),
-        T.StructField("leo_known", T.BooleanType()),
-        T.StructField("unreadable_from", T.LongType()),
-        T.StructField("unreadable_to", T.LongType()),
-        T.StructField("unreadable", T.StringType()),
-        T.StructField("divergence", T.LongType()),
-        T.StructField("truncation_offset", T.LongType()),
-        T.StructField("epochs", T.StringType()),
-        T.StructField("kraft_leader", T.IntegerType()),
-        T.StructField("kraft_leader_epoch", T.IntegerType()),
-        T.StructField("kraft_isr", T.StringType()),
-        T.StructField("kraft_leader_recovery_state", T.IntegerType()),
-    ]
-)
+AT_BATCH = "struct<last_offset:bigint,ple:int,crc:bigint,valid:boolean>"
+"""What a replica holds at the first divergent base offset (``detail.a`` / ``detail.b``)."""
 
 
 def with_tp(df: DataFrame) -> DataFrame:
@@ -130,57 +70,82 @@ def with_tp(df: DataFrame) -> DataFrame:
 
 
 RULE_BUCKETS = 64
-"""Partitions are handed to the per-partition rules in this many groups (one pandas call per group, not per
-partition: the per-call cost of applyInPandas dominates on thousands of small partitions)."""
+"""Partitions are handed to the per-partition rules in this many groups (one Python call per group, not per
+partition: the per-call cost dominates on thousands of small partitions)."""
 
 
-def _rules(pdf: pd.DataFrame) -> pd.DataFrame:
-    """applyInPandas over the tagged rows of a bucket of partitions: every per-partition rule
-    (``auditor.replication``), one partition at a time."""
-    import json
+def present(value: Any) -> Any:
+    """``value`` without its null struct fields, at every depth: what Spark's ``to_json`` writes."""
+    if isinstance(value, dict):
+        return {k: present(v) for k, v in value.items() if v is not None}
+    return value
 
-    from auditor.replication import evaluate_rows
 
+def python_rows(df: DataFrame, fn: Callable[[list[dict]], list[dict]], schema: pa.Schema) -> DataFrame:
+    """``fn`` over all the rows (as dicts) of each Spark partition of ``df``, on the executors; what it
+    returns is a DataFrame of Arrow ``schema``. Hash-partition ``df`` by a key first when ``fn`` needs every
+    row of a key in one call."""
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        yield pa.RecordBatch.from_pylist(fn([r for b in batches for r in b.to_pylist()]), schema=schema)
+
+    return df.mapInArrow(run, rows.spark_schema(schema))
+
+
+def each(rule: Callable[[dict], dict]) -> Callable[[list[dict]], list[dict]]:
+    """A one-row-one-finding rule (``lag_finding``, ``loss_finding``) over a list of rows."""
+    return lambda rows_: [rule(r) for r in rows_]
+
+
+def bucket_rules(tagged: list[dict]) -> list[dict]:
+    """The per-partition rules (``auditor.spark.partition_rules``) over the rule input rows of a hash bucket
+    of partitions, one partition at a time: one output row per finding, zone, summary, timeline and lag
+    row, in its struct column of ``rows.RULE_OUTPUT``. A row's null fields are dropped first, as ``to_json``
+    did when these rows travelled as JSON text."""
     by_tp: dict[int, list[dict]] = {}
-    for tp, kind, payload in zip(pdf["tp"], pdf["kind"], pdf["payload"], strict=True):
-        by_tp.setdefault(int(tp), []).append(dict(json.loads(payload), kind=kind))
-    rows_out = []
-    for tp, tagged in by_tp.items():
-        out = evaluate_rows(tagged)
-        rows_out += [(tp, "finding", json.dumps(f)) for f in out.findings]
-        rows_out += [(tp, "zone", json.dumps(x)) for x in out.zones]
-        rows_out += [(tp, "summary", json.dumps(x)) for x in out.summary]
-        rows_out += [(tp, "timeline", json.dumps(x)) for x in out.timeline]
-        rows_out += [(tp, "lag", json.dumps(x)) for x in out.lags]
-    return pd.DataFrame(rows_out, columns=["tp", "kind", "payload"])
+    for row in tagged:
+        kind = next(k for k in RULE_INPUTS if row[k] is not None)
+        by_tp.setdefault(row["tp"], []).append(dict(present(row[kind]), kind=kind))
+    out: list[dict] = []
+    for tp, inputs in by_tp.items():
+        result = evaluate_rows(inputs)
+        for kind, items in (
+            ("finding", result.findings),
+            ("zone", result.zones),
+            ("summary", result.summary),
+            ("timeline", result.timeline),
+            ("lag", result.lags),
+        ):
+            out += [{"tp": tp, kind: item} for item in items]
+    return out
 
 
 @dataclass
 class AuditFrames:
-    """Every intermediate and final DataFrame of one audit (``--save`` writes them as Parquet)."""
+    """The DataFrames one audit computes; ``--save`` writes :meth:`saveable` (see ``audit.save_frames``)."""
 
-    findings: DataFrame
-    replicas: DataFrame  # one row per replica: leader, LEO, HW, divergence, truncation point, loss
+    findings: DataFrame  # rows.FINDING: every finding of the audit, as reported
+    replicas: DataFrame  # rows.SUMMARY: one row per replica: leader, LEO, HW, divergence, truncation point
     divergence: DataFrame  # first divergent offset per replica pair
     lost_ranges: DataFrame  # committed / uncommitted offset runs a follower holds and the leader does not
     epochs: DataFrame  # per replica and leader epoch: offsets and records in the batches
-    pairs: DataFrame
-    results: DataFrame  # (kind, payload JSON): finding, summary, timeline and loss rows, collected at once
+    pairs: DataFrame  # every replica pair with its common range and comparison mode
+    lags: DataFrame  # rows.LAG plus the leader's records, bytes, batches and timestamps the follower lacks
+    timeline: DataFrame  # rows.TIMELINE: epoch ranges of the partitions that diverged
     extra: dict = field(default_factory=dict)
 
     def saveable(self) -> dict[str, DataFrame]:
+        """The tables ``--save`` writes, by directory name (each with cluster, topic and partition)."""
         return {
             "findings": self.findings,
             "replicas": self.replicas,
             "divergence": self.divergence,
-            "lost_ranges": self.lost_ranges,
+            "lost": self.lost_ranges,
             "epochs": self.epochs,
             "pairs": self.pairs,
+            "lags": self.lags,
+            "timeline": self.timeline,
         }
-
-
-def _json_rows(df: DataFrame, kind: str, *columns) -> DataFrame:
-    return df.select("tp", F.lit(kind).alias("kind"), F.to_json(F.struct(*columns)).alias("payload"))
 
 
 def candidate_chunks(digest: DataFrame, replicas: DataFrame) -> DataFrame:
@@ -222,11 +187,31 @@ def _readable(first, last):
     return ~_inside(first, last, "ua_from", "ua_to") & ~_inside(first, last, "ub_from", "ub_to")
 
 
+PAIR_KEYS = ("tp", "cluster", "topic", "partition", "a", "b", "lo", "hi")
+"""A replica pair (brokers ``a < b``) of a partition and its common range ``[lo, hi)``."""
+
+
+def _detail(base_offset=None, a=None, b=None, hash_a=None, hash_b=None) -> Column:
+    """The ``detail`` struct of a divergence: for ``batch`` mode the first divergent base offset and what
+    each replica holds there (null: no batch), for ``record`` mode the record hashes (null: no record)."""
+
+    def typed(value, sql_type: str) -> Column:
+        return (F.lit(None) if value is None else value).cast(sql_type)
+
+    return F.struct(
+        typed(base_offset, "bigint").alias("base_offset"),
+        typed(a, AT_BATCH).alias("a"),
+        typed(b, AT_BATCH).alias("b"),
+        typed(hash_a, "bigint").alias("hash_a"),
+        typed(hash_b, "bigint").alias("hash_b"),
+    ).alias("detail")
+
+
 def first_divergence(candidates: DataFrame, pairs: DataFrame) -> DataFrame:
     """First offset where each replica pair (mode ``batch``) disagrees inside its common range, from the
     batches of the candidate chunks only, outside what either replica could not read."""
     batch_pairs = pairs.where((F.col("mode") == "batch") & (F.col("lo") < F.col("hi"))).select(
-        "tp", "a", "b", "lo", "hi", "ua_from", "ua_to", "ub_from", "ub_to"
+        *PAIR_KEYS, "ua_from", "ua_to", "ub_from", "ub_to"
     )
     at = F.struct("last_offset", "ple", "crc", "valid")
     is_a = F.col("broker") == F.col("a")
@@ -235,7 +220,7 @@ def first_divergence(candidates: DataFrame, pairs: DataFrame) -> DataFrame:
         candidates.join(F.broadcast(batch_pairs), "tp")
         .where((is_a | is_b) & (F.col("base_offset") < F.col("hi")) & (F.col("last_offset") >= F.col("lo")))
         .where(_readable(F.col("base_offset"), F.col("last_offset")))
-        .groupBy("tp", "a", "b", "lo", "hi", "base_offset")
+        .groupBy(*PAIR_KEYS, "base_offset")
         .agg(
             F.max(F.when(is_a, F.col("sig"))).alias("sa"),
             F.max(F.when(is_b, F.col("sig"))).alias("sb"),
@@ -243,23 +228,13 @@ def first_divergence(candidates: DataFrame, pairs: DataFrame) -> DataFrame:
             F.max(F.when(is_b, at)).alias("at_b"),
         )
         .where(~F.col("sa").eqNullSafe(F.col("sb")))
-        .groupBy("tp", "a", "b", "lo", "hi")
+        .groupBy(*PAIR_KEYS)
         .agg(F.min(F.struct("base_offset", "at_a", "at_b")).alias("first"))
         .select(
-            "tp",
-            "a",
-            "b",
-            "lo",
-            "hi",
+            *PAIR_KEYS,
             F.greatest(F.col("first.base_offset"), F.col("lo")).alias("offset"),
             F.lit("batch").alias("mode"),
-            F.to_json(
-                F.struct(
-                    F.col("first.base_offset").alias("base_offset"),
-                    F.col("first.at_a").alias("a"),
-                    F.col("first.at_b").alias("b"),
-                )
-            ).alias("detail"),
+            _detail(base_offset=F.col("first.base_offset"), a=F.col("first.at_a"), b=F.col("first.at_b")),
         )
     )
 
@@ -268,11 +243,7 @@ def first_record_divergence(records: DataFrame, pairs: DataFrame) -> DataFrame:
     """Compacted partitions: first offset where a pair holds different records, or where one replica lacks a
     record at or above the other's cleaner offset (below it the cleaner may have removed it)."""
     record_pairs = pairs.where((F.col("mode") == "record") & (F.col("lo") < F.col("hi"))).select(
-        "tp",
-        "a",
-        "b",
-        "lo",
-        "hi",
+        *PAIR_KEYS,
         "cleaner_offset_a",
         "cleaner_offset_b",
         "ua_from",
@@ -287,7 +258,7 @@ def first_record_divergence(records: DataFrame, pairs: DataFrame) -> DataFrame:
         records.join(F.broadcast(record_pairs), "tp")
         .where((is_a | is_b) & (F.col("offset") >= F.col("lo")) & (F.col("offset") < F.col("hi")))
         .where(_readable(F.col("offset"), F.col("offset")))
-        .groupBy("tp", "a", "b", "lo", "hi", "offset", "cleaner_offset_a", "cleaner_offset_b")
+        .groupBy(*PAIR_KEYS, "offset", "cleaner_offset_a", "cleaner_offset_b")
         .agg(
             F.max(F.when(is_a, F.col("record_hash"))).alias("ha"),
             F.max(F.when(is_b, F.col("record_hash"))).alias("hb"),
@@ -297,19 +268,13 @@ def first_record_divergence(records: DataFrame, pairs: DataFrame) -> DataFrame:
             | (ha.isNotNull() & hb.isNull() & (F.col("offset") >= F.coalesce("cleaner_offset_b", F.lit(-1))))
             | (hb.isNotNull() & ha.isNull() & (F.col("offset") >= F.coalesce("cleaner_offset_a", F.lit(-1))))
         )
-        .groupBy("tp", "a", "b", "lo", "hi")
+        .groupBy(*PAIR_KEYS)
         .agg(F.min(F.struct("offset", "ha", "hb")).alias("first"))
         .select(
-            "tp",
-            "a",
-            "b",
-            "lo",
-            "hi",
+            *PAIR_KEYS,
             F.col("first.offset").alias("offset"),
             F.lit("record").alias("mode"),
-            F.to_json(F.struct(F.col("first.ha").alias("hash_a"), F.col("first.hb").alias("hash_b"))).alias(
-                "detail"
-            ),
+            _detail(hash_a=F.col("first.ha"), hash_b=F.col("first.hb")),
         )
     )
 
@@ -329,7 +294,7 @@ def replica_pairs(replicas: DataFrame) -> DataFrame:
         "unreadable_from",
         "unreadable_to",
     )
-    a = replicas.select("tp", *[F.col(c).alias(f"{c}_a") for c in cols])
+    a = replicas.select("tp", "cluster", "topic", "partition", *[F.col(c).alias(f"{c}_a") for c in cols])
     b = replicas.select("tp", *[F.col(c).alias(f"{c}_b") for c in cols])
     compacted = F.col("compacted_a") | F.col("compacted_b")
     with_records = F.col("has_records_a") & F.col("has_records_b")
@@ -339,6 +304,9 @@ def replica_pairs(replicas: DataFrame) -> DataFrame:
         .where(F.col("broker_a") < F.col("broker_b"))
         .select(
             "tp",
+            "cluster",
+            "topic",
+            "partition",
             F.col("broker_a").alias("a"),
             F.col("broker_b").alias("b"),
             "cleaner_offset_a",
@@ -482,8 +450,10 @@ Parquet skips the row groups (and the cache its batches) that cannot hold them."
 
 
 def batch_columns(batch: DataFrame, chunk_bits: int) -> DataFrame:
-    """What the comparisons need of the batch rows: partition key, chunk, signature, sizes, location."""
-    return with_tp(batch).select(
+    """What the comparisons need of the batch rows: partition key, chunk, signature, sizes, location. Only
+    the batches of the log Kafka loads (``live``: not cut by recovery, ``auditor.kafka.recovery``) take part,
+    as the replica's ``leo`` is the recovered log end offset."""
+    return with_tp(batch.where(F.col("live"))).select(
         "tp",
         "broker",
         "segment",
@@ -535,7 +505,8 @@ def _materialize(df: DataFrame) -> DataFrame:
 
 def audit(tables, chunk_bits: int = CHUNK_BITS) -> AuditFrames:
     """Build every comparison of one audit. Runs the two scans of the batches (the digests, then the rows of
-    the candidate chunks) and the per-partition rules now; the rest runs when ``results`` is collected."""
+    the candidate chunks), the per-partition rules, the lag and loss counts and the findings now: collecting
+    or saving the frames reads their materialised rows (the epoch ranges and pairs are computed then)."""
     K = chunk_bits
     replicas = _materialize(with_tp(tables.replica))
     batches = batch_columns(tables.batch, K)
@@ -559,7 +530,9 @@ def audit(tables, chunk_bits: int = CHUNK_BITS) -> AuditFrames:
         )
     )
     records = with_tp(tables.record).select("tp", "broker", "offset", "record_hash")
-    divergence = first_divergence(candidates, pairs).unionByName(first_record_divergence(records, pairs))
+    divergence = _materialize(
+        first_divergence(candidates, pairs).unionByName(first_record_divergence(records, pairs))
+    )
     epoch_ranges = digest.groupBy("tp", "broker", "ple").agg(
         F.min("first").alias("first"),
         F.max("last").alias("last"),
@@ -568,137 +541,95 @@ def audit(tables, chunk_bits: int = CHUNK_BITS) -> AuditFrames:
         F.sum("n").alias("batches"),
     )
 
-    # every small per-partition input, tagged, in one group per partition
-    replica_cols = [c for c in replicas.columns if c != "tp"]
-    metadata = with_tp(tables.metadata.where(F.col("partition").isNotNull()))
-    tagged = (
-        _json_rows(replicas, "replica", *replica_cols)
-        .unionByName(_json_rows(with_tp(tables.epoch), "epoch", "broker", "epoch", "start_offset", "ordinal"))
-        .unionByName(
-            _json_rows(
-                epoch_ranges,
-                "range",
-                "broker",
-                F.col("ple").alias("epoch"),
-                "first",
-                "last",
-                "records",
-                "bytes",
-                "batches",
-            )
-        )
-        .unionByName(_json_rows(divergence, "div", "a", "b", "lo", "hi", "offset", "mode", "detail"))
-        .unionByName(
-            _json_rows(metadata, "metadata", *[c for c in tables.metadata.columns if c != "cluster"])
-        )
-    )
-    rule_out = _materialize(
-        tagged.groupBy(F.pmod(F.col("tp"), F.lit(RULE_BUCKETS)).alias("bucket")).applyInPandas(
-            _rules, RULES_SCHEMA
-        )
-    )
+    rule_out = _materialize(rule_inputs(tables, replicas, epoch_ranges, divergence))
 
-    def part(kind: str, schema: T.StructType) -> DataFrame:
-        return rule_out.where(F.col("kind") == kind).select("tp", F.from_json("payload", schema).alias("r"))
+    def part(kind: str) -> DataFrame:
+        return rule_out.where(F.col(kind).isNotNull()).select("tp", f"{kind}.*")
 
-    rule_findings = part("finding", FINDING_SCHEMA).select("r.*")
-    summary = part("summary", SUMMARY_SCHEMA).select("r.*")
-    zones = part("zone", ZONE_SCHEMA).select("tp", "r.*")
-    lags = lag_counts(candidates, part("lag", LAG_SCHEMA).select("tp", "r.*"))
-    runs = lost_runs(candidates, replicas, zones)
-    loss = runs
-
-    def loss_finding(kind: str, code: str, severity: str, text) -> DataFrame:
-        df = loss.where(F.col("kind") == kind)
-        return df.select(
-            "cluster",
-            F.lit(code).alias("code"),
-            F.lit(severity).alias("severity"),
-            "topic",
-            "partition",
-            "broker",
-            F.col("leader").alias("peer"),
-            "log_dir",
-            F.col("lo").alias("offset_start"),
-            F.col("hi").alias("offset_end"),
-            F.when(F.size("epochs") == 1, F.col("epochs")[0]).cast("int").alias("epoch"),
-            F.col("records").cast("long").alias("records"),
-            F.col("bytes").cast("long").alias("bytes"),
-            text.alias("message"),
-            F.to_json(F.struct("epochs", "leader_source", "committed_hw", "batches")).alias("evidence"),
-        )
-
-    committed = loss_finding(
-        "committed",
-        "KA710",
-        "critical",
-        F.format_string(
-            "%d committed records (offsets %d..%d; %d bytes in %d batches; high watermark %d was "
-            "checkpointed by "
-            "a replica holding them) are on broker %d but absent from or different on the current leader %d "
-            "(%s): they are lost when broker %d truncates",
-            "records",
-            "lo",
-            "hi",
-            "bytes",
-            "batches",
-            "committed_hw",
-            "broker",
-            "leader",
-            "leader_source",
-            "broker",
-        ),
-    )
-    uncommitted = loss_finding(
-        "uncommitted",
-        "KA711",
-        "warning",
-        F.format_string(
-            "divergent uncommitted tail: %d records (offsets %d..%d, at or above the high watermarks of the "
-            "replicas holding them) on broker %d are not on the current leader %d and will be truncated",
-            "records",
-            "lo",
-            "hi",
-            "broker",
-            "leader",
-        ),
-    )
-    findings = rule_findings.unionByName(committed).unionByName(uncommitted)
+    summary = part("summary").drop("tp")
+    zones = part("zone")
+    lags = _materialize(lag_counts(candidates, part("lag")))
+    loss = _materialize(lost_runs(candidates, replicas, zones))
     epochs_out = epoch_ranges.withColumnRenamed("ple", "epoch").join(
         replicas.select("tp", "broker", "cluster", "topic", "partition"), ["tp", "broker"]
     )
-    results = (
-        findings.select(
-            F.lit("finding").alias("kind"), F.to_json(F.struct(*findings.columns)).alias("payload")
-        )
-        .unionByName(rule_out.where(F.col("kind").isin("summary", "timeline")).select("kind", "payload"))
-        .unionByName(
-            loss.select(
-                F.lit("loss").alias("kind"),
-                F.to_json(F.struct(*[c for c in loss.columns if c != "tp"])).alias("payload"),
-            )
-        )
-        .unionByName(
-            lags.select(
-                F.lit("lag").alias("kind"),
-                F.to_json(F.struct(*[c for c in lags.columns if c != "tp"])).alias("payload"),
-            )
-        )
+    findings = _materialize(all_findings(part("finding").drop("tp"), summary, lags, loss))
+    timeline = part("timeline").drop("tp")
+    frames = AuditFrames(findings, summary, divergence, loss, epochs_out, pairs, lags, timeline)
+    frames.extra = dict(batches=batches, candidates=candidates, digest=digest, zones=zones, replicas=replicas)
+    return frames
+
+
+def rule_inputs(tables, replicas: DataFrame, epoch_ranges: DataFrame, divergence: DataFrame) -> DataFrame:
+    """The per-partition rules over their small typed inputs (one struct column per kind of
+    :data:`RULE_INPUTS`), hash-partitioned by ``tp`` so that every row of a partition meets in one call."""
+    metadata = with_tp(tables.metadata.where(F.col("partition").isNotNull()))
+    kinds = {
+        "replica": replicas,
+        "epoch": with_tp(tables.epoch).select("tp", "broker", "epoch", "start_offset", "ordinal"),
+        "range": epoch_ranges.select(
+            "tp",
+            "broker",
+            F.col("ple").alias("epoch"),
+            "first",
+            "last",
+            "records",
+            "bytes",
+            "batches",
+        ),
+        "div": divergence.select("tp", "a", "b", "lo", "hi", "offset", "mode", "detail"),
+        "metadata": metadata.select("tp", *[c for c in tables.metadata.columns if c != "cluster"]),
+    }
+    inputs = None
+    for kind, df in kinds.items():
+        tagged = df.select("tp", F.struct(*[c for c in df.columns if c != "tp"]).alias(kind))
+        inputs = tagged if inputs is None else inputs.unionByName(tagged, allowMissingColumns=True)
+    return python_rows(inputs.repartition(RULE_BUCKETS, "tp"), bucket_rules, rows.RULE_OUTPUT)
+
+
+def all_findings(rule_findings: DataFrame, summary: DataFrame, lags: DataFrame, loss: DataFrame) -> DataFrame:
+    """Every finding of the audit in the ``rows.FINDING`` layout: the per-partition rules' (KA621 folded
+    into one per cluster), lag (KA630) and truncation loss (KA710/KA711) from the rows Spark counted, and
+    the ``cluster`` rules (KA623) over the leader sources of each cluster."""
+    leaders = summary.select("cluster", "topic", "leader_source").distinct().repartition("cluster")
+    return (
+        rule_findings.where(F.col("code") != "KA621")
+        .unionByName(offline_findings(rule_findings.where(F.col("code") == "KA621")))
+        .unionByName(python_rows(lags, each(lag_finding), rows.FINDING))
+        .unionByName(python_rows(loss, each(loss_finding), rows.FINDING))
+        .unionByName(python_rows(leaders, cluster_findings, rows.FINDING))
     )
-    return AuditFrames(
-        results=results,
-        findings=findings,
-        replicas=summary,
-        divergence=divergence,
-        lost_ranges=loss,
-        epochs=epochs_out,
-        pairs=pairs,
-        extra={
-            "batches": batches,
-            "candidates": candidates,
-            "digest": digest,
-            "zones": zones,
-            "lags": lags,
-            "replicas": replicas,
-        },
+
+
+def offline_findings(offline: DataFrame) -> DataFrame:
+    """One KA621 per cluster instead of one per offline partition (after a full shutdown, all of them): the
+    partitions sorted by topic and partition, the first 20 in the message, all in the evidence."""
+    per_cluster = offline.groupBy("cluster").agg(
+        F.first("severity").alias("severity"),
+        F.sort_array(F.collect_list(F.struct("topic", "partition", "broker", "epoch"))).alias("partitions"),
     )
+    return python_rows(per_cluster, each(offline_finding), rows.FINDING)
+
+
+def offline_finding(row: dict) -> dict:
+    """The KA621 of one cluster (``row``: ``cluster``, ``severity``, ``partitions`` sorted)."""
+    group = row["partitions"]
+    listing = ", ".join(f"{p['topic']}-{p['partition']}: {p['broker']}" for p in group[:20])
+    more = f" and {len(group) - 20} more" if len(group) > 20 else ""
+    partitions = [
+        {
+            "topic": p["topic"],
+            "partition": p["partition"],
+            "lastKnownLeader": p["broker"],
+            "epoch": p["epoch"],
+        }
+        for p in group
+    ]
+    return {
+        "cluster": row["cluster"],
+        "code": "KA621",
+        "severity": row["severity"],
+        "message": f"{len(group)} partition(s) have no leader in the KRaft metadata (offline, e.g. every "
+        f"replica shut down); the last known leader is the reference: {listing}{more}",
+        "evidence": json.dumps({"cluster": row["cluster"], "partitions": partitions}),
+    }

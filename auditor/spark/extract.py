@@ -17,11 +17,12 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from auditor.kafka.planning import plan_tasks
 from auditor.layout.logdir import LogDirInfo, read_log_dir
-from auditor.layout.tasks import PartitionTask, plan_tasks
+from auditor.layout.tasks import PartitionTask
 from auditor.observe import rows
 from auditor.observe.extract import compacted_topics, metadata_for
-from auditor.spark.inputs import Inputs, Source, check_inputs, discover  # noqa: F401  (re-exported)
+from auditor.spark.inputs import Inputs, Source
 
 SLICE_BYTES = 64 << 20
 """Segment bytes per extraction slice on small inputs."""

@@ -3,19 +3,16 @@ about a second): :func:`discover` finds log directories and Parquet extracts and
 :func:`check_inputs` refuses inputs that name no broker or that are copies of one log dir or one broker.
 
 Imports neither pyarrow nor pyspark unless a Parquet extract is given (its replica rows are read with
-pyarrow); :mod:`auditor.spark.extract` re-exports :class:`Source`, :class:`Inputs`, :func:`discover` and
-:func:`check_inputs`.
+pyarrow).
 """
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from pathlib import Path
 
-from auditor.layout.filetypes import is_log_dir
-
-_SKIP_DIRS = {"dumps", "_run"}
+from auditor.layout.discover import DISCOVERY_DEPTH, LOG_DIR
+from auditor.layout.discover import discover as discover_paths
 
 
 @dataclass
@@ -41,57 +38,18 @@ class Inputs:
         return [s for s in self.sources if s.kind == "parquet"]
 
 
-def discover(roots: list[str | os.PathLike], label: str | None = None, depth: int = 2) -> Inputs:
-    """Find log directories and Parquet extracts under ``roots``; every path found is absolute.
-
-    A root may be a log directory (``meta.properties`` or an offset checkpoint at its top), a ``.parquet``
-    extract, or a folder holding those up to ``depth`` levels down (``dumps`` and ``_run`` are skipped).
-    Relative roots are resolved against the current directory here, on the driver, before anything is
-    shipped: executors of a cluster run in their own working directories (``os.path.abspath``, not
-    ``realpath``: a symlinked log dir keeps the name the operator gave).
-    """
-    found = Inputs()
-    seen: set[str] = set()
-
-    def add(kind: str, path: Path) -> bool:
-        if str(path) not in seen:  # a root given twice, or inside another root, is one input
-            seen.add(str(path))
-            found.sources.append(Source(kind, str(path), label))
-        return True
-
-    def visit(path: Path, level: int) -> bool:
-        if path.is_file():
-            return path.suffix == ".parquet" and add("parquet", path)
-        if not path.is_dir():
-            return False
-        if is_log_dir(path):
-            return add("raw", path)
-        if level >= depth:
-            return False
-        hit = False
-        for child in sorted(path.iterdir()):
-            if child.name in _SKIP_DIRS or child.name.startswith("."):
-                continue
-            hit = visit(child, level + 1) or hit
-        return hit
-
-    for root in roots:
-        p = Path(os.path.abspath(root))
-        try:
-            if not p.exists():
-                found.problems.append(f"{root}: no such file or directory")
-            elif not visit(p, 0):
-                found.problems.append(f"{root}: no Kafka log directory or .parquet extract found")
-        except OSError as exc:
-            where = exc.filename if exc.filename else root
-            found.problems.append(f"{where}: cannot read: {exc.strerror or exc}")
-    return found
+def discover(
+    roots: list[str | os.PathLike], label: str | None = None, depth: int = DISCOVERY_DEPTH
+) -> Inputs:
+    """Log directories and Parquet extracts under ``roots`` (:func:`auditor.layout.discover.discover`, the
+    walk ``scan`` uses too), as audit sources labelled ``label``; every path is absolute."""
+    found = discover_paths(roots, depth=depth, extracts=True)
+    sources = [Source("raw" if kind == LOG_DIR else "parquet", path, label) for kind, path in found.found]
+    return Inputs(sources, found.problems)
 
 
 # ------------------------------------------------------------------------------------------ pre-checks
 
-META_LIMIT = 1 << 20
-"""Bytes of ``meta.properties`` read by the pre-check (Kafka's own file is under 200 bytes)."""
 ReplicaKey = tuple[str, int, str, int]
 """(cluster, broker, topic, partition): one replica of the audit."""
 
@@ -138,36 +96,18 @@ def _identity(source: Source) -> Identity:
 
 
 def _raw_identity(source: Source) -> Identity:
-    from parsers.dirfiles import parse_meta_properties, parse_partition_dir_name
-    from parsers.errors import ParseError
-    from parsers.files import read_regular, regular_file_problem
+    from auditor.layout.logdir import live_partition_dirs, read_meta_properties
 
     ident = Identity(source)
-    meta = os.path.join(source.path, "meta.properties")
-    why = regular_file_problem(meta)
-    if why is not None:
-        ident.problem = f"{meta}: {why}: cannot tell which broker this log dir belongs to"
-        return ident
-    try:
-        props = parse_meta_properties(read_regular(meta, META_LIMIT), meta)
-    except ParseError as exc:
-        ident.problem = f"{meta}: {exc.message}: cannot tell which broker this log dir belongs to"
-        return ident
-    if props.node_id is None:
-        ident.problem = f"{meta}: no node.id or broker.id: cannot tell which broker this log dir belongs to"
+    meta = read_meta_properties(source.path)
+    props = meta.value
+    if props is None or props.node_id is None:
+        why = meta.reason if props is None else "no node.id or broker.id"
+        ident.problem = f"{meta.path}: {why}: cannot tell which broker this log dir belongs to"
         return ident
     cluster = source.label if source.label is not None else (props.cluster_id or "")
     ident.cluster, ident.broker, ident.directory_id = cluster, props.node_id, props.directory_id
-    with os.scandir(source.path) as entries:
-        for entry in entries:
-            if not entry.is_dir():
-                continue
-            try:
-                topic, partition, kind, _ = parse_partition_dir_name(entry.name)
-            except ParseError:
-                continue
-            if kind == "live":
-                ident.replicas.add((cluster, props.node_id, topic, partition))
+    ident.replicas = {(cluster, props.node_id, t, p) for _name, t, p in live_partition_dirs(source.path)}
     return ident
 
 

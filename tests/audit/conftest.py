@@ -13,7 +13,7 @@ import pytest
 from auditor.observe.extract import extract_log_dir
 from auditor.simulate import SCENARIOS, SimOptions, run_scenario
 from auditor.spark.audit import AuditResult, run_audit
-from auditor.spark.extract import Inputs, discover
+from auditor.spark.inputs import Inputs, discover
 from tests.audit.handmade import write_cluster
 
 RANDOM_SEEDS = tuple(range(1, 9))

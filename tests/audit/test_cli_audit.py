@@ -69,6 +69,9 @@ def test_save_and_export(audited):
         "divergence",
         "lost",
         "epochs",
+        "pairs",
+        "lags",
+        "timeline",
         "extract",
     }
     findings = pq.read_table(saved / "findings").to_pylist()
@@ -84,7 +87,7 @@ def test_saved_extract_is_an_audit_input(audited):
     """``--save DIR/extract`` holds the extract layout of every input: ``audit`` accepts it as a ROOT."""
     from auditor.observe import rows
     from auditor.observe.extract import extract_tables
-    from auditor.spark.extract import discover
+    from auditor.spark.inputs import discover
 
     root, out, _result, _ = audited
     saved = pq.read_table(out / "saved" / "extract")
@@ -99,24 +102,24 @@ def test_text_and_html_reports_show_replicas_and_timeline(corpus_audit):
     """Rendered from the corpus audit already computed (no further Spark job)."""
     import io
 
-    from auditor.cli_audit import build_report
-    from auditor.findings import Severity
-    from auditor.report.audit_terminal import render_audit_html, render_audit_text
-    from auditor.rules.registry import select_rules
-    from auditor.spark.extract import Inputs
+    from auditor.cli.audit import build_report
+    from auditor.cli.common import ReportOptions
+    from auditor.report import render
+    from auditor.rules.registry import AUDIT_SCOPES, select_rules
+    from auditor.spark.inputs import Inputs
 
-    selection = select_rules(None, ["KA704"], scopes=("cluster",))
-    report = build_report(corpus_audit, selection, Inputs(), Severity.ERROR, exit_zero=True)
+    selection = select_rules(None, ["KA704"], scopes=AUDIT_SCOPES)
+    report = build_report(corpus_audit, selection, Inputs(), ReportOptions(exit_zero=True))
     assert report.exit_code == 0 and report.failing
     buf = io.StringIO()
-    render_audit_text(report, buf, color=False, width=160)
+    render(report, "text", buf, color=False, width=160)
     text = buf.getvalue()
     assert "ule-0 · leader 1 (KRaft metadata) · cluster ule-before" in text
     assert "Epoch timeline" in text and "(0,0) (2,1000)" in text
     assert "KA710" in text and "KA704" not in text
     assert "exit 0 (--exit-zero)" in text
     html = io.StringIO()
-    render_audit_html(report, html)
+    render(report, "html", html)
     assert "<title>kafka-auditor audit report</title>" in html.getvalue()
 
 

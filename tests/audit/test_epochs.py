@@ -72,7 +72,7 @@ def test_same_answer_as_the_simulator(l_cache, l_leo, f_cache, f_leo, f_hw):
     f_cache = [(e, s) for e, s in f_cache if s < f_leo]
     f_hw = min(f_hw, f_leo)
     ours = follower_truncation(l_cache, l_leo, f_cache, f_leo, f_hw).offset
-    assert ours == epoch_truncation_offset(f_cache, f_leo, f_hw, l_cache, l_leo)
+    assert ours == epoch_truncation_offset(l_cache, l_leo, f_cache, f_leo, f_hw)
 
 
 def test_replay_of_the_real_unclean_election():

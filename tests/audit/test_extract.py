@@ -13,7 +13,7 @@ from auditor.layout.logdir import read_log_dir
 from auditor.observe import rows
 from auditor.observe.extract import extract_log_dir, extract_tables, read_extract
 from auditor.simulate import SimOptions, run_scenario
-from auditor.spark.extract import discover
+from auditor.spark.inputs import discover
 from tests.conftest import corpus_path
 
 
@@ -39,8 +39,8 @@ def test_replica_rows_match_the_simulators_disk_state(scenarios, name):
         disk = state["disk"]
         tables = extract_tables(root / f"broker-{broker}")
         r = _replica(tables)
-        assert r["leo"] == disk["log_end_offset"]
-        assert r["recovered_leo"] == disk["recovered_log_end_offset"]
+        assert r["leo"] == disk["recovered_log_end_offset"]
+        assert r["leo_on_disk"] == disk["log_end_offset"]
         assert r["hw"] == disk["high_watermark_checkpoint"]
         assert r["recovery_point"] == disk["recovery_point_checkpoint"]
         assert r["log_start"] == disk["log_start_offset"]

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from auditor.observe.extract import extract_log_dir
-from auditor.spark.extract import check_inputs, discover
+from auditor.spark.inputs import check_inputs, discover
 from auditor.spark.master import MasterError, parse_master, probe
 from parsers.dirfiles import format_meta_properties
 from tests.rules.builder import CLUSTER_ID, LogDir, standard

@@ -8,7 +8,7 @@ import io
 import pytest
 
 from auditor.spark.audit import AuditResult, run_audit
-from auditor.spark.extract import Inputs, Source
+from auditor.spark.inputs import Inputs, Source
 from tests.audit.replica_cases import CASES, CODES, Case
 
 CHECKS = [(c, code, True) for c in CASES for code in c.fire] + [
@@ -90,14 +90,13 @@ def test_hole_keeps_the_loss_outside_it(replica_audit):
 
 
 def test_report_rows_and_exit_code(replica_audit):
-    from auditor.cli_audit import build_report
-    from auditor.findings import Severity
-    from auditor.rules import replication  # noqa: F401
-    from auditor.rules.registry import select_rules
+    from auditor.cli.audit import build_report
+    from auditor.cli.common import ReportOptions
+    from auditor.rules.registry import AUDIT_SCOPES, select_rules
 
     name = "follower-last-segment-unreadable"
     report = build_report(
-        replica_audit, select_rules(None, None, scopes=("cluster",)), Inputs(), Severity.ERROR
+        replica_audit, select_rules(None, None, scopes=AUDIT_SCOPES), Inputs(), ReportOptions()
     )
     assert report.exit_code == 2
     row = next(p for p in report.partitions if p["cluster"] == name and p["broker"] == 2)

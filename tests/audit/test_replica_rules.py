@@ -1,12 +1,22 @@
-"""KA630 (replica lag) and KA691 (incomplete replica) in the per-partition rules of ``auditor.replication``
-(no Spark): what is derived, and what is not, from a replica whose log could not be read completely."""
+"""KA630 (replica lag) and KA691 (incomplete replica) in the cross-replica rules
+(``auditor.spark.partition_rules``, no Spark): what is derived, and what is not, from a replica whose log
+could not be read completely."""
 
 from __future__ import annotations
 
 import json
 
-from auditor.replication import REPLICA_LAG_TIME_MAX_MS, PartitionInput, evaluate, lag_finding
-from tests.audit.test_replication_rules import codes, replica
+from auditor.rules.registry import REGISTRY
+from auditor.rules.replica.lag import REPLICA_LAG_TIME_MAX_MS
+from auditor.spark.partition_rules import (
+    PartitionInput,
+    cluster_findings,
+    evaluate,
+    lag_finding,
+    loss_finding,
+)
+from tests.audit.test_replication_rules import codes
+from tests.rules.cases_replica import lost_run, replica
 
 
 def _div(a: int, b: int, offset: int) -> dict:
@@ -87,6 +97,7 @@ def test_lag_severity():
     assert slow["severity"] == "warning"
     assert lag_finding(_row(last_timestamp=1000 + REPLICA_LAG_TIME_MAX_MS))["severity"] == "info"
     f = lag_finding(_row())
+    assert f["log_dir"] == "/d/2" and f["cluster"] == "c"
     assert (f["records"], f["bytes"], f["offset_start"], f["offset_end"], f["peer"]) == (
         50,
         5000,
@@ -95,3 +106,46 @@ def test_lag_severity():
         1,
     )
     assert "nothing is lost" in f["message"] and "from leader epoch 1" in f["message"]
+
+
+def test_loss_findings_keep_the_spark_layout():
+    """KA710/KA711 rows as ``compare.audit`` built them in Spark SQL, severities from the registry."""
+    f = loss_finding(lost_run("committed", 200, 299, 300))
+    assert (f["code"], f["severity"]) == ("KA710", REGISTRY["KA710"].severity.label) == ("KA710", "critical")
+    assert (f["broker"], f["peer"], f["log_dir"], f["offset_start"], f["offset_end"]) == (
+        2,
+        1,
+        "/d/2",
+        200,
+        299,
+    )
+    assert (f["epoch"], f["records"], f["bytes"]) == (1, 100, 1000)
+    assert f["message"] == (
+        "100 committed records (offsets 200..299; 1000 bytes in 2 batches; high watermark 300 was "
+        "checkpointed by a replica holding them) are on broker 2 but absent from or different on the "
+        "current leader 1 (kraft): they are lost when broker 2 truncates"
+    )
+    evidence = json.loads(f["evidence"])
+    assert evidence == {"epochs": [1], "leader_source": "kraft", "committed_hw": 300, "batches": 2}
+    tail = loss_finding(dict(lost_run("uncommitted", 250, 299, 250), epochs=[1, 2]))
+    assert (tail["code"], tail["severity"], tail["epoch"]) == ("KA711", "warning", None)
+    assert tail["message"].startswith("divergent uncommitted tail: 50 records (offsets 250..299, at or above")
+
+
+def test_inferred_leaders_once_per_cluster():
+    """KA623 once per cluster whose partitions all have an inferred leader; ``__cluster_metadata`` aside."""
+    rows = [
+        {"cluster": "a", "topic": "t", "leader_source": "inferred"},
+        {"cluster": "a", "topic": "u", "leader_source": "inferred"},
+        {"cluster": "a", "topic": "__cluster_metadata", "leader_source": "inferred"},
+        {"cluster": "b", "topic": "t", "leader_source": "inferred"},
+        {"cluster": "b", "topic": "u", "leader_source": "kraft"},
+    ]
+    (f,) = cluster_findings(rows)
+    assert (f["code"], f["cluster"], f["severity"], f["topic"], f["evidence"]) == (
+        "KA623",
+        "a",
+        "info",
+        None,
+        "{}",
+    )

@@ -1,25 +1,12 @@
-"""The per-partition rules of ``auditor.replication`` on hand-made inputs (what each Spark group receives)."""
+"""The per-partition rules (``auditor.spark.partition_rules.evaluate``) on hand-made inputs (what each Spark
+group receives)."""
 
 from __future__ import annotations
 
-from auditor.replication import PartitionInput, choose_leader, evaluate
-
-
-def replica(
-    broker: int, leo: int, hw: int | None, latest_epoch: int | None = 0, log_start: int = 0, **kw
-) -> dict:
-    return {
-        "cluster": "c",
-        "topic": "t",
-        "partition": 0,
-        "broker": broker,
-        "log_dir": f"/d/{broker}",
-        "leo": leo,
-        "hw": hw,
-        "log_start": log_start,
-        "latest_epoch": latest_epoch,
-        **kw,
-    }
+from auditor.kafka.kraft import PartitionState
+from auditor.rules.replica.model import Replica, choose_leader
+from auditor.spark.partition_rules import PartitionInput, evaluate
+from tests.rules.cases_replica import partition_record, replica
 
 
 def codes(out) -> list[tuple[str, int]]:
@@ -49,14 +36,18 @@ def test_unclean_election_case():
     assert summary[1]["is_leader"] and summary[3]["divergence"] == 1000
 
 
+def _kraft(leader: int, last_known: int) -> PartitionState:
+    return PartitionState("t", 0, leader=leader, last_known_leader=last_known)
+
+
 def test_leader_choice():
-    rs = [replica(1, 100, 100, 1), replica(2, 120, 100, 1), replica(3, 90, 90, 2)]
-    assert choose_leader(rs, None)[0]["broker"] == 3
-    kraft = {"leader": 2, "last_known_leader": 2}
-    assert choose_leader(rs, kraft) == (rs[1], "kraft")
-    assert choose_leader(rs, {"leader": -1, "last_known_leader": 1}) == (rs[0], "kraft-last-known")
-    leader, source = choose_leader(rs, {"leader": 7, "last_known_leader": 7})
-    assert (leader["broker"], source) == (3, "inferred-kraft-leader-absent")
+    rows = (replica(1, 100, 100, 1), replica(2, 120, 100, 1), replica(3, 90, 90, 2))
+    rs = [Replica.from_row(r) for r in rows]
+    assert choose_leader(rs, None)[0].broker == 3
+    assert choose_leader(rs, _kraft(2, 2)) == (rs[1], "kraft")
+    assert choose_leader(rs, _kraft(-1, 1)) == (rs[0], "kraft-last-known")
+    leader, source = choose_leader(rs, _kraft(7, 7))
+    assert (leader.broker, source) == (3, "inferred-kraft-leader-absent")
 
 
 def test_high_watermark_rules():
@@ -95,22 +86,7 @@ def test_epoch_truncation_mismatch_is_reported():
         replicas=[replica(1, 200, 200, 1), replica(2, 200, 150, 1)],
         caches={1: [(0, 0, 0), (1, 1, 100)], 2: [(0, 0, 0), (1, 1, 100)]},
         divergences=[{"a": 1, "b": 2, "offset": 120, "lo": 0, "hi": 200, "mode": "batch", "detail": "{}"}],
-        metadata=[
-            {
-                "record_type": "PARTITION_RECORD",
-                "topic": "t",
-                "partition": 0,
-                "topic_id": "A",
-                "leader": 1,
-                "leader_epoch": 1,
-                "isr": [1, 2],
-                "replicas": [1, 2],
-                "leader_recovery_state": 0,
-                "seq": 0,
-                "node": 100,
-                "end_offset": 5,
-            },
-        ],
+        metadata=[partition_record(1, [1, 2], [1, 2])],
     )
     out = evaluate(inp)
     (mismatch,) = [f for f in out.findings if f["code"] == "KA602"]
@@ -119,6 +95,23 @@ def test_epoch_truncation_mismatch_is_reported():
 
 
 def test_metadata_partition_gets_divergence_only():
-    rs = [dict(replica(b, leo, None), topic="__cluster_metadata") for b, leo in ((1, 50), (100, 60))]
+    rs = [dict(replica(b, leo), topic="__cluster_metadata") for b, leo in ((1, 50), (100, 60))]
     out = evaluate(PartitionInput(replicas=rs))
     assert out.findings == [] and out.zones == []
+
+
+def test_severity_overrides():
+    """KA601 is a warning above both high watermarks, KA602 info when Kafka truncates below the divergence;
+    every other finding has the registry's severity."""
+    from auditor.rules.registry import REGISTRY
+
+    inp = PartitionInput(
+        replicas=[replica(1, 300, 250), replica(2, 300, 250)],
+        divergences=[{"a": 1, "b": 2, "offset": 280, "lo": 0, "hi": 300, "mode": "batch", "detail": None}],
+    )
+    found = {f["code"]: f["severity"] for f in evaluate(inp).findings}
+    assert found == {"KA601": "warning", "KA602": "info"}
+    committed = evaluate(
+        PartitionInput(replicas=inp.replicas, divergences=[dict(inp.divergences[0], offset=200)])
+    )
+    assert {f["code"]: f["severity"] for f in committed.findings}["KA601"] == REGISTRY["KA601"].severity.label

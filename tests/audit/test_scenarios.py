@@ -107,16 +107,15 @@ def test_reference_leader_and_epoch_truncation(sim_audit, lab):
             assert (leader["broker"], leader["leader_source"]) == (last_known, "kraft-last-known")
         state = {int(b): s["disk"] for b, s in p["replica_state"].items()}
         ref = state[leader["broker"]]
-        ref_cache = normalised_cache(ref["leader_epoch_checkpoint"], ref["log_end_offset"])
+        ref_cache = normalised_cache(ref["leader_epoch_checkpoint"], ref["recovered_log_end_offset"])
         for r in replicas:
             if r["is_leader"]:
                 continue
             d = state[r["broker"]]
-            hw = min(max(d["high_watermark_checkpoint"] or 0, d["log_start_offset"]), d["log_end_offset"])
-            cache = normalised_cache(d["leader_epoch_checkpoint"], d["log_end_offset"])
-            expected = epoch_truncation_offset(
-                cache, d["log_end_offset"], hw, ref_cache, ref["log_end_offset"]
-            )
+            leo = d["recovered_log_end_offset"]
+            hw = min(max(d["high_watermark_checkpoint"] or 0, d["log_start_offset"]), leo)
+            cache = normalised_cache(d["leader_epoch_checkpoint"], leo)
+            expected = epoch_truncation_offset(ref_cache, ref["recovered_log_end_offset"], cache, leo, hw)
             assert r["truncation_offset"] == expected, r["broker"]
         if leader["broker"] == p["reference"]["broker"]:
             assert {(e["follower"], e["truncation_offset"]) for e in p["epoch_truncation"]} == {
@@ -188,17 +187,18 @@ def test_unclean_election_story(sim_audit):
 
 @pytest.mark.parametrize("lab", LABELS)
 def test_replica_lag(sim_audit, lab):
-    """KA630 exactly for the followers whose on-disk log is a prefix of the reference leader's and shorter,
-    from their LEO to the leader's; a warning at least when the final ISR leaves them out."""
+    """KA630 exactly for the followers whose loaded log (after recovery) is a prefix of the reference
+    leader's and shorter, from their LEO to the leader's; a warning at least when the final ISR leaves them
+    out."""
     for p, findings, replicas in _partitions(sim_audit, lab):
         leader = str(p["reference"]["broker"])
         state = p["replica_state"]
-        leader_leo = state[leader]["disk"]["log_end_offset"]
+        leader_leo = state[leader]["disk"]["recovered_log_end_offset"]
         diverged = {tuple(d["replicas"]) for d in p["divergence"] if d["first_divergent_offset"] is not None}
         expected = {}
         for broker, rs in state.items():
             pair = tuple(sorted((int(broker), int(leader))))
-            leo = rs["disk"]["log_end_offset"]
+            leo = rs["disk"]["recovered_log_end_offset"]
             if broker != leader and leo < leader_leo and pair not in diverged:
                 expected[int(broker)] = (leo, leader_leo - 1)
         lags = {f.broker: f for f in findings if f.code == "KA630"}

@@ -48,24 +48,28 @@ def _compare_batches(rel, theirs, ours):
         assert horizon == t["deleteHorizonMs"]
 
 
+def _compared(corpus, pattern: str, deep: bool, minimum: int):
+    """(dump, section, our records, our stop event) for every section of the ``pattern`` dumps, after our
+    batches were compared with the dump's; at least ``minimum`` sections."""
+    seen = 0
+    for dump, section in dump_files(corpus, pattern):
+        batches, records, stop = _ours(corpus, section.path, deep=deep)
+        _compare_batches(section.path, section.batches, batches)
+        yield dump, section, records, stop
+        seen += 1
+    assert seen >= minimum, pattern
+
+
 @pytest.mark.corpus
 def test_batch_level_fields_match_every_print_data_log_dump(corpus):
-    seen = 0
-    for dump, section in dump_files(corpus, "*.print-data-log.txt.gz"):
-        batches, _records, stop = _ours(corpus, section.path, deep=False)
-        _compare_batches(section.path, section.batches, batches)
+    for dump, section, _records, stop in _compared(corpus, "*.print-data-log.txt.gz", False, 101):
         assert stop["reason"] == "end"
         assert not any("invalid bytes at the end" in line for line in section.other), dump
-        seen += 1
-    assert seen > 100
 
 
 @pytest.mark.corpus
 def test_records_match_deep_iteration_dumps_for_every_codec(corpus):
-    seen = 0
-    for _dump, section in dump_files(corpus, "*.deep-iteration.txt.gz"):
-        batches, records, _stop = _ours(corpus, section.path, deep=True)
-        _compare_batches(section.path, section.batches, batches)
+    for _dump, section, records, _stop in _compared(corpus, "*.deep-iteration.txt.gz", True, 101):
         assert len(records) == len(section.records), section.path
         for t, o in zip(section.records, records, strict=True):
             assert str(o["offset"]) == t["offset"], section.path
@@ -77,16 +81,9 @@ def test_records_match_deep_iteration_dumps_for_every_codec(corpus):
                 t["sequence"],
             )
             assert "[" + ",".join(o["headerKeys"]) + "]" == t["headerKeys"]
-        seen += 1
-    assert seen > 100
 
 
 @pytest.mark.corpus
 def test_kraft_snapshot_files_match_their_dumps(corpus):
-    seen = 0
-    for _dump, section in dump_files(corpus, "*.kraft-snapshots.txt.gz"):
-        batches, records, _stop = _ours(corpus, section.path, deep=True)
-        _compare_batches(section.path, section.batches, batches)
+    for _dump, section, records, _stop in _compared(corpus, "*.kraft-snapshots.txt.gz", True, 10):
         assert len(records) == len(section.records)
-        seen += 1
-    assert seen >= 10

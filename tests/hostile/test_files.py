@@ -163,7 +163,8 @@ def test_extract_and_audit_planning_never_open_special_files(tmp_path, bounded):
     bad, _made = hostile_tree(tmp_path / "b")
     code = f"""
 from auditor.observe.extract import extract_log_dir
-from auditor.spark.extract import Source, plan_raw
+from auditor.spark.extract import plan_raw
+from auditor.spark.inputs import Source
 from parsers.errors import ParseError
 counts = extract_log_dir({str(good)!r}, {str(tmp_path / "a.parquet")!r})
 print(counts["batch"] > 0, counts["errors"])

@@ -5,12 +5,12 @@ command runs in a subprocess with its time and peak RSS bounded."""
 from __future__ import annotations
 
 import json
-import struct
 from pathlib import Path
 
 import crc32c as _crc32c
 import zstandard
 
+from auditor.simulate.batches import batch_header, with_crc
 from parsers import codecs
 from parsers.dirfiles import segment_file_name
 from parsers.primitives import encode_varint, encode_varlong
@@ -18,9 +18,6 @@ from parsers.record_batch import (
     ATTR_CONTROL,
     ATTR_TRANSACTIONAL,
     CRC_START,
-    HEADER_STRUCT,
-    LOG_OVERHEAD,
-    MAGIC_V2,
     RECORD_BATCH_OVERHEAD,
     RecordSpec,
     build_batch,
@@ -35,28 +32,8 @@ BOMB_RECORDS = (64 << 20) // len(TINY_RECORD)  # 9.6 M records: 64 MiB decompres
 MiB = 1 << 20
 
 
-def header(base: int, records_size: int, count: int, attributes: int = 0, crc: int = 0) -> bytes:
-    return HEADER_STRUCT.pack(
-        base,
-        RECORD_BATCH_OVERHEAD - LOG_OVERHEAD + records_size,
-        0,
-        MAGIC_V2,
-        crc,
-        attributes,
-        max(count - 1, 0),
-        T0,
-        T0,
-        -1,
-        -1,
-        -1,
-        count,
-    )
-
-
 def raw_batch(records: bytes, count: int, base: int = 0, attributes: int = 0) -> bytes:
-    raw = bytearray(header(base, len(records), count, attributes) + records)
-    struct.pack_into(">I", raw, 17, _crc32c.crc32c(memoryview(raw)[CRC_START:]))
-    return bytes(raw)
+    return with_crc(batch_header(base, len(records), count, timestamp=T0, attributes=attributes), records)
 
 
 def zstd_records(records: bytes, count: int) -> bytes:
@@ -153,7 +130,7 @@ def write_sparse_batch(fh, position: int, base: int, size: int) -> int:
             break
         value += records_size - total
     prefix = encode_varint(body_len) + body
-    head = header(base, records_size, 1)
+    head = batch_header(base, records_size, 1, timestamp=T0)
     crc = _crc32c.crc32c(head[CRC_START:] + prefix)
     zeros = bytes(MiB)
     left = value + 1
@@ -162,7 +139,7 @@ def write_sparse_batch(fh, position: int, base: int, size: int) -> int:
         crc = _crc32c.crc32c(memoryview(zeros)[:step], crc)
         left -= step
     fh.seek(position)
-    fh.write(header(base, records_size, 1, crc=crc) + prefix)
+    fh.write(batch_header(base, records_size, 1, timestamp=T0, crc=crc) + prefix)
     return value
 
 

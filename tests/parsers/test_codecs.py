@@ -41,6 +41,7 @@ from parsers.codecs import (
     zstd_frames,
 )
 from parsers.errors import ParseError
+from tests.corpus.dumps import dump_lines
 
 CORPUS = Path(__file__).resolve().parents[2] / ".." / "shared" / "corpus"
 CODECS = [GZIP, SNAPPY, LZ4, ZSTD]
@@ -535,26 +536,20 @@ _RECORD = re.compile(r"^\| offset: (\d+) CreateTime: (\d+) keySize: (-?\d+) valu
 def compressed_batches_in_dumps(root: Path):
     """(log file, position, count, [(offset, ts, key size, value size, payload)]) per compressed batch."""
     for dump in sorted(root.glob("*/dumps/*/data.print-data-log.txt.gz")):
-        current_file = None
         batch = None
-        with gzip.open(dump, "rt", encoding="utf-8", errors="replace") as lines:
-            for line in lines:
-                line = line.rstrip("\n")
-                if line.startswith("Dumping "):
-                    current_file = root / line[len("Dumping ") :]
-                    continue
-                m = _BATCH.match(line)
-                if m:
-                    if batch:
-                        yield batch
-                    batch = None
-                    if m.group(5) != "none":
-                        batch = (current_file, int(m.group(4)), int(m.group(3)), m.group(5), [])
-                    continue
-                r = _RECORD.match(line)
-                if r and batch:
-                    batch[4].append((int(r.group(1)), int(r.group(2)), int(r.group(3)), int(r.group(4)),
-                                     r.group(6)))
+        for current_file, line in dump_lines(dump):
+            m = _BATCH.match(line)
+            if m:
+                if batch:
+                    yield batch
+                batch = None
+                if m.group(5) != "none":
+                    batch = (root / current_file, int(m.group(4)), int(m.group(3)), m.group(5), [])
+                continue
+            r = _RECORD.match(line)
+            if r and batch:
+                batch[4].append((int(r.group(1)), int(r.group(2)), int(r.group(3)), int(r.group(4)),
+                                 r.group(6)))
         if batch:
             yield batch
             batch = None

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import gzip
 import json
 import re
 import struct
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -26,6 +24,7 @@ from parsers.consumer_offsets import (
     encode_offsets_value,
 )
 from parsers.errors import ParseError
+from tests.corpus.dumps import dump_matches, kafka_records, record_dumps
 
 
 def s16(text: str | None) -> bytes:
@@ -249,43 +248,27 @@ def test_bit_flips_and_truncations_raise_only_parse_error(case, data):
 _LINE = re.compile(r"^\| offset: (\d+) .*? key: (\{.*\}) payload: (.*)$")
 
 
-def _kafka_records(path: Path) -> Iterator[tuple[bool, int, bytes | None, bytes | None]]:
-    """(isControl, offset, key, value) of every record, read with kafka-python (an independent reader)."""
-    from kafka.record import MemoryRecords
-
-    records = MemoryRecords(path.read_bytes())
-    while (batch := records.next_batch()) is not None:
-        for record in batch:
-            yield batch.is_control_batch, record.offset, record.key, record.value
-
-
 def _dumped(corpus: Path) -> dict[tuple[str, int], tuple[dict, dict | None]]:
+    """(path relative to corpus, offset) -> (key, payload or None for a tombstone), as kafka-dump-log
+    printed them."""
     out: dict[tuple[str, int], tuple[dict, dict | None]] = {}
-    for dump in sorted(corpus.glob("**/dumps/*/__consumer_offsets.print-data-log.txt.gz")):
-        current = None
-        with gzip.open(dump, "rt") as lines:
-            for line in lines:
-                if line.startswith("Dumping "):
-                    current = line[len("Dumping "):].strip()
-                elif (m := _LINE.match(line.rstrip("\n"))) is not None:
-                    payload = None if m.group(3) == "<DELETE>" else json.loads(m.group(3))
-                    out[(current, int(m.group(1)))] = (json.loads(m.group(2)), payload)
+    for path, m in dump_matches(record_dumps(corpus, "__consumer_offsets"), _LINE):
+        payload = None if m.group(3) == "<DELETE>" else json.loads(m.group(3))
+        out[(path, int(m.group(1)))] = (json.loads(m.group(2)), payload)
     return out
 
 
 @pytest.mark.corpus
 def test_corpus_offsets_records_match_kafka_dump_log(corpus: Path):
-    pytest.importorskip("kafka.record")
     expected = _dumped(corpus)
     assert len(expected) > 200
     seen: set[tuple[str, int]] = set()
-    for path in sorted(corpus.glob("**/__consumer_offsets-*/*.log")):
-        rel = path.relative_to(corpus).as_posix()
-        for is_control, offset, key, value in _kafka_records(path):
-            assert not is_control and key is not None
-            decoded_key = decode_offsets_key(key)
-            decoded_value = decode_offsets_value(decoded_key, value)
-            # The dumps print exactly this JSON: bytes (userData) as base64, tombstones as <DELETE>.
-            assert (decoded_key, decoded_value) == expected[(rel, offset)], f"{rel}@{offset}"
-            seen.add((rel, offset))
+    logs = sorted(corpus.glob("**/__consumer_offsets-*/*.log"))
+    for rel, is_control, offset, key, value in kafka_records(corpus, logs):
+        assert not is_control and key is not None
+        decoded_key = decode_offsets_key(key)
+        decoded_value = decode_offsets_value(decoded_key, value)
+        # The dumps print exactly this JSON: bytes (userData) as base64, tombstones as <DELETE>.
+        assert (decoded_key, decoded_value) == expected[(rel, offset)], f"{rel}@{offset}"
+        seen.add((rel, offset))
     assert seen == set(expected)

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import contextlib
-import gzip
 import json
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -24,6 +22,7 @@ from parsers.control import (
     encode_end_txn_marker,
 )
 from parsers.errors import ParseError
+from tests.corpus.dumps import dump_matches, kafka_records, record_dumps
 
 # §4.1: the COMMIT marker record at tx-0 offset 5.
 COMMIT_KEY = bytes.fromhex("00000001")
@@ -164,73 +163,50 @@ _JSON_TYPES = {"SnapshotHeader": "SNAPSHOT_HEADER", "SnapshotFooter": "SNAPSHOT_
                "KRaftVersion": "KRAFT_VERSION", "KRaftVoters": "KRAFT_VOTERS"}
 
 
-def _kafka_records(path: Path) -> Iterator[tuple[bool, int, bytes | None, bytes | None]]:
-    """(isControl, offset, key, value) of every record, read with kafka-python (an independent reader)."""
-    from kafka.record import MemoryRecords
-
-    records = MemoryRecords(path.read_bytes())
-    while (batch := records.next_batch()) is not None:
-        for record in batch:
-            yield batch.is_control_batch, record.offset, record.key, record.value
-
-
 def _dumped_control_records(corpus: Path) -> dict[tuple[str, int], tuple[str, object]]:
     """(path, offset) -> (type name, what kafka-dump-log printed for it)."""
     out: dict[tuple[str, int], tuple[str, object]] = {}
-    for dump in sorted(corpus.glob("**/dumps/*/*.txt.gz")):
-        if not dump.name.endswith((".print-data-log.txt.gz", ".kraft-snapshots.txt.gz")):
-            continue
-        current = None
-        with gzip.open(dump, "rt") as lines:
-            for line in lines:
-                if line.startswith("Dumping "):
-                    current = line[len("Dumping "):].strip()
-                    continue
-                if not line.startswith("| ") or (m := _CONTROL_LINE.match(line.rstrip("\n"))) is None:
-                    continue
-                offset = int(m.group(1))
-                if m.group(2):
-                    out[(current, offset)] = (m.group(2), int(m.group(3)))
-                elif m.group(4):
-                    out[(current, offset)] = (_JSON_TYPES[m.group(4)], json.loads(m.group(5)))
-                else:
-                    out[(current, offset)] = (m.group(6), int(m.group(7)))
+    for current, m in dump_matches(record_dumps(corpus), _CONTROL_LINE):
+        offset = int(m.group(1))
+        if m.group(2):
+            out[(current, offset)] = (m.group(2), int(m.group(3)))
+        elif m.group(4):
+            out[(current, offset)] = (_JSON_TYPES[m.group(4)], json.loads(m.group(5)))
+        else:
+            out[(current, offset)] = (m.group(6), int(m.group(7)))
     return out
 
 
 @pytest.mark.corpus
 def test_corpus_control_records_match_kafka_dump_log(corpus: Path):
-    pytest.importorskip("kafka.record")
     expected = _dumped_control_records(corpus)
     files = sorted([*corpus.glob("**/__cluster_metadata-0/*.log"), *corpus.glob("**/*.checkpoint"),
                     *corpus.glob("**/txn-*/*.log")])
     seen: set[tuple[str, int]] = set()
     counts: dict[str, int] = {}
-    for path in files:
-        rel = path.relative_to(corpus).as_posix()
-        for is_control, offset, key, value in _kafka_records(path):
-            if not is_control:
-                continue
-            rec = decode_control_record(key, value)
-            assert rec.key_version == 0 and rec.trailing_bytes == 0, f"{rel}@{offset}"
-            counts[rec.type_name] = counts.get(rec.type_name, 0) + 1
-            if rec.type_name == "LEADER_CHANGE":
-                voters = {v["voterId"] for v in rec.data["voters"]}
-                assert rec.data["leaderId"] in voters
-                assert {v["voterId"] for v in rec.data["grantingVoters"]} <= voters
-            if path.name == "bootstrap.checkpoint":
-                continue
-            want = expected.get((rel, offset))
-            assert want is not None, f"no dump line for control record {rel}@{offset}"
-            name, printed = want
-            assert rec.type_name == name, f"{rel}@{offset}"
-            if name in ("COMMIT", "ABORT"):
-                assert rec.data["coordinatorEpoch"] == printed
-            elif name == "LEADER_CHANGE":
-                assert rec.type_id == printed
-            else:
-                assert rec.data == printed, f"{rel}@{offset}"
-            seen.add((rel, offset))
+    for rel, is_control, offset, key, value in kafka_records(corpus, files):
+        if not is_control:
+            continue
+        rec = decode_control_record(key, value)
+        assert rec.key_version == 0 and rec.trailing_bytes == 0, f"{rel}@{offset}"
+        counts[rec.type_name] = counts.get(rec.type_name, 0) + 1
+        if rec.type_name == "LEADER_CHANGE":
+            voters = {v["voterId"] for v in rec.data["voters"]}
+            assert rec.data["leaderId"] in voters
+            assert {v["voterId"] for v in rec.data["grantingVoters"]} <= voters
+        if rel.endswith("/bootstrap.checkpoint"):
+            continue
+        want = expected.get((rel, offset))
+        assert want is not None, f"no dump line for control record {rel}@{offset}"
+        name, printed = want
+        assert rec.type_name == name, f"{rel}@{offset}"
+        if name in ("COMMIT", "ABORT"):
+            assert rec.data["coordinatorEpoch"] == printed
+        elif name == "LEADER_CHANGE":
+            assert rec.type_id == printed
+        else:
+            assert rec.data == printed, f"{rel}@{offset}"
+        seen.add((rel, offset))
     assert seen == set(expected), "dumped control records not found in the files"
     assert counts["COMMIT"] > 100 and counts["ABORT"] > 50
     assert counts["LEADER_CHANGE"] > 10 and counts["SNAPSHOT_HEADER"] == counts["SNAPSHOT_FOOTER"] > 20

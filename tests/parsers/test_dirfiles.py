@@ -349,18 +349,6 @@ def test_segment_file_names():
     assert parse_segment_file_name("750.log") == (750, ".log", None)  # Long.parseLong accepts it
     assert segment_file_name(750, ".log") == "00000000000000000750.log"
     assert segment_file_name(9223372036854775807, "index") == "9223372036854775807.index".rjust(26, "0")
-    for bad in (
-        "00000000000000000750.log.tmp",
-        "x.log",
-        "-1.log",
-        "00000000000000000750",
-        "99999999999999999999.log",
-        "00000000000000000029-0000000001.checkpoint",
-        "leader-epoch-checkpoint",
-        "0750.LOG",
-    ):
-        with pytest.raises(ParseError):
-            parse_segment_file_name(bad)
     with pytest.raises(ValueError):
         segment_file_name(-1, ".log")
 
@@ -378,17 +366,40 @@ def test_kraft_snapshot_names():
         1,
         "partial",
     )
-    for bad in (
-        "bootstrap.checkpoint",
-        "29-1.checkpoint",
-        "00000000000000000029-0000000001.checkpoint.part",
-        "00000000000000000029-9999999999.checkpoint",
-        "00000000000000000029-0000000001.log",
-    ):
-        with pytest.raises(ParseError):
-            parse_kraft_snapshot_file_name(bad)
+
+
+@pytest.mark.parametrize(
+    ("parse", "name"),
+    [
+        *(
+            (parse_segment_file_name, bad)
+            for bad in (
+                "00000000000000000750.log.tmp",
+                "x.log",
+                "-1.log",
+                "00000000000000000750",
+                "99999999999999999999.log",
+                "00000000000000000029-0000000001.checkpoint",
+                "leader-epoch-checkpoint",
+                "0750.LOG",
+            )
+        ),
+        *(
+            (parse_kraft_snapshot_file_name, bad)
+            for bad in (
+                "bootstrap.checkpoint",
+                "29-1.checkpoint",
+                "00000000000000000029-0000000001.checkpoint.part",
+                "00000000000000000029-9999999999.checkpoint",
+                "00000000000000000029-0000000001.log",
+            )
+        ),
+        (parse_kraft_snapshot_name, "00000000000000000029-0000000001.checkpoint.deleted"),
+    ],
+)
+def test_names_kafka_does_not_parse_are_refused(parse, name):
     with pytest.raises(ParseError):
-        parse_kraft_snapshot_name("00000000000000000029-0000000001.checkpoint.deleted")
+        parse(name)
 
 
 # ------------------------------------------------------------------------------------------- fuzzing

@@ -4,7 +4,6 @@ fuzzing, and the real corpus against the real ``kafka-dump-log.sh`` output."""
 from __future__ import annotations
 
 import contextlib
-import gzip
 import os
 import re
 import struct
@@ -21,6 +20,7 @@ from parsers.dirfiles import parse_segment_file_name
 from parsers.errors import ParseError
 from parsers.indexes import (
     ABORTED_TXN_SIZE,
+    INDEX_WINDOW,
     OFFSET_INDEX,
     TIME_INDEX,
     AbortedTxn,
@@ -31,6 +31,7 @@ from parsers.indexes import (
     build_offset_index,
     build_time_index,
     build_txn_index,
+    index_arrays,
     iter_txn_index,
     read_offset_index,
     read_time_index,
@@ -42,6 +43,7 @@ from parsers.indexes import (
     struct_of,
     txn_entries,
 )
+from tests.corpus.dumps import dump_sections
 
 # ------------------------------------------------------------------------------- schema == fast path
 
@@ -278,14 +280,8 @@ def _dump_sections(corpus: Path, kind: str) -> dict[str, list[str]]:
     """``Dumping <path>`` sections of every ``<group>.<kind>.txt.gz`` dump: path -> the lines that follow."""
     sections: dict[str, list[str]] = {}
     for dump in sorted(corpus.rglob(f"*.{kind}.txt.gz")):
-        current: list[str] | None = None
-        with gzip.open(dump, "rt", encoding="utf-8", errors="replace") as fh:
-            for raw in fh:
-                line = raw.rstrip("\n")
-                if line.startswith("Dumping "):
-                    current = sections.setdefault(line[len("Dumping ") :], [])
-                elif current is not None:
-                    current.append(line)
+        for path, lines in dump_sections(dump):
+            sections.setdefault(path, []).extend(lines)
     return sections
 
 
@@ -304,6 +300,9 @@ def test_corpus_every_index_parses(corpus):
     for path in files:
         data = path.read_bytes()
         base, suffix, _ = parse_segment_file_name(path.name)
+        if suffix in (".index", ".timeindex"):
+            _scan_agrees(data, base, INDEX_WINDOW)
+            _scan_agrees(data, base, 96)
         if suffix == ".index":
             idx = read_offset_index(data, base)
             assert idx.trailing_bytes == 0 and idx.garbage_after_padding is None, path
@@ -389,10 +388,12 @@ def test_corpus_txnindex_equal_dump_log_output(corpus):
 
 
 def _scan_agrees(data: bytes, base: int, window: int, scan_of=None) -> None:
-    """``IndexScan`` (windows of ``window`` bytes) finds what the whole-buffer readers find."""
+    """``IndexScan`` (windows of ``window`` bytes) and the columnar reader on it (``index_arrays``) find what
+    the whole-buffer readers find."""
+    scan_of = scan_of or (lambda kind: IndexScan.of_bytes(kind, data, window=window))
     for kind, reader in ((OFFSET_INDEX, read_offset_index), (TIME_INDEX, read_time_index)):
         ref = reader(data, base)
-        scan = scan_of(kind) if scan_of else IndexScan.of_bytes(kind, data, window=window)
+        scan = scan_of(kind)
         tables = list(scan.prefix())
         rows = [row for table in tables for row in table.tolist()]
         if kind is OFFSET_INDEX:
@@ -412,6 +413,16 @@ def _scan_agrees(data: bytes, base: int, window: int, scan_of=None) -> None:
         if len(after) == kind.dtype.itemsize and any(after) and len(ref.entries) < ref.slots:
             expected_next = np.frombuffer(after, dtype=kind.dtype)[0].item()
         assert shape.next_slot == expected_next
+        arrays = index_arrays(scan_of(kind), base)
+        columns = [arrays.columns[name].tolist() for name in kind.names]
+        assert list(zip(*columns, strict=True)) == ref.entries and not arrays.truncated
+        assert [getattr(arrays, f) for f in fields] == [getattr(ref, f) for f in fields]
+        if expected_next is None:
+            assert arrays.next_entry is None
+        else:
+            rel = kind.dtype.names.index("relative_offset")
+            expected = tuple(v + base if i == rel else v for i, v in enumerate(expected_next))
+            assert arrays.next_entry == expected
 
 
 @settings(max_examples=300, deadline=None)
@@ -489,6 +500,20 @@ def test_index_scan_keeps_at_most_max_entries():
     shape, table = IndexScan.of_bytes(OFFSET_INDEX, data, window=64).run(max_entries=100)
     assert shape.entries == 1000 and len(table) == 100
     assert table["relative_offset"].tolist() == list(range(1, 101))
+    arrays = index_arrays(IndexScan.of_bytes(OFFSET_INDEX, data, window=64), 7, max_entries=100)
+    assert arrays.truncated and arrays.entries == 1000
+    assert arrays.columns["offset"].tolist() == list(range(8, 108))
+    assert arrays.columns["position"].tolist() == list(range(10, 1010, 10))
+
+
+@pytest.mark.parametrize("base", [2**63 - 2**20, 2**63 - 1])
+def test_index_arrays_saturate_offsets_at_the_int64_limit(base):
+    """A segment named near the int64 limit: columnar offsets past it saturate instead of wrapping negative;
+    the in-memory reader keeps exact Python ints."""
+    data = build_offset_index([(base + 5, 100), (base + 2**20 + 9, 200)], base)
+    arrays = index_arrays(IndexScan.of_bytes(OFFSET_INDEX, data), base)
+    assert arrays.columns["offset"].tolist() == [min(base + 5, 2**63 - 1), 2**63 - 1]
+    assert read_offset_index(data, base).entries[0] == (base + 5, 100)
 
 
 @settings(max_examples=200, deadline=None)

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import contextlib
-import gzip
 import json
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,6 +20,7 @@ from parsers.metadata import (
     record_type_name,
     schema_for,
 )
+from tests.corpus.dumps import dump_matches, kafka_records, record_dumps
 
 TOPIC_ID = bytes.fromhex("6ea27dc9cf9e4342828ea2ea201a697f")
 DIR_ID = bytes(range(16))
@@ -187,30 +186,10 @@ def test_bit_flips_and_truncations_raise_only_parse_error(value, data):
 _PAYLOAD = re.compile(r"^\| offset: (\d+) .*? payload: (\{.*\})$")
 
 
-def _kafka_records(path: Path) -> Iterator[tuple[bool, int, bytes | None, bytes | None]]:
-    """(isControl, offset, key, value) of every record, read with kafka-python (an independent reader)."""
-    from kafka.record import MemoryRecords
-
-    records = MemoryRecords(path.read_bytes())
-    while (batch := records.next_batch()) is not None:
-        for record in batch:
-            yield batch.is_control_batch, record.offset, record.key, record.value
-
-
 def _dump_payloads(corpus: Path) -> dict[tuple[str, int], dict]:
     """(path relative to corpus, offset) -> Kafka's JSON payload, from the cluster-metadata dumps."""
-    out: dict[tuple[str, int], dict] = {}
-    for dump in sorted(corpus.glob("**/dumps/*/__cluster_metadata.*.txt.gz")):
-        if not dump.name.endswith((".print-data-log.txt.gz", ".kraft-snapshots.txt.gz")):
-            continue
-        current = None
-        with gzip.open(dump, "rt") as lines:
-            for line in lines:
-                if line.startswith("Dumping "):
-                    current = line[len("Dumping "):].strip()
-                elif (m := _PAYLOAD.match(line.rstrip("\n"))) is not None:
-                    out[(current, int(m.group(1)))] = json.loads(m.group(2))
-    return out
+    matches = dump_matches(record_dumps(corpus, "__cluster_metadata"), _PAYLOAD)
+    return {(path, int(m.group(1))): json.loads(m.group(2)) for path, m in matches}
 
 
 def _metadata_files(corpus: Path) -> list[Path]:
@@ -219,29 +198,26 @@ def _metadata_files(corpus: Path) -> list[Path]:
 
 @pytest.mark.corpus
 def test_corpus_metadata_records_match_kafka_dump_log(corpus: Path):
-    pytest.importorskip("kafka.record")
     expected = _dump_payloads(corpus)
     assert len(expected) > 6000
     seen: set[tuple[str, int]] = set()
     types: set[str] = set()
-    for path in _metadata_files(corpus):
-        rel = path.relative_to(corpus).as_posix()
-        for is_control, offset, key, value in _kafka_records(path):
-            if is_control:
-                continue
-            assert key is None and value is not None
-            rec = decode_metadata_record(value)  # raises on any trailing byte
-            assert rec.data is not None, f"{rel}@{offset}: {rec}"
-            types.add(rec.type_name)
-            # Re-encoding gives Kafka's bytes back exactly.
-            assert encode_metadata_record(rec.api_key, rec.version, rec.data) == value, f"{rel}@{offset}"
-            if path.name == "bootstrap.checkpoint":
-                continue  # kafka-dump-log was not run on these
-            want = expected.get((rel, offset))
-            assert want is not None, f"no dump line for {rel}@{offset}"
-            # Same JSON as Kafka's converters (uuids base64url, bytes base64, default tags omitted).
-            assert rec.to_json() == want, f"{rel}@{offset}"
-            seen.add((rel, offset))
+    for rel, is_control, offset, key, value in kafka_records(corpus, _metadata_files(corpus)):
+        if is_control:
+            continue
+        assert key is None and value is not None
+        rec = decode_metadata_record(value)  # raises on any trailing byte
+        assert rec.data is not None, f"{rel}@{offset}: {rec}"
+        types.add(rec.type_name)
+        # Re-encoding gives Kafka's bytes back exactly.
+        assert encode_metadata_record(rec.api_key, rec.version, rec.data) == value, f"{rel}@{offset}"
+        if rel.endswith("/bootstrap.checkpoint"):
+            continue  # kafka-dump-log was not run on these
+        want = expected.get((rel, offset))
+        assert want is not None, f"no dump line for {rel}@{offset}"
+        # Same JSON as Kafka's converters (uuids base64url, bytes base64, default tags omitted).
+        assert rec.to_json() == want, f"{rel}@{offset}"
+        seen.add((rel, offset))
     assert seen == set(expected), "dump payloads without a decoded record"
     assert {"TOPIC_RECORD", "PARTITION_RECORD", "PARTITION_CHANGE_RECORD", "REGISTER_BROKER_RECORD",
             "REGISTER_CONTROLLER_RECORD", "FEATURE_LEVEL_RECORD", "NO_OP_RECORD", "CONFIG_RECORD",
@@ -251,10 +227,11 @@ def test_corpus_metadata_records_match_kafka_dump_log(corpus: Path):
 
 @pytest.mark.corpus
 def test_corpus_bootstrap_checkpoints(corpus: Path):
-    pytest.importorskip("kafka.record")
     files = sorted(corpus.glob("**/bootstrap.checkpoint"))
     assert files
-    for path in files:
-        names = [decode_metadata_record(value).type_name
-                 for is_control, _, _, value in _kafka_records(path) if not is_control]
-        assert names and set(names) == {"FEATURE_LEVEL_RECORD"}, path
+    names: dict[str, set[str]] = {}
+    for rel, is_control, _, _, value in kafka_records(corpus, files):
+        if not is_control:
+            names.setdefault(rel, set()).add(decode_metadata_record(value).type_name)
+    assert set(names) == {f.relative_to(corpus).as_posix() for f in files}
+    assert all(n == {"FEATURE_LEVEL_RECORD"} for n in names.values()), names

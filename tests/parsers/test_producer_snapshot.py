@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gzip
 import os
 import re
 from pathlib import Path
@@ -22,6 +21,7 @@ from parsers.producer_snapshot import (
     snapshot_offset_from_name,
     verify_producer_snapshot,
 )
+from tests.corpus.dumps import dump_sections
 
 ENTRY = ProducerStateEntry(
     producer_id=0,
@@ -202,14 +202,9 @@ def test_corpus_snapshots_equal_dump_log_output(corpus):
     compared = with_entries = 0
     for dump in sorted(corpus.rglob("*.snapshots-txnindex.txt.gz")):
         sections: dict[str, list[dict[str, str]]] = {}
-        current = None
-        with gzip.open(dump, "rt", encoding="utf-8") as fh:
-            for raw in fh:
-                line = raw.rstrip("\n")
-                if line.startswith("Dumping "):
-                    current = sections.setdefault(line[len("Dumping ") :], [])
-                elif current is not None and line.startswith("producerId: "):
-                    current.append({m[1]: m[2] for m in _PAIR.finditer(line)})
+        for path, lines in dump_sections(dump):
+            entries = [line for line in lines if line.startswith("producerId: ")]
+            sections.setdefault(path, []).extend({m[1]: m[2] for m in _PAIR.finditer(e)} for e in entries)
         for rel, dumped in sections.items():
             if not rel.endswith(".snapshot"):
                 continue

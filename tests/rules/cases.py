@@ -837,8 +837,8 @@ def two_copies_of_one_dir(tmp, mp):
 
 
 # fixtures kept in their own modules; imported last because they use the helpers above
-from tests.rules import cases_files, cases_inputs, cases_records  # noqa: E402
+from tests.rules import cases_files, cases_inputs, cases_records, cases_replica  # noqa: E402
 
-ALL_CODES += cases_files.CODES + cases_inputs.CODES + cases_records.CODES
+ALL_CODES += cases_files.CODES + cases_inputs.CODES + cases_records.CODES + cases_replica.CODES
 
 __all__ = ["ALL_CODES", "FIRE", "SILENT", "T0", "format_leader_epoch_checkpoint"]

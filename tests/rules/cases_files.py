@@ -103,32 +103,32 @@ def log_dir_reached_through_link(tmp, mp):
 # ------------------------------------------------------------------------------------------ KA516
 
 
+def _linked_outside(tmp: Path, path: Path, name: str) -> None:
+    """Move ``path`` (a file or a directory) out of the log dir to ``tmp/name``; a symbolic link to it is
+    left in its place."""
+    outside = tmp / name
+    shutil.move(path, outside)
+    path.symlink_to(outside, target_is_directory=outside.is_dir())
+
+
 @fire("KA516")
 def segment_linked_outside(tmp, mp):
     ld, p = built(tmp)
-    seg = p.seg_path(1)
-    outside = tmp / "elsewhere.log"
-    shutil.move(seg, outside)
-    seg.symlink_to(outside)
+    _linked_outside(tmp, p.seg_path(1), "elsewhere.log")
     return [ld.root]
 
 
 @fire("KA516")
 def index_linked_outside(tmp, mp):
     ld, p = built(tmp)
-    index = p.seg_path(0, ".index")
-    outside = tmp / "elsewhere.index"
-    shutil.move(index, outside)
-    index.symlink_to(outside)
+    _linked_outside(tmp, p.seg_path(0, ".index"), "elsewhere.index")
     return [ld.root]
 
 
 @fire("KA516")
 def partition_dir_linked_outside(tmp, mp):
     ld, p = built(tmp)
-    outside = tmp / "moved-partition"
-    shutil.move(p.path, outside)
-    p.path.symlink_to(outside, target_is_directory=True)
+    _linked_outside(tmp, p.path, "moved-partition")
     return [ld.root]
 
 

@@ -11,18 +11,10 @@ import struct
 from pathlib import Path
 
 from auditor.rules.registry import REGISTRY, load_rules
+from auditor.simulate.batches import batch_header, with_crc
 from parsers import codecs
 from parsers.primitives import crc32c, encode_varint, encode_varlong
-from parsers.record_batch import (
-    CRC_START,
-    HEADER_STRUCT,
-    LOG_OVERHEAD,
-    MAGIC_V2,
-    RECORD_BATCH_OVERHEAD,
-    RecordSpec,
-    build_batch,
-    encode_record,
-)
+from parsers.record_batch import CRC_START, LOG_OVERHEAD, RecordSpec, build_batch, encode_record
 from tests.rules.builder import T0, standard
 
 CODES: list[str] = ["KA111"]
@@ -35,24 +27,10 @@ def raw_batch(
     records: bytes, count: int, base_offset: int, compression: int = 0, last_delta: int = 0
 ) -> bytes:
     """A v2 batch around an arbitrary (possibly broken) records section, with a correct CRC-32C."""
-    header = HEADER_STRUCT.pack(
-        base_offset,
-        RECORD_BATCH_OVERHEAD - LOG_OVERHEAD + len(records),
-        0,
-        MAGIC_V2,
-        0,
-        compression,
-        last_delta,
-        T0,
-        T0,
-        -1,
-        -1,
-        -1,
-        count,
+    header = batch_header(
+        base_offset, len(records), count, timestamp=T0, attributes=compression, last_offset_delta=last_delta
     )
-    raw = bytearray(header + records)
-    struct.pack_into(">I", raw, 17, crc32c(memoryview(raw)[CRC_START:]))
-    return bytes(raw)
+    return with_crc(header, records)
 
 
 def _deep(mp) -> None:

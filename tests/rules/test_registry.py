@@ -11,6 +11,7 @@ import pytest
 
 from auditor.findings import Finding, Severity
 from auditor.rules.registry import (
+    AUDIT_SCOPES,
     DOC_SECTIONS,
     REGISTRY,
     Location,
@@ -44,8 +45,8 @@ def test_codes_and_names_are_unique_and_families_match():
     rules = all_rules()
     assert len({r.code for r in rules}) == len({r.name for r in rules}) == len(rules)
     for r in rules:
-        if r.scope == "cluster":  # cross-replica checks of `audit`
-            assert re.fullmatch(r"KA[67]\d\d", r.code), r.code
+        if r.scope in AUDIT_SCOPES:  # cross-replica checks of `audit`
+            assert re.fullmatch(r"KA[67]\d\d", r.code) and r.check is not None, r.code
         else:
             assert re.fullmatch(r"KA[0-5]\d\d", r.code), "KA6xx-KA7xx are reserved for audit"
             assert r.scope in ("segment", "partition", "logdir", "engine")
@@ -159,11 +160,12 @@ def test_finding_serialisation_round_trips():
     assert d["severity"] == "error" and d["evidence"] == {"expected": [1, 2], "found": "01"}
     back = Finding.from_dict(d)
     assert back.fingerprint() == f.fingerprint() and back.severity is Severity.ERROR
-    row = f.to_row()
-    assert isinstance(row["evidence"], str) and Finding.from_row(row).evidence == {
-        "expected": [1, 2],
-        "found": "01",
-    }
+    row = {"cluster": "c", "code": "KA601", "severity": "warning", "topic": "t", "partition": 0, "peer": 2}
+    row.update(message="m", evidence='{"mode": "batch"}')
+    spark = Finding.from_row(row, "replication.divergence")
+    assert spark.severity is Severity.WARNING and spark.name == "replication.divergence"
+    assert spark.evidence == {"mode": "batch", "cluster": "c", "peer": 2}
+    assert spark.related == [{"broker": 2, "topic": "t", "partition": 0}]
     assert Severity.parse("Warning") is Severity.WARNING and Severity.CRITICAL > Severity.ERROR
     with pytest.raises(ValueError):
         Severity.parse("fatal")

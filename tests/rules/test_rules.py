@@ -1,15 +1,19 @@
 """One parametrised test drives every rule: each fixture of ``cases.FIRE`` must make its code fire, each
-fixture of ``cases.SILENT`` must leave it silent; every registered scan rule has both."""
+fixture of ``cases.SILENT`` must leave it silent; every registered rule, scan's and audit's cross-replica
+ones (``cases_replica``, run through ``auditor.spark.partition_rules`` without Spark), has both."""
 
 from __future__ import annotations
 
 import pytest
 
-from auditor.rules.registry import REGISTRY, all_rules
+from auditor.findings import Severity
+from auditor.rules.registry import AUDIT_SCOPES, REGISTRY, all_rules
 from auditor.scan import SCAN_SCOPES, scan
 from tests.rules.cases import ALL_CODES, FIRE, SILENT
+from tests.rules.cases_replica import Audit, audit_findings
 
 SCAN_RULES = sorted(r.code for r in all_rules() if r.scope in SCAN_SCOPES)
+AUDIT_RULES = sorted(r.code for r in all_rules() if r.scope in AUDIT_SCOPES)
 
 
 def _params(table: dict, expect: str) -> list:
@@ -20,28 +24,41 @@ def _params(table: dict, expect: str) -> list:
     ]
 
 
+def _findings(subject, code: str) -> list[tuple[str, str]]:
+    """(code, message) of every finding of a case: a list of log dirs is scanned, an :class:`Audit` runs the
+    cross-replica rules. Each finding of ``code`` is checked to be the registered rule's."""
+    rule = REGISTRY[code]
+    if isinstance(subject, Audit):
+        rows = audit_findings(subject)
+        for row in rows:
+            if row["code"] == code:
+                assert row["message"] and Severity.parse(row["severity"]), row
+                assert rule.scope in AUDIT_SCOPES and row["cluster"] == "c", row
+        return [(row["code"], row["message"]) for row in rows]
+    result = scan(subject, jobs=1)
+    for f in result.findings:
+        if f.code == code:
+            assert f.message and f.name == rule.name
+            assert f.log_dir is not None
+    return [(f.code, f.message) for f in result.findings]
+
+
 @pytest.mark.parametrize(("code", "case", "expect"), _params(FIRE, "fires") + _params(SILENT, "silent"))
 def test_rule_fixture(code, case, expect, tmp_path, monkeypatch):
-    paths = case(tmp_path, monkeypatch)
-    result = scan(paths, jobs=1)
-    codes = {f.code for f in result.findings}
+    findings = _findings(case(tmp_path, monkeypatch), code)
+    hits = [(c, m) for c, m in findings if c == code]
     if expect == "fires":
-        assert code in codes, (
-            f"{code} did not fire; findings: {[(f.code, f.message) for f in result.findings]}"
-        )
-        for f in result.findings:
-            if f.code == code:
-                assert f.message and f.name == REGISTRY[code].name
-                assert f.log_dir is not None
+        assert hits, f"{code} did not fire; findings: {findings}"
     else:
-        hits = [(f.code, f.message) for f in result.findings if f.code == code]
         assert not hits, f"{code} fired on a benign fixture: {hits}"
 
 
-def test_every_scan_rule_has_fixtures():
-    assert sorted(ALL_CODES) == SCAN_RULES, "cases.ALL_CODES must list exactly the registered scan rules"
-    missing_fire = [c for c in SCAN_RULES if not FIRE.get(c)]
-    missing_silent = [c for c in SCAN_RULES if not SILENT.get(c)]
+def test_every_rule_has_fixtures():
+    rules = SCAN_RULES + AUDIT_RULES
+    assert sorted(ALL_CODES) == sorted(rules), "cases.ALL_CODES must list exactly the registered rules"
+    assert AUDIT_RULES and all(REGISTRY[c].check is not None for c in AUDIT_RULES)
+    missing_fire = [c for c in rules if not FIRE.get(c)]
+    missing_silent = [c for c in rules if not SILENT.get(c)]
     assert not missing_fire, f"rules without a firing fixture: {missing_fire}"
     assert not missing_silent, f"rules without a silent fixture: {missing_silent}"
 

@@ -97,16 +97,24 @@ def test_isr_shrinks_after_replica_lag_time_max_and_expands_when_caught_up():
     assert c.replica(3, TP).leo == c.replica(1, TP).leo
 
 
-def test_unclean_election_sets_leader_recovery_state_then_recovers():
+def stale_follower_elected(replicated: int, leader_only: int) -> Cluster:
+    """Three replicas with unclean election enabled: ``replicated`` records reach all of them, brokers 2 and 3
+    crash, broker 1 alone takes ``leader_only`` records with acks=1 and crashes; broker 2 restarts and is
+    elected uncleanly."""
     c = Cluster(SimOptions(check_invariants=True, min_insync_replicas=1), truncation="epoch")
     c.add_topic("t", 1, replicas={0: [1, 2, 3]}, unclean=True)
-    c.produce("t", 0, 5)
+    c.produce("t", 0, replicated)
     c.replicate(2)
     c.crash(2)
     c.crash(3)
-    c.produce("t", 0, 5, acks="1")
+    c.produce("t", 0, leader_only, acks="1")
     c.crash(1)
     c.restart(2)
+    return c
+
+
+def test_unclean_election_sets_leader_recovery_state_then_recovers():
+    c = stale_follower_elected(5, 5)
     ps = c.partitions[TP]
     assert (ps.leader, ps.leader_epoch, ps.isr, ps.leader_recovery_state) == (2, 2, [2], 1)
     assert c.leader_history[TP][-1].unclean and c.leader_history[TP][-1].start_offset == 5
@@ -126,15 +134,7 @@ def test_unclean_election_sets_leader_recovery_state_then_recovers():
 
 def test_epoch_truncation_follows_kip279_over_missed_epochs():
     """A follower that missed epochs truncates at the end of its last epoch as the leader saw it."""
-    c = Cluster(SimOptions(check_invariants=True, min_insync_replicas=1), truncation="epoch")
-    c.add_topic("t", 1, replicas={0: [1, 2, 3]}, unclean=True)
-    c.produce("t", 0, 4)
-    c.replicate(2)
-    c.crash(2)
-    c.crash(3)
-    c.produce("t", 0, 6, acks="1")  # epoch 0 on broker 1 only: offsets 4..9
-    c.crash(1)
-    c.restart(2)  # unclean, epoch 2 from offset 4
+    c = stale_follower_elected(4, 6)  # epoch 0 on broker 1 only: offsets 4..9; broker 2: epoch 2 from 4
     c.produce("t", 0, 2, acks="1")
     c.shutdown(2)  # leaderless (epoch 3)
     c.restart(3)  # broker 3 was out of the ISR too: unclean again, epoch 4 from offset 4

@@ -89,18 +89,18 @@ def test_epoch_cache_assign_drops_conflicting_entries():
 
 
 @pytest.mark.parametrize(
-    "cache,requested,leo,expected",
+    "cache,leo,requested,expected",
     [
-        ([(0, 0), (2, 1000)], 0, 1300, (0, 1000)),  # KIP-279: end offset of epoch 0 = start of epoch 2
-        ([(0, 0), (2, 1000)], 1, 1300, (0, 1000)),  # unknown epoch: largest epoch below it
-        ([(0, 0), (2, 1000)], 2, 1300, (2, 1300)),  # latest epoch: the log end offset
-        ([(0, 0), (2, 1000)], 3, 1300, (-1, -1)),  # newer than the leader's
-        ([(3, 50)], 1, 80, (1, 50)),  # older than any cached epoch
-        ([(0, 0)], -1, 10, (-1, -1)),
+        ([(0, 0), (2, 1000)], 1300, 0, (0, 1000)),  # KIP-279: end offset of epoch 0 = start of epoch 2
+        ([(0, 0), (2, 1000)], 1300, 1, (0, 1000)),  # unknown epoch: largest epoch below it
+        ([(0, 0), (2, 1000)], 1300, 2, (2, 1300)),  # latest epoch: the log end offset
+        ([(0, 0), (2, 1000)], 1300, 3, (-1, -1)),  # newer than the leader's
+        ([(3, 50)], 80, 1, (1, 50)),  # older than any cached epoch
+        ([(0, 0)], 10, -1, (-1, -1)),
     ],
 )
-def test_end_offset_for(cache, requested, leo, expected):
-    assert end_offset_for(cache, requested, leo) == expected
+def test_end_offset_for(cache, leo, requested, expected):
+    assert end_offset_for(cache, leo, requested) == expected
 
 
 def test_recovery_truncates_a_torn_tail_and_rebuilds_indexes():
@@ -117,13 +117,21 @@ def test_recovery_truncates_a_torn_tail_and_rebuilds_indexes():
         assert seg.batches[seg.positions.index(pos)].last_offset == off
 
 
-def test_recovery_stops_at_a_corrupt_batch_and_deletes_later_segments():
+def with_flipped_bit(segment: int, batch: int) -> ReplicaLog:
+    """40 one-record batches in 1500-byte segments; one bit of batch ``batch`` of segment ``segment`` is
+    flipped on disk (its CRC no longer matches)."""
     log = ReplicaLog(LogConfig(segment_bytes=1500, index_interval_bytes=4096, segment_index_bytes=4096))
     fill(log, 40)
-    seg = log.segments[1]
-    raw = bytearray(seg.batches[2].data)
+    seg = log.segments[segment]
+    raw = bytearray(seg.batches[batch].data)
     raw[-1] ^= 0x10
-    seg.damaged[2] = bytes(raw)
+    seg.damaged[batch] = bytes(raw)
+    return log
+
+
+def test_recovery_stops_at_a_corrupt_batch_and_deletes_later_segments():
+    log = with_flipped_bit(1, 2)
+    seg = log.segments[1]
     bad_offset = seg.batches[2].base_offset
     n = len(log.segments)
     report = log.recover(seg.base_offset, False, 0, [(0, 0)])
@@ -133,12 +141,7 @@ def test_recovery_stops_at_a_corrupt_batch_and_deletes_later_segments():
 
 
 def test_recovery_below_the_recovery_point_is_not_checked():
-    log = ReplicaLog(LogConfig(segment_bytes=1500, index_interval_bytes=4096, segment_index_bytes=4096))
-    fill(log, 40)
-    seg = log.segments[0]
-    raw = bytearray(seg.batches[1].data)
-    raw[-1] ^= 0x10
-    seg.damaged[1] = bytes(raw)
+    log = with_flipped_bit(0, 1)
     report = log.recover(log.segments[2].base_offset, False, 0, [(0, 0)])
     assert report.truncated_at is None and log.leo == 40
 

@@ -1,10 +1,7 @@
-"""``kafka-auditor audit`` (cross-replica comparison on Spark) and ``kafka-auditor extract`` (parse one log
-directory into a Parquet extract, without Spark).
+"""``kafka-auditor audit``: the replicas of every partition compared across brokers, on Spark.
 
-Registered in ``auditor.cli`` with ``app.command("audit")(audit_command)`` and
-``app.command("extract")(extract_command)``. Same output options, rule selection and exit codes as
-``scan``: 0 clean, 1 when a finding reaches ``--fail-on`` (default error), 2 for usage errors or input that
-could not be read.
+Same report options, rule selection (``--select``/``--ignore``/``--explain``/``--list-rules``, over the
+``cluster`` scope) and exit codes as ``scan`` (:mod:`auditor.cli.common`).
 """
 
 from __future__ import annotations
@@ -12,23 +9,16 @@ from __future__ import annotations
 import os
 import sys
 import threading
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import typer
 
-from auditor.cli_scan import (
-    EXIT_ZERO_OPTION,
-    FAIL_ON_OPTION,
-    FORMAT_OPTION,
-    OUTPUT_OPTION,
-    ColorMode,
-    FailOn,
-    ReportFormat,
-    _fail,
-)
+from auditor.cli.common import ReportOptions, fail, fail_all, paths_argument, report_options
+from auditor.report.model import EXIT_ERROR, Report
+from auditor.rules.registry import AUDIT_SCOPES
 
-EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 REGISTRATION_ENV = "KAFKA_AUDITOR_MASTER_TIMEOUT"
 REGISTRATION_SECONDS = 30.0
 """How long, once the driver's JVM is up, a standalone (``spark://``) or Mesos master may take to accept the
@@ -36,6 +26,10 @@ application before the audit gives up with exit 2 (``KAFKA_AUDITOR_MASTER_TIMEOU
 client retries its registration 3 times 20 s apart (``StandaloneAppClient``), then fails with a Java stack;
 registering with a live master takes well under a second."""
 
+ROOTS_HELP = (
+    "Broker and controller log directories (meta.properties), folders holding several of them, and/or "
+    "Parquet extracts written by `kafka-auditor extract` on each broker. Read-only."
+)
 AUDIT_COLUMNS = [
     ("partitionKey", "partition"),
     ("broker", "broker"),
@@ -64,9 +58,9 @@ def _registration_seconds() -> float:
     try:
         value = float(text)
     except ValueError:
-        raise _fail(f"{REGISTRATION_ENV}={text!r} is not a number of seconds") from None
+        raise fail(f"{REGISTRATION_ENV}={text!r} is not a number of seconds") from None
     if not value > 0:
-        raise _fail(f"{REGISTRATION_ENV}={text!r} must be positive")
+        raise fail(f"{REGISTRATION_ENV}={text!r} must be positive")
     return value
 
 
@@ -80,7 +74,7 @@ def _checked_master(url: str | None):
     try:
         return parse_master(text)
     except MasterError as exc:
-        raise _fail(str(exc)) from None
+        raise fail(str(exc)) from None
 
 
 def _is_spark_error(exc: BaseException) -> bool:
@@ -106,11 +100,11 @@ def _start_spark(master):
     try:
         return get_spark(master.url)
     except JavaNotFound as exc:
-        raise _fail(str(exc)) from None
+        raise fail(str(exc)) from None
     except Exception as exc:
         if not _is_spark_error(exc):
             raise
-        raise _fail(f"cannot start Spark on --master {master.url}: {describe_error(exc)}") from None
+        raise fail(f"cannot start Spark on --master {master.url}: {describe_error(exc)}") from None
     finally:
         started.set()
 
@@ -134,15 +128,6 @@ def _watch_registration(url: str, limit: float, started: threading.Event) -> Non
     )
     sys.stderr.flush()
     os._exit(EXIT_ERROR)
-
-
-def _inside(path: Path, directories: list[str]) -> str | None:
-    target = os.path.realpath(path)
-    for d in directories:
-        real = os.path.realpath(d)
-        if target == real or target.startswith(real.rstrip(os.sep) + os.sep):
-            return d
-    return None
 
 
 def partition_rows(result) -> list[dict[str, Any]]:
@@ -204,43 +189,29 @@ def partition_rows(result) -> list[dict[str, Any]]:
     return rows
 
 
-def build_report(result, selection, inputs, fail_on, exit_zero: bool = False, show_partitions: bool = False):
-    """The issue-4 :class:`Report` of an audit: selected findings, one partition row per replica."""
-    from auditor.report import Report
-
-    findings = [f for f in result.findings if f.code in selection]
+def build_report(result, selection, inputs, options: ReportOptions) -> Report:
+    """The :class:`Report` of an audit: the selected rules' findings, one partition row per replica."""
     stats = dict(result.stats)
     if result.exported is not None:
         stats["exportedRecords"] = result.exported["records"]
         stats["exportedFiles"] = [result.exported["jsonl"], result.exported["parquet"]]
-    return Report(
-        command="audit",
-        findings=sorted(findings, key=lambda f: f.sort_key()),
-        rules=selection.rules(),
-        fail_on=fail_on,
-        exit_zero=exit_zero,
+    return options.report(
+        "audit",
+        selection,
+        AUDIT_COLUMNS,
+        findings=sorted((f for f in result.findings if f.code in selection), key=lambda f: f.sort_key()),
         incomplete=bool(result.problems),
         partitions=partition_rows(result),
         inputs=[{"kind": s.kind, "path": s.path} for s in inputs.sources],
         stats=stats,
         errors=result.problems,
-        partition_columns=AUDIT_COLUMNS if show_partitions else [],
     )
 
 
-def _write_text(render, report, output: Path | None, color: bool | None) -> None:
-    from auditor.report.output import emit
-
-    emit(lambda out, c: render(report, out, color=c), output, color=color)
-
-
+@report_options(lambda: AUDIT_SCOPES)
 def audit_command(
-    roots: list[Path] | None = typer.Argument(
-        None,
-        metavar="ROOT...",
-        help="Broker and controller log directories (meta.properties), folders holding several of them, "
-        "and/or Parquet extracts written by `kafka-auditor extract` on each broker. Read-only.",
-    ),
+    options: ReportOptions,
+    roots: list[Path] | None = paths_argument("ROOT...", ROOTS_HELP),
     master: str | None = typer.Option(
         None, "--master", help="Spark master URL (default local[*]; e.g. spark://host:7077, yarn, k8s://...)."
     ),
@@ -253,21 +224,6 @@ def audit_command(
         help="Write the lost committed records (offset, timestamp, key, value, headers) as "
         "DIR/lost-records.jsonl and DIR/lost-records.parquet, read from a replica still holding them.",
     ),
-    fmt: ReportFormat = FORMAT_OPTION,
-    output: Path | None = OUTPUT_OPTION,
-    fail_on: FailOn = FAIL_ON_OPTION,
-    exit_zero: bool = EXIT_ZERO_OPTION,
-    select: list[str] | None = typer.Option(
-        None,
-        "--select",
-        help="Report only these checks: codes, code prefixes (KA6, KA710) or names; "
-        "comma-separated or repeated. Default: all stable cross-replica checks.",
-    ),
-    ignore: list[str] | None = typer.Option(None, "--ignore", help="Skip these checks (same syntax)."),
-    color: ColorMode = typer.Option(ColorMode.auto, "--color", help="Colour for text output."),
-    show_partitions: bool = typer.Option(
-        False, "--partitions", help="Text/HTML: add a table of every replica of every partition."
-    ),
 ) -> None:
     """Compare the replicas of every partition across brokers, on Spark: divergence (and where Kafka's
     epoch-based truncation would cut), leader-epoch history, high-watermark violations and the committed
@@ -275,44 +231,34 @@ def audit_command(
 
     Exit status: 0 clean, 1 when a finding reaches --fail-on, 2 for usage errors or unreadable input.
     """
-    from auditor.report.output import check_output_path
+    from auditor.report.output import check_output_path, enclosing
     from auditor.spark.inputs import check_inputs, discover
     from auditor.spark.master import MasterError, probe
 
-    # pre-checks first, before the rule registry and Spark load: a refusal takes about a second
+    # pre-checks first, before Spark loads: a refusal takes about a second
     if not roots:
-        raise _fail("missing ROOT (log directories or Parquet extracts); see `kafka-auditor audit --help`")
+        raise fail("missing ROOT (log directories or Parquet extracts); see `kafka-auditor audit --help`")
+    selection = options.selection()
     spark_master = _checked_master(master)
     # every path absolute before anything reaches an executor (they run in their own working directory)
-    save, export_lost, output = _absolute(save), _absolute(export_lost), _absolute(output)
+    save, export_lost = _absolute(save), _absolute(export_lost)
+    options = replace(options, output=_absolute(options.output))
     inputs = discover(roots)
     problems = inputs.problems or check_inputs(inputs)
     if problems:
-        for p in problems[:-1]:
-            _fail(p)
-        raise _fail(problems[-1])
+        raise fail_all(problems)
     evidence = [s.path for s in inputs.raw] + [os.path.abspath(r) for r in roots if Path(r).is_dir()]
-    problem = check_output_path(output, evidence)
+    problem = check_output_path(options.output, evidence)
     if problem:
-        raise _fail(problem)
+        raise fail(problem)
     for option, path in (("--save", save), ("--export-lost", export_lost)):
-        if path is not None and _inside(path, evidence):
-            raise _fail(f"{option} {path} is inside an audited directory; write it elsewhere")
+        if path is not None and enclosing(path, evidence):
+            raise fail(f"{option} {path} is inside an audited directory; write it elsewhere")
 
     try:
         probe(spark_master)
     except MasterError as exc:
-        raise _fail(str(exc)) from None
-
-    from auditor.findings import Severity
-    from auditor.report.output import write_report
-    from auditor.rules import replication as _replication  # noqa: F401  (registers KA6xx/KA7xx)
-    from auditor.rules.registry import select_rules
-
-    try:
-        selection = select_rules(select, ignore, scopes=("cluster",))
-    except ValueError as exc:
-        raise _fail(str(exc)) from None
+        raise fail(str(exc)) from None
 
     from auditor.errors import describe_error
     from auditor.spark.audit import run_audit
@@ -323,61 +269,5 @@ def audit_command(
     except Exception as exc:
         if not _is_spark_error(exc):
             raise
-        raise _fail(f"the Spark job failed: {describe_error(exc)}") from None
-    fail_threshold = None if fail_on is FailOn.never else Severity.parse(fail_on.value)
-    report = build_report(result, selection, inputs, fail_threshold, exit_zero, show_partitions)
-    colour = {ColorMode.auto: None, ColorMode.always: True, ColorMode.never: False}[color]
-    try:
-        if fmt is ReportFormat.text:
-            from auditor.report.audit_terminal import render_audit_text
-
-            _write_text(render_audit_text, report, output, colour)
-        elif fmt is ReportFormat.html:
-            from auditor.report.audit_terminal import render_audit_html
-
-            _write_text(lambda r, out, color=None: render_audit_html(r, out), report, output, colour)
-        else:
-            write_report(report, fmt.value, output, color=colour)
-    except OSError as exc:
-        raise _fail(f"cannot write {output}: {exc.strerror or exc}") from None
-    raise typer.Exit(report.exit_code)
-
-
-def extract_command(
-    logdir: Path = typer.Argument(..., metavar="LOGDIR", help="One broker (or controller) log directory."),
-    out: Path = typer.Option(..., "--out", "-o", help="The Parquet file to write (e.g. broker-1.parquet)."),
-    cluster: str | None = typer.Option(
-        None, "--cluster", help="Cluster label stored in the rows (default: cluster.id of meta.properties)."
-    ),
-) -> None:
-    """Parse a log directory into one Parquet extract (batch headers, leader-epoch caches, checkpoint offsets,
-    KRaft partition records, record hashes of compacted partitions), without Spark, so each broker can
-    extract locally and `kafka-auditor audit` can compare the extracts of many machines.
-
-    Exit status: 0 written, 2 for usage errors or a directory that is not a Kafka log directory.
-    """
-    from auditor.layout.filetypes import is_log_dir
-    from auditor.observe.extract import extract_log_dir
-    from parsers.errors import ParseError
-
-    if not logdir.is_dir() or not is_log_dir(logdir):
-        raise _fail(f"{logdir} is not a Kafka log directory (no meta.properties)")
-    if _inside(out, [str(logdir)]):
-        raise _fail(f"--out {out} is inside the log directory; write it elsewhere")
-    if out.exists() and out.is_dir():
-        raise _fail(f"--out {out} is a directory")
-    try:
-        counts = extract_log_dir(logdir, out, cluster=cluster)
-    except ParseError as exc:
-        raise _fail(str(exc)) from None
-    except OSError as exc:
-        raise _fail(f"cannot write {out}: {exc.strerror or exc}") from None
-    errors = counts.pop("errors", [])
-    for err in errors:
-        typer.echo(f"kafka-auditor: warning: {err}", err=True)
-    summary = ", ".join(f"{n} {kind} rows" for kind, n in counts.items())
-    typer.echo(f"{out}: {summary}", err=True)
-    raise typer.Exit(EXIT_OK)
-
-
-__all__ = ["audit_command", "extract_command", "build_report", "partition_rows", "AUDIT_COLUMNS"]
+        raise fail(f"the Spark job failed: {describe_error(exc)}") from None
+    options.write(build_report(result, selection, inputs, options))

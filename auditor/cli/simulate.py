@@ -7,10 +7,7 @@ from pathlib import Path
 
 import typer
 
-SIMULATE_HELP = (
-    "Simulate Kafka replication (leader epochs, HW/LEO, ISR, truncation, crashes) and write real Kafka 4.0 "
-    "log directories for each broker plus ground-truth.json. SCENARIO is one of the names shown by --list."
-)
+from auditor.cli.common import fail
 
 
 def _list(value: bool) -> None:
@@ -50,8 +47,9 @@ def simulate_command(
     ),
     list_: bool = typer.Option(False, "--list", callback=_list, is_eager=True, help="List the scenarios."),
 ) -> None:
-    """Write simulated broker log directories and their ground truth."""
-    from auditor.cli import fail
+    """Simulate Kafka replication (leader epochs, HW/LEO, ISR, truncation, crashes) and write real Kafka 4.0
+    log directories for each broker plus ground-truth.json. SCENARIO is one of the names shown by --list.
+    """
     from auditor.simulate import SCENARIOS, SimOptions, run_scenario
 
     if scenario is None:

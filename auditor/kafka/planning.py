@@ -1,0 +1,70 @@
+"""The partition tasks of ``extract`` and ``audit``: one per live partition directory, with whether
+compaction is in play for its partition (Kafka's rule, hence here and not in :mod:`auditor.layout`)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from auditor.kafka.topics import INTERNAL_COMPACTED
+from auditor.layout.filetypes import METADATA_DIR
+from auditor.layout.logdir import LogDirInfo
+from auditor.layout.tasks import PartitionTask
+
+
+def plan_tasks(
+    infos: list[LogDirInfo],
+    clusters: list[str] | None = None,
+    compacted_topics: dict[str, set[str]] | None = None,
+) -> list[PartitionTask]:
+    """One task per live partition directory of ``infos`` (biggest first).
+
+    A partition is treated as compacted on every replica when any log directory of its cluster has a
+    cleaner-offset-checkpoint entry for it, its topic is an internal compacted topic, or the KRaft
+    metadata configures ``cleanup.policy=compact`` (``compacted_topics``: cluster -> topics).
+    """
+    labels = clusters or [info.cluster_id or "" for info in infos]
+    cleaned: set[tuple[str, str, int]] = set()
+    for info, label in zip(infos, labels, strict=True):
+        cleaned.update((label, t, p) for (t, p) in info.cleaner)
+    tasks = []
+    for info, label in zip(infos, labels, strict=True):
+        for name, topic, partition in info.partitions:
+            key = (topic, partition)
+            compacted = (
+                (label, topic, partition) in cleaned
+                or topic in INTERNAL_COMPACTED
+                or topic in (compacted_topics or {}).get(label, set())
+            )
+            tasks.append(
+                PartitionTask(
+                    cluster=label,
+                    log_dir=info.path,
+                    broker=info.node if info.node is not None else -1,
+                    dir_name=name,
+                    topic=topic,
+                    partition=partition,
+                    hw=info.hw.get(key),
+                    recovery_point=info.recovery.get(key),
+                    log_start_checkpoint=info.log_start.get(key),
+                    cleaner_offset=info.cleaner.get(key),
+                    clean_shutdown=info.clean_shutdown,
+                    compacted=compacted and name != METADATA_DIR,
+                    size=_dir_size(Path(info.path) / name),
+                )
+            )
+    tasks.sort(key=lambda t: -t.size)
+    return tasks
+
+
+def _dir_size(path: Path) -> int:
+    """Bytes of the ``.log`` segments of a partition directory (0 when it cannot be listed)."""
+    total = 0
+    try:
+        with os.scandir(path) as it:
+            for entry in it:
+                if entry.name.endswith(".log"):
+                    total += entry.stat().st_size
+    except OSError:
+        pass
+    return total

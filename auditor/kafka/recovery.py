@@ -1,0 +1,165 @@
+"""Kafka's log loading as pure functions over per-segment summaries (spec §17.1, §17.3).
+
+``scan`` (``auditor.observe.context.PartitionContext.finalize``) and ``audit``'s extraction
+(``auditor.observe.extract``) both call :class:`LogRecovery`, so the log start offset, the log end offset
+Kafka loads and what recovery truncates are computed once:
+
+* recovery runs when the log dir has no ``.kafka_cleanshutdown`` (``LogLoader.load``: ``hadCleanShutdown``),
+  and always for the KRaft metadata log: ``KafkaMetadataLog.apply`` creates its ``UnifiedLog`` with
+  ``recoveryPoint = 0`` and ``lastShutdownClean = false`` (spec §14.1);
+* it re-reads every segment from the one containing the recovery point (``LogLoader.recoverLog``:
+  ``logSegments(recoveryPoint, Long.MaxValue)``, the floor segment included) in order; the first segment
+  whose valid prefix (:mod:`auditor.kafka.batches`) ends before its size is truncated there
+  (``LogSegment.recover`` -> ``truncateTo(validBytes)``) and every later segment is deleted ("Deleting
+  segments as part of log recovery");
+* the log end offset is the next offset of the last segment left (``LogSegment.readNextOffset``; an empty one:
+  its base offset); the log start offset is ``max(log-start-offset-checkpoint, first segment base)``
+  (``LogLoader.load``).
+
+A segment that could not be read at all is summarised with no batches and size 0: recovery neither cuts nor
+extends it (Kafka would take the log dir offline on the I/O error, KIP-112).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class SegmentSummary:
+    """One ``.log`` segment as recovery sees it: ``valid_end`` is where its valid prefix ends
+    (:meth:`auditor.kafka.batches.ValidPrefix.valid_end`), ``recovered_next_offset`` the next offset after the
+    last batch of that prefix and ``next_offset_raw`` after the last complete entry (None: no batch)."""
+
+    name: str
+    base_offset: int
+    size: int
+    valid_end: int
+    recovered_next_offset: int | None
+    next_offset_raw: int | None
+
+    @property
+    def truncate_bytes(self) -> int:
+        """Bytes recovery cuts from this segment when it re-reads it."""
+        return max(0, self.size - self.valid_end)
+
+
+@dataclass(frozen=True)
+class Truncation:
+    """What recovery cuts: ``segment`` (file name) at byte ``position`` (``bytes`` bytes), deleting the later
+    segments (base offsets); ``leo`` is the log end offset left."""
+
+    segment: str
+    base_offset: int
+    position: int
+    bytes: int
+    deleted_segments: list[int]
+    leo: int
+
+    def to_dict(self) -> dict:
+        return {
+            "segment": self.segment,
+            "position": self.position,
+            "bytes": self.bytes,
+            "deletedSegments": self.deleted_segments,
+            "leo": self.leo,
+        }
+
+
+def will_recover(clean_shutdown: bool, metadata_log: bool) -> bool:
+    """Kafka's next start runs log recovery on this log (no clean-shutdown marker, or the metadata log)."""
+    return metadata_log or not clean_shutdown
+
+
+def recovery_floor(bases: Sequence[int], recovery_point: int | None, metadata_log: bool) -> int:
+    """Base offset of the first segment recovery re-reads: the one containing the recovery point (the KRaft
+    metadata log: offset 0); the first segment when the recovery point is below all of them."""
+    rp = 0 if metadata_log else (recovery_point or 0)
+    below = [b for b in bases if b <= rp]
+    if below:
+        return below[-1]
+    return bases[0] if bases else 0
+
+
+def log_start_offset(checkpoint: int | None, first_base: int | None) -> int:
+    """``max(log-start-offset-checkpoint, base offset of the first segment)`` (a missing one is ignored)."""
+    return max([x for x in (checkpoint, first_base) if x is not None], default=0)
+
+
+def _next_offset(seg: SegmentSummary, recovered: bool) -> int:
+    value = seg.recovered_next_offset if recovered else seg.next_offset_raw
+    return value if value is not None else seg.base_offset
+
+
+@dataclass
+class LogRecovery:
+    """Recovery of one replica's log, fed its segments in base-offset order (so extraction can stream).
+
+    After the last :meth:`add`: ``leo_on_disk`` is the log end offset of the files as they are, ``leo`` the
+    one Kafka loads (after the truncation when recovery runs), ``truncation`` what recovery cuts (None: none).
+    """
+
+    bases: Sequence[int]
+    clean_shutdown: bool
+    recovery_point: int | None
+    metadata_log: bool = False
+    log_start_checkpoint: int | None = None
+    runs: bool = field(init=False)
+    floor: int | None = field(init=False)
+    truncation: Truncation | None = field(default=None, init=False)
+    leo: int = field(init=False)
+    leo_on_disk: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.runs = will_recover(self.clean_shutdown, self.metadata_log) and bool(self.bases)
+        self.floor = recovery_floor(self.bases, self.recovery_point, self.metadata_log) if self.runs else None
+        self.leo = self.leo_on_disk = self.log_start
+
+    @property
+    def log_start(self) -> int:
+        return log_start_offset(self.log_start_checkpoint, self.bases[0] if self.bases else None)
+
+    @property
+    def recovered_segments(self) -> list[int]:
+        """Base offsets of the segments recovery re-reads."""
+        return [b for b in self.bases if self.floor is not None and b >= self.floor]
+
+    def recovers(self, base_offset: int) -> bool:
+        """Recovery re-reads (and rebuilds the indexes of) the segment at ``base_offset``."""
+        return self.floor is not None and base_offset >= self.floor
+
+    def add(self, seg: SegmentSummary) -> int | None:
+        """Account for the next segment; returns the byte position from which its entries are not in the
+        loaded log (0: deleted by recovery), None when it is kept whole."""
+        self.leo_on_disk = _next_offset(seg, recovered=False)
+        if self.truncation is not None:
+            self.truncation.deleted_segments.append(seg.base_offset)
+            return 0
+        if not self.recovers(seg.base_offset):
+            self.leo = self.leo_on_disk
+            return None
+        self.leo = _next_offset(seg, recovered=True)
+        if not seg.truncate_bytes:
+            return None
+        cut = seg.valid_end
+        self.truncation = Truncation(seg.name, seg.base_offset, cut, seg.truncate_bytes, [], self.leo)
+        return cut
+
+
+def recover(
+    segments: Iterable[SegmentSummary],
+    *,
+    clean_shutdown: bool,
+    recovery_point: int | None,
+    metadata_log: bool = False,
+    log_start_checkpoint: int | None = None,
+) -> LogRecovery:
+    """:class:`LogRecovery` of a whole log at once."""
+    segs = list(segments)
+    state = LogRecovery(
+        [s.base_offset for s in segs], clean_shutdown, recovery_point, metadata_log, log_start_checkpoint
+    )
+    for seg in segs:
+        state.add(seg)
+    return state

@@ -1,0 +1,394 @@
+"""The typed per-partition inputs of the cross-replica rules (KA6xx/KA7xx), derived ONCE per partition
+before any rule runs: the replicas, the reference (current) leader, the KRaft view of the partition, the
+leader-epoch caches and epoch ranges, the first divergent offset of every replica pair and Kafka's
+follower truncation points. The rows Spark counts after the rules (lag rows, lost runs) and the per-cluster
+leader sources have their own small types.
+
+A replica is *incomplete* when some of its batches could not be read (``unreadable_from`` ..
+``unreadable_to`` of its extract row: an unreadable segment, or a segment that is not the last and stops
+early). Nothing is derived from what could not be read: a replica whose span runs to the end of its log has
+an unknown log end offset (``leo`` is then only a lower bound) and the rules that need it skip it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from auditor.kafka.epochs import follower_truncation, loaded_cache
+from auditor.kafka.hw import clamp_high_watermark
+from auditor.kafka.kraft import PartitionState, replay_partitions
+from auditor.kafka.topics import METADATA_TOPIC
+from auditor.rules.registry import Violation
+
+
+def _int(value: Any) -> int | None:
+    """An optional integer from a Spark/pandas value (None and NaN are missing)."""
+    if value is None:
+        return None
+    try:
+        if value != value:  # NaN
+            return None
+    except TypeError:
+        pass
+    return int(value)
+
+
+@dataclass(frozen=True)
+class Replica:
+    """One partition replica (a ``rows.REPLICA`` row of the extract)."""
+
+    cluster: str
+    topic: str
+    partition: int
+    broker: int
+    log_dir: str | None
+    leo: int
+    log_start: int
+    hw: int | None = None
+    latest_epoch: int | None = None
+    unreadable_from: int | None = None
+    unreadable_to: int | None = None
+    unreadable: str | None = None
+    error: str | None = None
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> Replica:
+        return cls(
+            cluster=row.get("cluster"),
+            topic=row["topic"],
+            partition=int(row["partition"]),
+            broker=int(row["broker"]),
+            log_dir=row.get("log_dir"),
+            leo=int(row["leo"]),
+            log_start=int(row["log_start"]),
+            hw=_int(row.get("hw")),
+            latest_epoch=_int(row.get("latest_epoch")),
+            unreadable_from=_int(row.get("unreadable_from")),
+            unreadable_to=_int(row.get("unreadable_to")),
+            unreadable=row.get("unreadable"),
+            error=row.get("error") or None,
+        )
+
+    @property
+    def leo_known(self) -> bool:
+        """The log end offset is known: no unreadable span runs to the end of the log."""
+        return self.unreadable_from is None or self.unreadable_to is not None
+
+    @property
+    def hole(self) -> tuple[int, int | None] | None:
+        """The unreadable span ``[from, to)`` (``to`` None: to the end of the log), or None."""
+        return None if self.unreadable_from is None else (self.unreadable_from, self.unreadable_to)
+
+    def overlaps_hole(self, first: int, last: int) -> bool:
+        """Offsets ``first..last`` (inclusive) touch the unreadable span."""
+        span = self.hole
+        return span is not None and last >= span[0] and (span[1] is None or first < span[1])
+
+
+@dataclass(frozen=True)
+class EpochRange:
+    """The batches of one replica written in one leader epoch: offsets, records, bytes, batches."""
+
+    epoch: int
+    first: int
+    last: int
+    records: int
+    bytes: int
+    batches: int
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> EpochRange:
+        return cls(*(int(row[k]) for k in ("epoch", "first", "last", "records", "bytes", "batches")))
+
+
+@dataclass(frozen=True)
+class Divergence:
+    """The first offset where replicas ``a < b`` differ inside their common range ``[lo, hi)``."""
+
+    a: int
+    b: int
+    lo: int
+    hi: int
+    offset: int
+    mode: str | None = None
+    detail: Any = None  # what each side holds at ``offset`` (JSON text or decoded)
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> Divergence:
+        detail = row.get("detail")
+        return cls(
+            a=int(row["a"]),
+            b=int(row["b"]),
+            lo=int(row["lo"]),
+            hi=int(row["hi"]),
+            offset=int(row["offset"]),
+            mode=row.get("mode"),
+            detail=json.loads(detail) if isinstance(detail, str) else detail,
+        )
+
+
+@dataclass(frozen=True)
+class FollowerTruncation:
+    """Where Kafka's follower fetcher truncates a follower (OffsetsForLeaderEpoch against the leader)."""
+
+    offset: int
+    fallback: str | None
+    steps: list
+    leader_cache: list[tuple[int, int]]
+    follower_cache: list[tuple[int, int]]
+
+
+@dataclass
+class PartitionReplicas:
+    """Everything the per-partition rules see of one partition (scope ``replicas``)."""
+
+    replicas: list[Replica]  # by broker id
+    leader: Replica
+    leader_source: str  # kraft | kraft-last-known | inferred | inferred-kraft-leader-absent
+    kraft: PartitionState | None = None
+    caches: dict[int, list[tuple[int, int]]] = field(default_factory=dict)  # broker -> (epoch, start)
+    ranges: dict[int, list[EpochRange]] = field(default_factory=dict)
+    divergences: dict[tuple[int, int], Divergence] = field(default_factory=dict)
+    truncations: dict[int, FollowerTruncation] = field(default_factory=dict)
+
+    @property
+    def cluster(self) -> str:
+        return self.leader.cluster
+
+    @property
+    def topic(self) -> str:
+        return self.leader.topic
+
+    @property
+    def partition(self) -> int:
+        return self.leader.partition
+
+    @property
+    def is_metadata(self) -> bool:
+        """``__cluster_metadata``: replicated by KRaft, not by the ISR protocol; only compared."""
+        return self.topic == METADATA_TOPIC
+
+    @property
+    def followers(self) -> list[Replica]:
+        return [r for r in self.replicas if r.broker != self.leader.broker]
+
+    def replica(self, broker: int) -> Replica | None:
+        return next((r for r in self.replicas if r.broker == broker), None)
+
+    def divergence(self, x: int, y: int) -> Divergence | None:
+        """The first divergence of the pair ``{x, y}``, if they differ."""
+        return self.divergences.get((min(x, y), max(x, y)))
+
+    def against_leader(self, r: Replica, message: str, first: int, last: int, **kw) -> Violation:
+        """A violation of follower ``r`` about its offsets ``first..last``, the current leader as peer."""
+        return Violation(
+            message, broker=r.broker, peer=self.leader.broker, offset_start=first, offset_end=last, **kw
+        )
+
+
+class FollowerSpan:
+    """Offsets of a follower counted against the leader by Spark (a lag row, a lost run)."""
+
+    broker: int
+    log_dir: str | None
+    leader: int
+    records: int
+    bytes: int
+
+    def violation(self, message: str, first: int, last: int, epoch: int | None, **kw) -> Violation:
+        """A violation about the follower's offsets ``first..last``: the leader as peer, the records and
+        bytes counted there."""
+        return Violation(
+            message,
+            broker=self.broker,
+            log_dir=self.log_dir,
+            peer=self.leader,
+            offset_start=first,
+            offset_end=last,
+            epoch=epoch,
+            records=self.records,
+            bytes=self.bytes,
+            **kw,
+        )
+
+
+@dataclass(frozen=True)
+class LagRow(FollowerSpan):
+    """A follower whose log is a prefix of the leader's, counted by Spark: the leader's records, bytes and
+    batches in ``[start, end)`` (the follower's and the leader's log end offsets) and their timestamps."""
+
+    cluster: str
+    topic: str
+    partition: int
+    broker: int
+    log_dir: str | None
+    leader: int
+    leader_source: str
+    start: int
+    end: int
+    epoch: int | None
+    in_isr: bool | None
+    isr: list[int] | None
+    records: int
+    bytes: int
+    batches: int
+    first_timestamp: int | None
+    last_timestamp: int | None
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> LagRow:
+        in_isr = row.get("in_isr")
+        return cls(
+            cluster=row["cluster"],
+            topic=row["topic"],
+            partition=int(row["partition"]),
+            broker=int(row["broker"]),
+            log_dir=row.get("log_dir"),
+            leader=int(row["leader"]),
+            leader_source=row["leader_source"],
+            start=int(row["from"]),
+            end=int(row["to"]),
+            epoch=_int(row.get("epoch")),
+            in_isr=None if in_isr is None else bool(in_isr),
+            isr=json.loads(row["isr"]) if row.get("isr") else None,
+            records=int(row.get("records") or 0),
+            bytes=int(row.get("bytes") or 0),
+            batches=int(row.get("batches") or 0),
+            first_timestamp=_int(row.get("first_timestamp")),
+            last_timestamp=_int(row.get("last_timestamp")),
+        )
+
+
+@dataclass(frozen=True)
+class LostRun(FollowerSpan):
+    """A run of consecutive follower batches the leader lacks or holds differently (``compare.lost_runs``):
+    ``committed`` records below ``committed_hw`` or the ``uncommitted`` rest, offsets ``lo..hi``."""
+
+    kind: str
+    cluster: str
+    topic: str
+    partition: int
+    broker: int
+    leader: int
+    log_dir: str | None
+    lo: int
+    hi: int
+    epochs: list[int]
+    records: int
+    bytes: int
+    batches: int
+    committed_hw: int
+    leader_source: str
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> LostRun:
+        return cls(
+            kind=row["kind"],
+            cluster=row["cluster"],
+            topic=row["topic"],
+            partition=int(row["partition"]),
+            broker=int(row["broker"]),
+            leader=int(row["leader"]),
+            log_dir=row.get("log_dir"),
+            lo=int(row["lo"]),
+            hi=int(row["hi"]),
+            epochs=[int(e) for e in row["epochs"]],
+            records=int(row["records"]),
+            bytes=int(row["bytes"]),
+            batches=int(row["batches"]),
+            committed_hw=int(row["committed_hw"]),
+            leader_source=row["leader_source"],
+        )
+
+
+@dataclass(frozen=True)
+class ClusterLeaders:
+    """How the reference leader of each partition of a cluster was chosen (``leader_source`` values of its
+    partitions other than ``__cluster_metadata``)."""
+
+    cluster: str
+    leader_sources: frozenset[str]
+
+
+# ------------------------------------------------------------------------------------------ derivation
+
+
+def kraft_view(metadata: Iterable[Mapping[str, Any]], topic: str, partition: int) -> PartitionState | None:
+    """The partition as the most complete metadata log among the nodes that have it (highest end offset,
+    then lowest node id) describes it, replayed by ``kraft.replay_partitions``."""
+    metadata = list(metadata)
+    if not metadata:
+        return None
+    best = max(metadata, key=lambda r: (_int(r.get("end_offset")) or 0, -(_int(r.get("node")) or 0)))
+    node = best.get("node")
+    chosen = sorted((r for r in metadata if r.get("node") == node), key=lambda r: _int(r["seq"]))
+    return replay_partitions(chosen).get((topic, partition))
+
+
+def choose_leader(replicas: list[Replica], kraft: PartitionState | None) -> tuple[Replica, str]:
+    """The reference replica: the KRaft leader (or last known leader when it is -1) if present among the
+    inputs, else the replica with the highest latest epoch, then the highest log end offset, then the lowest
+    broker id."""
+    by_broker = {r.broker: r for r in replicas}
+    if kraft is not None:
+        choice = kraft.leader if kraft.leader >= 0 else kraft.last_known_leader
+        if choice in by_broker:
+            return by_broker[choice], "kraft" if kraft.leader >= 0 else "kraft-last-known"
+
+    def hint(r: Replica) -> tuple:
+        return (r.latest_epoch if r.latest_epoch is not None else -1, r.leo, -r.broker)
+
+    leader = max(replicas, key=hint)
+    return leader, "inferred" if kraft is None else "inferred-kraft-leader-absent"
+
+
+def truncation_points(part: PartitionReplicas) -> dict[int, FollowerTruncation]:
+    """Kafka's truncation point of every follower whose and whose leader's log end offsets are known
+    (``AbstractFetcherThread.truncateToEpochEndOffsets`` over the two loaded caches, KIP-101/KIP-279)."""
+    leader = part.leader
+    if not leader.leo_known:
+        return {}
+    l_cache = loaded_cache(part.caches.get(leader.broker, []), leader.log_start, leader.leo)
+    out = {}
+    for r in part.followers:
+        if not r.leo_known:
+            continue  # OffsetsForLeaderEpoch needs both log end offsets
+        f_cache = loaded_cache(part.caches.get(r.broker, []), r.log_start, r.leo)
+        hw = clamp_high_watermark(r.hw, r.log_start, r.leo)
+        t = follower_truncation(l_cache, leader.leo, f_cache, r.leo, hw)
+        out[r.broker] = FollowerTruncation(t.offset, t.fallback, t.steps, l_cache, f_cache)
+    return out
+
+
+def partition_replicas(
+    replica_rows: Iterable[Mapping[str, Any]],
+    caches: Mapping[int, Iterable[tuple[int, int, int]]] | None = None,
+    ranges: Mapping[int, Iterable[Mapping[str, Any]]] | None = None,
+    divergences: Iterable[Mapping[str, Any]] = (),
+    metadata: Iterable[Mapping[str, Any]] = (),
+) -> PartitionReplicas | None:
+    """Derive the input of the per-partition rules from the rows Spark groups by partition: replica rows,
+    leader-epoch cache rows ``broker -> (ordinal, epoch, start offset)``, epoch ranges of the batches, pair
+    divergences and the KRaft metadata rows about the partition. None without replicas."""
+    replicas = sorted((Replica.from_row(r) for r in replica_rows), key=lambda r: r.broker)
+    if not replicas:
+        return None
+    first = replicas[0]
+    is_meta = first.topic == METADATA_TOPIC
+    kraft = None if is_meta else kraft_view(metadata, first.topic, first.partition)
+    leader, source = choose_leader(replicas, kraft)
+    part = PartitionReplicas(
+        replicas=replicas,
+        leader=leader,
+        leader_source=source,
+        kraft=kraft,
+        caches={int(b): [(int(e), int(s)) for _o, e, s in sorted(c)] for b, c in (caches or {}).items()},
+        ranges={int(b): [EpochRange.from_row(g) for g in rs] for b, rs in (ranges or {}).items()},
+        divergences={(d.a, d.b): d for d in map(Divergence.from_row, divergences)},
+    )
+    if not is_meta:
+        part.truncations = truncation_points(part)
+    return part

@@ -1,0 +1,288 @@
+"""The engine side of the cross-replica rules (pure Python, no pyspark: it runs inside Spark's
+``applyInPandas`` and on the driver).
+
+For one partition, :func:`evaluate` derives the rules' input ONCE
+(:func:`auditor.rules.replica.model.partition_replicas`: replicas, reference leader, KRaft view, caches,
+divergences, truncation points), runs every registered rule of scope ``replicas`` over it and returns the
+findings plus what the later Spark stages need: the zones where lost records are looked for, the lag rows
+Spark counts, the epoch timeline and the per-replica summary. :func:`lag_finding` and :func:`loss_finding`
+run the ``lag`` and ``loss`` rules over the rows Spark counted, :func:`cluster_findings` the ``cluster``
+rules over the summary. Every finding is a row in the ``rows.FINDING`` layout with the registry's severity
+(or the violation's override) and ``evidence`` as JSON text.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from auditor.kafka.topics import METADATA_TOPIC
+from auditor.rules.registry import Rule, Violation, scope_rules
+from auditor.rules.replica.model import (
+    ClusterLeaders,
+    LagRow,
+    LostRun,
+    PartitionReplicas,
+    Replica,
+    partition_replicas,
+)
+
+
+@dataclass
+class PartitionInput:
+    """The rows Spark groups for one partition."""
+
+    replicas: list[dict] = field(default_factory=list)
+    caches: dict[int, list[tuple[int, int, int]]] = field(default_factory=dict)  # broker -> (ordinal, e, s)
+    ranges: dict[int, list[dict]] = field(default_factory=dict)  # broker -> epoch ranges from batches
+    divergences: list[dict] = field(default_factory=list)
+    metadata: list[dict] = field(default_factory=list)
+
+
+@dataclass
+class PartitionOutput:
+    """What the per-partition stage hands back to Spark."""
+
+    findings: list[dict] = field(default_factory=list)
+    zones: list[dict] = field(default_factory=list)
+    lags: list[dict] = field(default_factory=list)
+    timeline: list[dict] = field(default_factory=list)
+    summary: list[dict] = field(default_factory=list)
+
+
+def finding_row(
+    rule: Rule,
+    v: Violation,
+    cluster: str | None,
+    topic: str | None = None,
+    partition: int | None = None,
+    log_dirs: Mapping[int, str | None] | None = None,
+) -> dict:
+    """A violation of ``rule`` as a ``rows.FINDING`` row; the log dir defaults to the one of the violation's
+    broker among ``log_dirs``."""
+    default_dir = (log_dirs or {}).get(v.broker) if v.broker is not None else None
+    return {
+        "cluster": cluster,
+        "code": rule.code,
+        "severity": rule.severity_of(v).label,
+        "topic": v.topic if v.topic is not None else topic,
+        "partition": v.partition if v.partition is not None else partition,
+        "broker": v.broker,
+        "peer": v.peer,
+        "log_dir": v.log_dir_or(default_dir),
+        "offset_start": v.offset_start,
+        "offset_end": v.offset_end,
+        "epoch": v.epoch,
+        "records": v.records,
+        "bytes": v.bytes,
+        "message": v.message,
+        "evidence": json.dumps(v.evidence_dict, sort_keys=True, default=str),
+    }
+
+
+def run_rules(part: PartitionReplicas) -> list[dict]:
+    """Every registered ``replicas`` rule over one partition, as finding rows."""
+    log_dirs = {r.broker: r.log_dir for r in part.replicas}
+    return [
+        finding_row(rule, v, part.cluster, part.topic, part.partition, log_dirs)
+        for rule in scope_rules("replicas")
+        for v in rule.check(part)
+    ]
+
+
+def _row_findings(scope: str, subject: LagRow | LostRun) -> list[dict]:
+    return [
+        finding_row(rule, v, subject.cluster, subject.topic, subject.partition)
+        for rule in scope_rules(scope)
+        for v in rule.check(subject)
+    ]
+
+
+def lag_finding(row: Mapping[str, Any]) -> dict:
+    """The KA630 finding of a lag row counted by ``auditor.spark.compare.lag_counts``."""
+    (finding,) = _row_findings("lag", LagRow.from_row(row))
+    return finding
+
+
+def loss_finding(row: Mapping[str, Any]) -> dict:
+    """The KA710 (``kind`` committed) or KA711 (uncommitted) finding of a row of
+    ``auditor.spark.compare.lost_runs``."""
+    (finding,) = _row_findings("loss", LostRun.from_row(row))
+    return finding
+
+
+def cluster_findings(summary: Iterable[Mapping[str, Any]]) -> list[dict]:
+    """The ``cluster`` rules (KA623) over the per-replica summary rows of every partition."""
+    sources: dict[str, set[str]] = {}
+    for r in summary:
+        if r["topic"] != METADATA_TOPIC:
+            sources.setdefault(r["cluster"], set()).add(r["leader_source"])
+    return [
+        finding_row(rule, v, cluster)
+        for cluster, seen in sorted(sources.items())
+        for rule in scope_rules("cluster")
+        for v in rule.check(ClusterLeaders(cluster, frozenset(seen)))
+    ]
+
+
+def evaluate(inp: PartitionInput) -> PartitionOutput:
+    """Every per-partition rule for one partition, and the zones, lags, timeline and summary of it."""
+    out = PartitionOutput()
+    part = partition_replicas(inp.replicas, inp.caches, inp.ranges, inp.divergences, inp.metadata)
+    if part is None:
+        return out
+    out.findings = run_rules(part)
+    if not part.is_metadata:
+        out.zones = zones(part)
+        out.lags = lags(part)
+    if out.zones or part.divergences:
+        out.timeline = timeline(part)
+    raw = {int(r["broker"]): r for r in inp.replicas}
+    out.summary = [summary_row(part, r, raw[r.broker]) for r in part.replicas]
+    return out
+
+
+def zones(part: PartitionReplicas) -> list[dict]:
+    """Where each follower's data may stop matching the leader's: its first divergent offset, or the
+    leader's LEO when the follower is merely longer. Spark compares the batches from there on."""
+    leader = part.leader
+    out = []
+    for r in part.followers:
+        d = part.divergence(r.broker, leader.broker)
+        if d is not None:
+            start = d.offset
+        elif r.leo > leader.leo:
+            start = max(leader.leo, r.log_start)
+        else:
+            continue
+        span = leader.hole
+        out.append(
+            {
+                "broker": r.broker,
+                "leader": leader.broker,
+                "leader_source": part.leader_source,
+                "from": start,
+                "leader_unreadable_from": span[0] if span else None,
+                "leader_unreadable_to": span[1] if span else None,
+            }
+        )
+    return out
+
+
+def _epoch_at(cache: list[tuple[int, int]], offset: int) -> int | None:
+    """The leader epoch whose range in a leader-epoch cache contains ``offset``."""
+    epoch = None
+    for e, s in cache:
+        if s <= offset:
+            epoch = e
+    return epoch
+
+
+def lags(part: PartitionReplicas) -> list[dict]:
+    """Followers whose log is a prefix of the leader's (no divergence) and ends below the leader's log end
+    offset: lag rows for Spark to count the leader's records and bytes from the follower's LEO on."""
+    leader = part.leader
+    if not leader.leo_known:
+        return []
+    isr = part.kraft.isr if part.kraft is not None else None
+    return [
+        {
+            "cluster": r.cluster,
+            "topic": r.topic,
+            "partition": r.partition,
+            "broker": r.broker,
+            "log_dir": r.log_dir,
+            "leader": leader.broker,
+            "leader_source": part.leader_source,
+            "from": r.leo,
+            "to": leader.leo,
+            "epoch": _epoch_at(part.caches.get(leader.broker, []), r.leo),
+            "in_isr": None if isr is None else r.broker in isr,
+            "isr": json.dumps(isr) if isr is not None else None,
+        }
+        for r in part.followers
+        if r.leo_known and r.leo < leader.leo and part.divergence(r.broker, leader.broker) is None
+    ]
+
+
+def timeline(part: PartitionReplicas) -> list[dict]:
+    """The epoch timeline of a diverged partition: leader-epoch ranges of every replica's batches."""
+    return [
+        {
+            "cluster": part.cluster,
+            "topic": part.topic,
+            "partition": part.partition,
+            "broker": broker,
+            "epoch": g.epoch,
+            "first": g.first,
+            "last": g.last,
+            "records": g.records,
+            "bytes": g.bytes,
+            "batches": g.batches,
+        }
+        for broker, ranges in sorted(part.ranges.items())
+        for g in sorted(ranges, key=lambda g: g.first)
+    ]
+
+
+def _opt_int(value: Any) -> int | None:
+    return None if value is None or value != value else int(value)
+
+
+def summary_row(part: PartitionReplicas, r: Replica, raw: Mapping[str, Any]) -> dict:
+    """One replica of the per-replica summary (``compare.SUMMARY_SCHEMA``)."""
+    leader, kraft = part.leader, part.kraft
+    d = part.divergence(r.broker, leader.broker) if r.broker != leader.broker else None
+    truncation = part.truncations.get(r.broker)
+    return {
+        "cluster": r.cluster,
+        "topic": r.topic,
+        "partition": r.partition,
+        "broker": r.broker,
+        "log_dir": r.log_dir,
+        "is_leader": r.broker == leader.broker,
+        "leader": leader.broker,
+        "leader_source": part.leader_source,
+        "leo": r.leo,
+        "hw": r.hw,
+        "log_start": r.log_start,
+        **{k: _opt_int(raw.get(k)) for k in ("recovery_point", "cleaner_offset")},
+        "latest_epoch": r.latest_epoch,
+        "max_batch_epoch": _opt_int(raw.get("max_batch_epoch")),
+        "clean_shutdown": bool(raw.get("clean_shutdown")),
+        "compacted": bool(raw.get("compacted")),
+        "tail_state": raw.get("tail_state"),
+        "tail_bytes": _opt_int(raw.get("tail_bytes")),
+        "leo_known": r.leo_known,
+        "unreadable_from": r.unreadable_from,
+        "unreadable_to": r.unreadable_to,
+        "unreadable": r.unreadable,
+        "divergence": d.offset if d else None,
+        "truncation_offset": truncation.offset if truncation else None,
+        "epochs": json.dumps(part.caches.get(r.broker, [])),
+        "kraft_leader": kraft.leader if kraft else None,
+        "kraft_leader_epoch": kraft.leader_epoch if kraft else None,
+        "kraft_isr": json.dumps(kraft.isr) if kraft else None,
+        "kraft_leader_recovery_state": kraft.leader_recovery_state if kraft else None,
+    }
+
+
+def evaluate_rows(rows_: Iterable[dict]) -> PartitionOutput:
+    """:func:`evaluate` over tagged rows ``{"kind": ..., **payload}`` of one partition."""
+    inp = PartitionInput()
+    for row in rows_:
+        kind = row["kind"]
+        if kind == "replica":
+            inp.replicas.append(row)
+        elif kind == "epoch":
+            entry = (row["ordinal"], row["epoch"], row["start_offset"])
+            inp.caches.setdefault(row["broker"], []).append(entry)
+        elif kind == "range":
+            inp.ranges.setdefault(row["broker"], []).append(row)
+        elif kind == "div":
+            inp.divergences.append(row)
+        elif kind == "metadata":
+            inp.metadata.append(row)
+    return evaluate(inp)

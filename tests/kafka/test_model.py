@@ -1,0 +1,169 @@
+"""Kafka's semantics in ``auditor.kafka``: the valid-batch predicate, recovery over segment summaries, the
+high-watermark relations. Each case states what Kafka does (fire) and the neighbouring case where it does not
+(silent)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from auditor.kafka.batches import ValidPrefix, valid_batches
+from auditor.kafka.hw import clamp_high_watermark, hw_above_leo, hw_below_log_start
+from auditor.kafka.recovery import SegmentSummary, log_start_offset, recover, recovery_floor, will_recover
+from parsers.segment import HEADER_DTYPE
+
+
+def _headers(*rows: tuple[int, int, int, int]) -> np.ndarray:
+    """(base offset, last offset delta, magic, crc) per row; 100-byte entries."""
+    h = np.zeros(len(rows), dtype=HEADER_DTYPE)
+    for i, (base, delta, magic, crc) in enumerate(rows):
+        h[i]["base_offset"], h[i]["last_offset_delta"], h[i]["magic"], h[i]["crc"] = base, delta, magic, crc
+        h[i]["batch_length"] = 88
+    return h
+
+
+# ------------------------------------------------------------------------------------------------ batches
+
+
+@pytest.mark.parametrize(
+    "magic, stored, computed, valid",
+    [
+        (2, 7, 7, True),  # v2, CRC-32C matches
+        (2, 7, 8, False),  # DefaultRecordBatch.ensureValid: "Record is corrupt"
+        (1, 7, 7, True),  # legacy v1, CRC-32 matches
+        (0, 7, 8, False),  # legacy v0, CRC mismatch
+        (3, 7, 7, False),  # unknown magic: damage, even with a matching CRC field
+        (-1, 7, 7, False),
+    ],
+)
+def test_valid_batch_predicate(magic, stored, computed, valid):
+    h = _headers((0, 0, magic, stored))
+    assert valid_batches(h, np.array([computed], dtype=np.uint32)).tolist() == [valid]
+
+
+def test_valid_prefix_over_blocks():
+    prefix = ValidPrefix()
+    h1 = _headers((0, 2, 2, 1), (3, 2, 2, 1))
+    assert prefix.feed(np.array([0, 100]), h1, np.array([True, True])) is None
+    assert (prefix.recovered_next_offset, prefix.next_offset_raw, prefix.end) == (6, 6, 200)
+    h2 = _headers((6, 2, 2, 1), (9, 2, 2, 1), (12, 2, 2, 1))
+    assert prefix.feed(np.array([200, 300, 400]), h2, np.array([True, False, True])) == 1
+    h3 = _headers((15, 0, 2, 1))
+    assert prefix.feed(np.array([500]), h3, np.array([False])) is None  # not the first invalid entry
+    assert (prefix.first_invalid, prefix.recovered_next_offset, prefix.next_offset_raw) == (300, 9, 16)
+    assert prefix.valid_end(stop_position=600) == 300
+
+
+def test_valid_prefix_without_invalid_entry_ends_where_the_walk_stopped():
+    prefix = ValidPrefix()
+    prefix.feed(np.array([0]), _headers((0, 4, 2, 1)), np.array([True]))
+    assert prefix.valid_end(stop_position=100) == 100  # every byte read
+    assert prefix.valid_end(stop_position=None) == 100
+
+
+# ------------------------------------------------------------------------------------------------ recovery
+
+
+def _seg(base: int, size: int, valid_end: int | None = None, next_raw: int | None = None, rec="raw"):
+    """A segment of ``size`` bytes valid up to ``valid_end``; ``rec``: the next offset of that prefix."""
+    valid_end = size if valid_end is None else valid_end
+    next_raw = base + 10 if next_raw is None else next_raw
+    recovered = next_raw if rec == "raw" else rec
+    return SegmentSummary(f"{base:020d}.log", base, size, valid_end, recovered, next_raw)
+
+
+def test_will_recover():
+    assert will_recover(clean_shutdown=False, metadata_log=False)
+    assert not will_recover(clean_shutdown=True, metadata_log=False)
+    # KafkaMetadataLog.apply: UnifiedLog(recoveryPoint = 0, lastShutdownClean = false)
+    assert will_recover(clean_shutdown=True, metadata_log=True)
+
+
+@pytest.mark.parametrize(
+    "rp, metadata, floor",
+    [(0, False, 0), (25, False, 20), (20, False, 20), (19, False, 10), (None, False, 0), (99, True, 0)],
+)
+def test_recovery_floor_is_the_segment_containing_the_recovery_point(rp, metadata, floor):
+    assert recovery_floor([0, 10, 20, 30], rp, metadata) == floor
+
+
+def test_recovery_floor_below_every_segment_is_the_first_one():
+    assert recovery_floor([50, 60], 5, False) == 50
+
+
+def test_log_start_offset():
+    assert log_start_offset(None, 10) == 10
+    assert log_start_offset(15, 10) == 15
+    assert log_start_offset(5, 10) == 10
+    assert log_start_offset(7, None) == 7
+    assert log_start_offset(None, None) == 0
+
+
+def test_torn_tail_without_clean_shutdown_is_truncated():
+    segs = [_seg(0, 1000), _seg(10, 900, valid_end=600, next_raw=20, rec=16)]
+    r = recover(segs, clean_shutdown=False, recovery_point=10)
+    assert (r.leo_on_disk, r.leo) == (20, 16)
+    t = r.truncation
+    assert (t.segment, t.position, t.bytes, t.deleted_segments, t.leo) == (
+        "00000000000000000010.log",
+        600,
+        300,
+        [],
+        16,
+    )
+    assert r.recovered_segments == [10]
+
+
+def test_clean_shutdown_keeps_the_torn_tail():
+    segs = [_seg(0, 1000), _seg(10, 900, valid_end=600, next_raw=20, rec=16)]
+    r = recover(segs, clean_shutdown=True, recovery_point=10)
+    assert (r.leo_on_disk, r.leo, r.truncation, r.floor) == (20, 20, None, None)
+
+
+def test_corruption_in_a_middle_segment_deletes_the_later_ones():
+    segs = [_seg(0, 1000), _seg(10, 1000, valid_end=0, next_raw=20, rec=None), _seg(20, 500), _seg(30, 500)]
+    r = recover(segs, clean_shutdown=False, recovery_point=0)
+    assert (r.leo_on_disk, r.leo) == (40, 10)  # emptied segment: its base offset
+    assert r.truncation.deleted_segments == [20, 30]
+
+
+def test_corruption_below_the_recovery_point_is_not_rechecked():
+    segs = [_seg(0, 1000, valid_end=100, next_raw=10, rec=2), _seg(10, 500)]
+    r = recover(segs, clean_shutdown=False, recovery_point=15)
+    assert (r.leo, r.truncation, r.recovered_segments) == (20, None, [10])
+
+
+def test_metadata_log_is_recovered_from_zero_even_after_a_clean_shutdown():
+    segs = [_seg(0, 1000, valid_end=400, next_raw=10, rec=4), _seg(10, 500)]
+    r = recover(segs, clean_shutdown=True, recovery_point=10**9, metadata_log=True)
+    assert (r.leo, r.truncation.deleted_segments, r.floor) == (4, [10], 0)
+    silent = recover(segs, clean_shutdown=True, recovery_point=10**9, metadata_log=False)
+    assert (silent.leo, silent.truncation) == (20, None)
+
+
+def test_no_segments_leaves_the_log_start_offset():
+    r = recover([], clean_shutdown=False, recovery_point=None, log_start_checkpoint=42)
+    assert (r.log_start, r.leo, r.leo_on_disk, r.truncation) == (42, 42, 42, None)
+
+
+def test_unreadable_segment_is_neither_cut_nor_extended():
+    segs = [_seg(0, 1000), SegmentSummary("00000000000000000010.log", 10, 0, 0, None, None)]
+    r = recover(segs, clean_shutdown=False, recovery_point=0)
+    assert (r.leo, r.leo_on_disk, r.truncation) == (10, 10, None)
+
+
+# -------------------------------------------------------------------------------------------- high watermark
+
+
+@pytest.mark.parametrize(
+    "hw, log_start, leo, loaded",
+    [(50, 0, 100, 50), (150, 0, 100, 100), (5, 10, 100, 10), (None, 10, 100, 10), (None, 0, 100, 0)],
+)
+def test_clamp_high_watermark(hw, log_start, leo, loaded):
+    """UnifiedLog.updateHighWatermark from Partition.createLog: into [logStartOffset, LEO]."""
+    assert clamp_high_watermark(hw, log_start, leo) == loaded
+
+
+def test_hw_relations():
+    assert hw_above_leo(101, 100) and not hw_above_leo(100, 100) and not hw_above_leo(None, 100)
+    assert hw_below_log_start(9, 10) and not hw_below_log_start(10, 10) and not hw_below_log_start(None, 10)
