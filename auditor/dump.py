@@ -487,9 +487,3 @@ def _summary(obj, exclude: tuple[str, ...] = ()) -> dict:
         for f in dataclasses.fields(obj)
         if f.name not in exclude
     }
-
-
-def _entry(entry, names: tuple[str, ...]) -> dict:
-    if isinstance(entry, tuple):
-        return dict(zip(names, entry, strict=False))
-    return to_jsonable(entry)

@@ -134,8 +134,8 @@ class Finding:
         """JSON form (camelCase keys, severity as its label), the one used by every machine format."""
         out: dict[str, Any] = {_CAMEL.get(name, name): getattr(self, name) for name in _DICT_ORDER}
         out["severity"] = self.severity.label
-        out["evidence"] = _jsonable(self.evidence)
-        out["related"] = _jsonable(self.related)
+        out["evidence"] = jsonable(self.evidence)
+        out["related"] = jsonable(self.related)
         out["fingerprint"] = self.fingerprint()
         return out
 
@@ -174,15 +174,15 @@ _DICT_ORDER = ("code", "name", "severity", "message", *(f.name for f in fields(F
 _CAMEL = {"log_dir": "logDir", "offset_start": "offsetStart", "offset_end": "offsetEnd"}
 
 
-def _jsonable(value: Any) -> Any:
+def jsonable(value: Any) -> Any:
     """Evidence values as JSON-ready data: tuples to lists, bytes to hex, sets sorted, numpy scalars to
     int, exceptions to one line (type and first message line)."""
     if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
+        return {str(k): jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
+        return [jsonable(v) for v in value]
     if isinstance(value, (set, frozenset)):
-        return sorted(_jsonable(v) for v in value)
+        return sorted(jsonable(v) for v in value)
     if isinstance(value, (bytes, bytearray, memoryview)):
         return bytes(value).hex()
     if isinstance(value, Severity):

@@ -268,7 +268,45 @@ def test_discovery_follows_links_once_and_reports_unreadable_folders(evidence):
         found = discover([evidence])
     finally:
         locked.chmod(0o755)
-    assert found.problems == [f"{locked}: cannot read: Permission denied"] and len(found.log_dirs) == 5
+    assert found.skipped == [f"{locked}: cannot read: Permission denied"] and len(found.log_dirs) == 5
+
+
+def _unlistable(monkeypatch, name: str) -> None:
+    """Make ``os.scandir`` of a folder called ``name`` fail as for a root-only folder (tests run as root)."""
+    import auditor.layout.discover as walk
+
+    real = os.scandir
+
+    def scandir(path):
+        if os.path.basename(os.fspath(path)) == name:
+            raise PermissionError(13, "Permission denied", os.fspath(path))
+        return real(path)
+
+    monkeypatch.setattr(walk.os, "scandir", scandir)
+
+
+def test_an_unreadable_folder_beside_log_dirs_is_skipped_with_a_warning(evidence, monkeypatch, tmp_path):
+    """A root-only ``lost+found`` beside the log dirs of a mounted disk: both commands go on with the log
+    dirs found and warn about the folder; a root whose only folder is unreadable is a problem (exit 2)."""
+    from typer.testing import CliRunner
+
+    from auditor.cli import app
+    from auditor.spark.inputs import discover as audit_discover
+
+    (evidence / "lost+found").mkdir()
+    _unlistable(monkeypatch, "lost+found")
+    line = f"{evidence}/lost+found: cannot read: Permission denied"
+    found = discover([evidence])
+    assert (found.problems, found.skipped, len(found.log_dirs)) == ([], [line], 5)
+    assert audit_discover([evidence]).skipped == [line]
+    result = CliRunner().invoke(app, ["scan", str(evidence), "--format", "json", "--exit-zero"])
+    assert result.exit_code == 0, result.output
+    assert f"kafka-auditor: warning: {line} (skipped: a log dir inside it is not scanned)" in result.stderr
+    only = tmp_path / "only"
+    (only / "lost+found").mkdir(parents=True)
+    unreadable, nothing = discover([only]).problems
+    assert unreadable == f"{only}/lost+found: cannot read: Permission denied"
+    assert nothing.startswith(f"{only}: no Kafka log directory found")
 
 
 @pytest.mark.parametrize(("padding", "node"), [(0, 1), (META_PROPERTIES_LIMIT, None)])

@@ -1,7 +1,8 @@
 """``kafka-auditor audit``: the replicas of every partition compared across brokers, on Spark.
 
 Same report options, rule selection (``--select``/``--ignore``/``--explain``/``--list-rules``, over the
-``cluster`` scope) and exit codes as ``scan`` (:mod:`auditor.cli.common`).
+``replicas``, ``lag``, ``loss`` and ``cluster`` scopes) and exit codes as ``scan``
+(:mod:`auditor.cli.common`).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 
 import typer
 
-from auditor.cli.common import ReportOptions, fail, fail_all, paths_argument, report_options
+from auditor.cli.common import PROG, ReportOptions, fail, fail_all, paths_argument, report_options, warn
 from auditor.report.model import EXIT_ERROR, Report
 from auditor.rules.registry import AUDIT_SCOPES
 
@@ -122,7 +123,7 @@ def _watch_registration(url: str, limit: float, started: threading.Event) -> Non
     if started.wait(limit):
         return
     sys.stderr.write(
-        f"kafka-auditor: error: --master {url}: the master accepted the connection but no Spark session "
+        f"{PROG}: error: --master {url}: the master accepted the connection but no Spark session "
         f"started within {limit:g} s; check that it is a Spark master and its log (or raise "
         f"{REGISTRATION_ENV})\n"
     )
@@ -132,7 +133,6 @@ def _watch_registration(url: str, limit: float, started: threading.Event) -> Non
 
 def partition_rows(result) -> list[dict[str, Any]]:
     """One report row per replica (camelCase, like ``scan``'s), with its epoch ranges when it diverged."""
-    import json
 
     rows = []
     for r in sorted(result.replicas, key=lambda r: (r["cluster"], r["topic"], r["partition"], r["broker"])):
@@ -154,6 +154,8 @@ def partition_rows(result) -> list[dict[str, Any]]:
                 "leader": r["leader"],
                 "leaderSource": r["leader_source"],
                 "logEndOffset": r["leo"],
+                # what the files hold; above logEndOffset when recovery would cut a torn or corrupt tail
+                "logEndOffsetOnDisk": r.get("leo_on_disk"),
                 "highWatermark": r["hw"],
                 "logStartOffset": r["log_start"],
                 "recoveryPoint": r["recovery_point"],
@@ -174,13 +176,13 @@ def partition_rows(result) -> list[dict[str, Any]]:
                 "incompleteTo": r.get("unreadable_to"),
                 "logEndOffsetKnown": r.get("leo_known", True),
                 "unreadable": r.get("unreadable"),
-                "epochs": json.loads(r["epochs"] or "[]"),
+                "epochs": [[e["epoch"], e["start_offset"]] for e in r["epochs"] or []],
                 "kraft": None
                 if r["kraft_leader"] is None
                 else {
                     "leader": r["kraft_leader"],
                     "leaderEpoch": r["kraft_leader_epoch"],
-                    "isr": json.loads(r["kraft_isr"] or "[]"),
+                    "isr": list(r["kraft_isr"] or []),
                     "leaderRecoveryState": r["kraft_leader_recovery_state"],
                 },
                 **({"timeline": spans} if spans else {}),
@@ -247,6 +249,8 @@ def audit_command(
     problems = inputs.problems or check_inputs(inputs)
     if problems:
         raise fail_all(problems)
+    for line in inputs.skipped:
+        warn(f"{line} (skipped: a log dir inside it is not audited)")
     evidence = [s.path for s in inputs.raw] + [os.path.abspath(r) for r in roots if Path(r).is_dir()]
     problem = check_output_path(options.output, evidence)
     if problem:

@@ -22,6 +22,7 @@ from auditor.findings import Severity
 from auditor.report import FORMATS
 from auditor.report.model import EXIT_CLEAN, EXIT_ERROR, Report
 from auditor.rules.registry import Selection, select_rules
+from auditor.text import visible  # file names may hold control or bidi characters
 
 PROG = "kafka-auditor"
 
@@ -43,10 +44,13 @@ _COLOURS = {ColorMode.auto: None, ColorMode.always: True, ColorMode.never: False
 def fail(message: str) -> typer.Exit:
     """Print one ``kafka-auditor: error:`` line (file names in it made visible) and return exit 2 (raise it
     to stop; call it alone to report one of several problems)."""
-    from auditor.text import visible  # file names may hold control or bidi characters
-
     typer.echo(f"{PROG}: error: {visible(message)}", err=True)
     return typer.Exit(EXIT_ERROR)
+
+
+def warn(message: str) -> None:
+    """Print one ``kafka-auditor: warning:`` line (file names in it made visible); the command goes on."""
+    typer.echo(f"{PROG}: warning: {visible(message)}", err=True)
 
 
 def fail_all(messages: list[str]) -> typer.Exit:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from auditor.cli.common import fail
+from auditor.cli.common import fail, warn
 
 
 def extract_command(
@@ -42,6 +42,6 @@ def extract_command(
         raise fail(f"cannot write {out}: {exc.strerror or exc}") from None
     errors = counts.pop("errors", [])
     for err in errors:
-        typer.echo(f"kafka-auditor: warning: {err}", err=True)
+        warn(err)
     summary = ", ".join(f"{n} {kind} rows" for kind, n in counts.items())
     typer.echo(f"{out}: {summary}", err=True)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import typer
 
-from auditor.cli.common import ReportOptions, fail, fail_all, paths_argument, report_options
+from auditor.cli.common import ReportOptions, fail, fail_all, paths_argument, report_options, warn
 
 LOGDIRS_HELP = (
     "Kafka log directories (log.dirs / metadata.log.dir), or directories holding several of them "
@@ -112,6 +112,8 @@ def scan_command(
     found, problems = discovery.log_dirs, discovery.problems
     if problems:
         raise fail_all(problems)
+    for line in discovery.skipped:
+        warn(f"{line} (skipped: a log dir inside it is not scanned)")
     problem = check_output_path(options.output, [*found, *logdirs])
     if problem:
         raise fail(problem)

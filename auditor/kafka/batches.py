@@ -25,7 +25,6 @@ import numpy as np
 
 from parsers.record_batch import LOG_OVERHEAD, MAGIC_V2
 
-KNOWN_MAGIC = (0, 1, MAGIC_V2)
 """Magic values Kafka's readers know (``RecordBatch.MAGIC_VALUE_V0`` .. ``MAGIC_VALUE_V2``)."""
 
 

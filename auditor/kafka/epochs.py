@@ -99,3 +99,13 @@ def follower_truncation(
             continue
         return Truncation(min(o_l, o_f, follower_leo), steps)
     return Truncation(min(follower_hw, follower_leo), steps, "no-convergence")
+
+
+def epoch_at(cache: Cache, offset: int) -> int | None:
+    """The leader epoch whose range in a leader-epoch cache contains ``offset`` (the last entry starting at
+    or below it; ``LeaderEpochFileCache.epochForOffset``), None below the first entry."""
+    epoch = None
+    for e, s in cache:
+        if s <= offset:
+            epoch = e
+    return epoch

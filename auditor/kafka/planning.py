@@ -6,7 +6,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from auditor.kafka.topics import INTERNAL_COMPACTED
+import pyarrow as pa
+
+from auditor.kafka.topics import COMPACTED_TOPICS
 from auditor.layout.filetypes import METADATA_DIR
 from auditor.layout.logdir import LogDirInfo
 from auditor.layout.tasks import PartitionTask
@@ -33,7 +35,7 @@ def plan_tasks(
             key = (topic, partition)
             compacted = (
                 (label, topic, partition) in cleaned
-                or topic in INTERNAL_COMPACTED
+                or topic in COMPACTED_TOPICS
                 or topic in (compacted_topics or {}).get(label, set())
             )
             tasks.append(
@@ -68,3 +70,14 @@ def _dir_size(path: Path) -> int:
     except OSError:
         pass
     return total
+
+
+def compacted_topics(metadata: pa.Table) -> set[str]:
+    """Topics whose latest ``cleanup.policy`` config in the KRaft metadata rows (``rows.METADATA``, in replay
+    order) includes ``compact`` (``LogConfig``: ``cleanup.policy`` is a list; ``compact,delete`` compacts
+    too)."""
+    policy: dict[str, str | None] = {}
+    for rec in metadata.select(["record_type", "topic", "config_name", "config_value"]).to_pylist():
+        if rec["record_type"] == "CONFIG_RECORD" and rec["config_name"] == "cleanup.policy":
+            policy[rec["topic"]] = rec["config_value"]
+    return {t for t, v in policy.items() if v and "compact" in [p.strip() for p in v.split(",")]}

@@ -46,7 +46,7 @@ class SegmentSummary:
 
 
 @dataclass(frozen=True)
-class Truncation:
+class RecoveryTruncation:
     """What recovery cuts: ``segment`` (file name) at byte ``position`` (``bytes`` bytes), deleting the later
     segments (base offsets); ``leo`` is the log end offset left."""
 
@@ -107,7 +107,7 @@ class LogRecovery:
     log_start_checkpoint: int | None = None
     runs: bool = field(init=False)
     floor: int | None = field(init=False)
-    truncation: Truncation | None = field(default=None, init=False)
+    truncation: RecoveryTruncation | None = field(default=None, init=False)
     leo: int = field(init=False)
     leo_on_disk: int = field(init=False)
 
@@ -143,7 +143,7 @@ class LogRecovery:
         if not seg.truncate_bytes:
             return None
         cut = seg.valid_end
-        self.truncation = Truncation(seg.name, seg.base_offset, cut, seg.truncate_bytes, [], self.leo)
+        self.truncation = RecoveryTruncation(seg.name, seg.base_offset, cut, seg.truncate_bytes, [], self.leo)
         return cut
 
 

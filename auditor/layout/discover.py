@@ -30,10 +30,14 @@ EXTRACT_SUFFIX = ".parquet"
 @dataclass
 class Discovery:
     """What :func:`discover` found: ``found`` holds (kind, absolute path) in walk order, each path once;
-    ``problems`` one line per root that names nothing usable (the commands exit 2 on any)."""
+    ``problems`` one line per root that names nothing usable (the commands exit 2 on any); ``skipped`` one
+    line per folder below a root that could not be listed (e.g. a root-only ``lost+found`` beside the log
+    dirs of a mounted disk): the commands go on with what was found and warn that a log dir in it, if any,
+    is not read."""
 
     found: list[tuple[str, str]] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
 
     @property
     def log_dirs(self) -> list[str]:
@@ -91,9 +95,11 @@ class _Walk:
         if not os.path.isdir(path):
             self.file(root, path)
             return
-        before = len(self.out.problems)
+        before, skipped = len(self.out.problems), len(self.out.skipped)
         if self.visit(path, 0) or len(self.out.problems) > before:
             return
+        # nothing found: what could not be listed below this root is why, so it is a problem too
+        self.out.problems.extend(self.out.skipped[skipped:])
         if is_partition_dir(path):
             why = "this is a partition directory; give the log directory that holds it"
         else:
@@ -124,7 +130,8 @@ class _Walk:
             with os.scandir(path) as it:
                 entries = sorted(it, key=lambda e: e.name)
         except OSError as exc:
-            self.out.problems.append(f"{path}: cannot read: {exc.strerror or exc}")
+            line = f"{path}: cannot read: {exc.strerror or exc}"
+            (self.out.problems if level == 0 else self.out.skipped).append(line)
             return False
         hit = False
         for entry in entries:

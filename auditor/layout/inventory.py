@@ -177,10 +177,6 @@ class LogDirInventory:
     def metadata_partition(self) -> PartitionDir | None:
         return next((p for p in self.partitions if p.is_metadata), None)
 
-    @property
-    def data_partitions(self) -> list[PartitionDir]:
-        return [p for p in self.partitions if not p.is_metadata]
-
     def files(self) -> list[FileInfo]:
         out = self._root_files() + self.special
         for part in self.partitions:

@@ -47,7 +47,7 @@ from auditor.kafka.kraft import (
     MetadataEntry,
     MetadataReplay,
 )
-from auditor.kafka.planning import plan_tasks
+from auditor.kafka.planning import compacted_topics, plan_tasks
 from auditor.kafka.recovery import LogRecovery, SegmentSummary, log_start_offset
 from auditor.kafka.topics import METADATA_TOPIC
 from auditor.layout.logdir import LogDirInfo, read_log_dir, read_small
@@ -226,9 +226,11 @@ def _walk_partition(
                 state.tail_state = "corrupt"
                 state.tail_position = int(positions[first_bad])
                 state.tail_bytes = walker.file_size - state.tail_position
+                stored, crc = int(headers["crc"][first_bad]), int(computed[first_bad])
                 state.tail_message = (
-                    f"Record is corrupt (stored crc = {int(headers['crc'][first_bad])}, "
-                    f"computed crc = {int(computed[first_bad])})"
+                    f"Record is corrupt (stored crc = {stored}, computed crc = {crc})"
+                    if stored != crc
+                    else f"Invalid magic {int(headers['magic'][first_bad])} (Kafka knows 0, 1 and 2)"
                 )
             else:
                 state.tail_state = stop.reason
@@ -489,15 +491,6 @@ def _meta_row(seq: int, entry: MetadataEntry, names: dict[str, str]) -> _MetaRow
         else:
             row.leader_recovery_state = d.get("leaderRecoveryState", -1)
     return row
-
-
-def compacted_topics(metadata: pa.Table) -> set[str]:
-    """Topics whose latest ``cleanup.policy`` config in the metadata includes ``compact``."""
-    policy: dict[str, str | None] = {}
-    for rec in metadata.select(["record_type", "topic", "config_name", "config_value"]).to_pylist():
-        if rec["record_type"] == "CONFIG_RECORD" and rec["config_name"] == "cleanup.policy":
-            policy[rec["topic"]] = rec["config_value"]
-    return {t for t, v in policy.items() if v and "compact" in v}
 
 
 # -------------------------------------------------------------------------------------------- one partition

@@ -23,7 +23,6 @@ from __future__ import annotations
 import pyarrow as pa
 
 SCHEMA_VERSION = 1
-KINDS = ("batch", "epoch", "replica", "record", "metadata")
 
 _KEY = [
     pa.field("cluster", pa.string()),
@@ -190,7 +189,7 @@ _LEADER = [
 _KRAFT = [
     pa.field("kraft_leader", pa.int32()),
     pa.field("kraft_leader_epoch", pa.int32()),
-    pa.field("kraft_isr", pa.string()),  # JSON list of broker ids
+    pa.field("kraft_isr", pa.list_(pa.int32())),  # broker ids
     pa.field("kraft_leader_recovery_state", pa.int32()),
 ]
 
@@ -219,7 +218,7 @@ LAG = pa.schema(
         pa.field("to", pa.int64()),  # the leader's
         pa.field("epoch", pa.int32()),  # leader epoch at ``from`` in the leader's cache
         pa.field("in_isr", pa.bool_()),  # null: no KRaft metadata
-        pa.field("isr", pa.string()),  # JSON list of broker ids
+        pa.field("isr", pa.list_(pa.int32())),  # broker ids (KRaft metadata; null: none)
     ]
 )
 """A follower whose log is a prefix of the leader's and ends below it (KA630, counted by Spark)."""
@@ -228,14 +227,15 @@ SUMMARY = pa.schema(
     _KEY
     + [pa.field("is_leader", pa.bool_())]
     + _LEADER
-    + _of(REPLICA, "leo hw log_start recovery_point cleaner_offset latest_epoch max_batch_epoch")
+    + _of(REPLICA, "leo leo_on_disk hw log_start recovery_point cleaner_offset latest_epoch max_batch_epoch")
     + _of(REPLICA, "clean_shutdown compacted tail_state tail_bytes")
     + [pa.field("leo_known", pa.bool_())]  # false: unreadable to the end, ``leo`` is a lower bound
     + _of(REPLICA, "unreadable_from unreadable_to unreadable")
     + [
         pa.field("divergence", pa.int64()),  # first offset differing from the leader
         pa.field("truncation_offset", pa.int64()),  # where OffsetsForLeaderEpoch truncates it
-        pa.field("epochs", pa.string()),  # JSON list of [epoch, start offset] (its leader-epoch cache)
+        # its leader-epoch cache as loaded (entries in file order)
+        pa.field("epochs", pa.list_(pa.struct([("epoch", pa.int32()), ("start_offset", pa.int64())]))),
     ]
     + _KRAFT
 )
@@ -266,7 +266,7 @@ kind, the others null (like :data:`EXTRACT`)."""
 def wrap(kind: str, table: pa.Table | pa.RecordBatch) -> pa.RecordBatch | pa.Table:
     """Rows of one table in the extract layout (``kind`` set, the other struct columns null)."""
     n = table.num_rows
-    columns = [_repeat(kind, n)]
+    columns = [repeat_string(kind, n)]
     for name, schema in TABLES.items():
         struct_type = pa.struct(list(schema))
         if name == kind:
@@ -282,7 +282,7 @@ def _combined(column) -> pa.Array:
     return column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
 
 
-def _repeat(text: str, n: int) -> pa.Array:
+def repeat_string(text: str, n: int) -> pa.Array:
     """A string array holding ``text`` ``n`` times, built from buffers (no Python objects per row)."""
     import numpy as np
 
@@ -291,7 +291,6 @@ def _repeat(text: str, n: int) -> pa.Array:
     return pa.StringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(data * n))
 
 
-repeat_string = _repeat
 
 
 def unwrap(table: pa.Table, kind: str) -> pa.Table:

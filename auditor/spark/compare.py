@@ -2,7 +2,8 @@
 
 Inputs are the flat tables of :mod:`auditor.spark.extract`; every partition replica is keyed by
 ``tp = xxhash64(cluster, topic, partition)`` and its broker id. The batch rows (the only big table: every
-complete batch in the files, CRC not checked, that is ``scan``'s job) are read twice, nothing else is big:
+complete batch of the log Kafka loads, ``live``; CRC failures are ``scan``'s job) are read twice, nothing
+else is big:
 
 1. digests: per (tp, broker, offset chunk of 4096, leader epoch) an XOR of batch signatures
    ``xxhash64(base offset, last offset, stored CRC, partitionLeaderEpoch)``, counts and offset ranges
@@ -42,7 +43,6 @@ stage end in one DataFrame in the ``rows.FINDING`` layout, and those tables are 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -52,7 +52,15 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from auditor.observe import rows
-from auditor.spark.partition_rules import cluster_findings, evaluate_rows, lag_finding, loss_finding
+from auditor.rules.registry import REGISTRY
+from auditor.rules.replica.kraft import offline_partitions
+from auditor.spark.partition_rules import (
+    cluster_findings,
+    evaluate_rows,
+    finding_row,
+    lag_finding,
+    loss_finding,
+)
 
 CHUNK_BITS = 12
 """Offsets per digest chunk: 4096."""
@@ -75,7 +83,8 @@ partition: the per-call cost dominates on thousands of small partitions)."""
 
 
 def present(value: Any) -> Any:
-    """``value`` without its null struct fields, at every depth: what Spark's ``to_json`` writes."""
+    """``value`` without its null struct fields, at every depth: a rule sees (and its evidence shows) only
+    what a replica row holds, not a null for every column of the wide input row."""
     if isinstance(value, dict):
         return {k: present(v) for k, v in value.items() if v is not None}
     return value
@@ -100,8 +109,8 @@ def each(rule: Callable[[dict], dict]) -> Callable[[list[dict]], list[dict]]:
 def bucket_rules(tagged: list[dict]) -> list[dict]:
     """The per-partition rules (``auditor.spark.partition_rules``) over the rule input rows of a hash bucket
     of partitions, one partition at a time: one output row per finding, zone, summary, timeline and lag
-    row, in its struct column of ``rows.RULE_OUTPUT``. A row's null fields are dropped first, as ``to_json``
-    did when these rows travelled as JSON text."""
+    row, in its struct column of ``rows.RULE_OUTPUT``. A row's null fields are dropped first
+    (:func:`present`)."""
     by_tp: dict[int, list[dict]] = {}
     for row in tagged:
         kind = next(k for k in RULE_INPUTS if row[k] is not None)
@@ -605,31 +614,11 @@ def offline_findings(offline: DataFrame) -> DataFrame:
     """One KA621 per cluster instead of one per offline partition (after a full shutdown, all of them): the
     partitions sorted by topic and partition, the first 20 in the message, all in the evidence."""
     per_cluster = offline.groupBy("cluster").agg(
-        F.first("severity").alias("severity"),
         F.sort_array(F.collect_list(F.struct("topic", "partition", "broker", "epoch"))).alias("partitions"),
     )
     return python_rows(per_cluster, each(offline_finding), rows.FINDING)
 
 
 def offline_finding(row: dict) -> dict:
-    """The KA621 of one cluster (``row``: ``cluster``, ``severity``, ``partitions`` sorted)."""
-    group = row["partitions"]
-    listing = ", ".join(f"{p['topic']}-{p['partition']}: {p['broker']}" for p in group[:20])
-    more = f" and {len(group) - 20} more" if len(group) > 20 else ""
-    partitions = [
-        {
-            "topic": p["topic"],
-            "partition": p["partition"],
-            "lastKnownLeader": p["broker"],
-            "epoch": p["epoch"],
-        }
-        for p in group
-    ]
-    return {
-        "cluster": row["cluster"],
-        "code": "KA621",
-        "severity": row["severity"],
-        "message": f"{len(group)} partition(s) have no leader in the KRaft metadata (offline, e.g. every "
-        f"replica shut down); the last known leader is the reference: {listing}{more}",
-        "evidence": json.dumps({"cluster": row["cluster"], "partitions": partitions}),
-    }
+    """The KA621 of one cluster (``row``: ``cluster``, ``partitions`` sorted), worded by its rule."""
+    return finding_row(REGISTRY["KA621"], offline_partitions(row["partitions"]), row["cluster"])

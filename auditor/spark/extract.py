@@ -17,11 +17,11 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from auditor.kafka.planning import plan_tasks
+from auditor.kafka.planning import compacted_topics, plan_tasks
 from auditor.layout.logdir import LogDirInfo, read_log_dir
 from auditor.layout.tasks import PartitionTask
 from auditor.observe import rows
-from auditor.observe.extract import compacted_topics, metadata_for
+from auditor.observe.extract import metadata_for
 from auditor.spark.inputs import Inputs, Source
 
 SLICE_BYTES = 64 << 20

@@ -28,6 +28,8 @@ class Source:
 class Inputs:
     sources: list[Source] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    """Folders below a root that could not be listed (:attr:`auditor.layout.discover.Discovery.skipped`)."""
 
     @property
     def raw(self) -> list[Source]:
@@ -45,7 +47,7 @@ def discover(
     walk ``scan`` uses too), as audit sources labelled ``label``; every path is absolute."""
     found = discover_paths(roots, depth=depth, extracts=True)
     sources = [Source("raw" if kind == LOG_DIR else "parquet", path, label) for kind, path in found.found]
-    return Inputs(sources, found.problems)
+    return Inputs(sources, found.problems, found.skipped)
 
 
 # ------------------------------------------------------------------------------------------ pre-checks

@@ -1,5 +1,5 @@
 """The engine side of the cross-replica rules (pure Python, no pyspark: it runs inside Spark's
-``applyInPandas`` and on the driver).
+``mapInArrow`` and in tests).
 
 For one partition, :func:`evaluate` derives the rules' input ONCE
 (:func:`auditor.rules.replica.model.partition_replicas`: replicas, reference leader, KRaft view, caches,
@@ -18,6 +18,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from auditor.findings import jsonable
+from auditor.kafka.epochs import epoch_at
 from auditor.kafka.topics import METADATA_TOPIC
 from auditor.rules.registry import Rule, Violation, scope_rules
 from auditor.rules.replica.model import (
@@ -78,7 +80,7 @@ def finding_row(
         "records": v.records,
         "bytes": v.bytes,
         "message": v.message,
-        "evidence": json.dumps(v.evidence_dict, sort_keys=True, default=str),
+        "evidence": json.dumps(jsonable(v.evidence_dict), sort_keys=True),
     }
 
 
@@ -171,15 +173,6 @@ def zones(part: PartitionReplicas) -> list[dict]:
     return out
 
 
-def _epoch_at(cache: list[tuple[int, int]], offset: int) -> int | None:
-    """The leader epoch whose range in a leader-epoch cache contains ``offset``."""
-    epoch = None
-    for e, s in cache:
-        if s <= offset:
-            epoch = e
-    return epoch
-
-
 def lags(part: PartitionReplicas) -> list[dict]:
     """Followers whose log is a prefix of the leader's (no divergence) and ends below the leader's log end
     offset: lag rows for Spark to count the leader's records and bytes from the follower's LEO on."""
@@ -198,9 +191,9 @@ def lags(part: PartitionReplicas) -> list[dict]:
             "leader_source": part.leader_source,
             "from": r.leo,
             "to": leader.leo,
-            "epoch": _epoch_at(part.caches.get(leader.broker, []), r.leo),
+            "epoch": epoch_at(part.caches.get(leader.broker, []), r.leo),
             "in_isr": None if isr is None else r.broker in isr,
-            "isr": json.dumps(isr) if isr is not None else None,
+            "isr": list(isr) if isr is not None else None,
         }
         for r in part.followers
         if r.leo_known and r.leo < leader.leo and part.divergence(r.broker, leader.broker) is None
@@ -232,7 +225,7 @@ def _opt_int(value: Any) -> int | None:
 
 
 def summary_row(part: PartitionReplicas, r: Replica, raw: Mapping[str, Any]) -> dict:
-    """One replica of the per-replica summary (``compare.SUMMARY_SCHEMA``)."""
+    """One replica of the per-replica summary (``rows.SUMMARY``)."""
     leader, kraft = part.leader, part.kraft
     d = part.divergence(r.broker, leader.broker) if r.broker != leader.broker else None
     truncation = part.truncations.get(r.broker)
@@ -246,6 +239,7 @@ def summary_row(part: PartitionReplicas, r: Replica, raw: Mapping[str, Any]) -> 
         "leader": leader.broker,
         "leader_source": part.leader_source,
         "leo": r.leo,
+        "leo_on_disk": _opt_int(raw.get("leo_on_disk")),
         "hw": r.hw,
         "log_start": r.log_start,
         **{k: _opt_int(raw.get(k)) for k in ("recovery_point", "cleaner_offset")},
@@ -261,10 +255,10 @@ def summary_row(part: PartitionReplicas, r: Replica, raw: Mapping[str, Any]) -> 
         "unreadable": r.unreadable,
         "divergence": d.offset if d else None,
         "truncation_offset": truncation.offset if truncation else None,
-        "epochs": json.dumps(part.caches.get(r.broker, [])),
+        "epochs": [{"epoch": e, "start_offset": s} for e, s in part.caches.get(r.broker, [])],
         "kraft_leader": kraft.leader if kraft else None,
         "kraft_leader_epoch": kraft.leader_epoch if kraft else None,
-        "kraft_isr": json.dumps(kraft.isr) if kraft else None,
+        "kraft_isr": list(kraft.isr) if kraft else None,
         "kraft_leader_recovery_state": kraft.leader_recovery_state if kraft else None,
     }
 

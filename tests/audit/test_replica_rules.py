@@ -20,7 +20,7 @@ from tests.rules.cases_replica import lost_run, replica
 
 
 def _div(a: int, b: int, offset: int) -> dict:
-    return {"a": a, "b": b, "offset": offset, "lo": 0, "hi": offset + 1, "mode": "batch", "detail": "{}"}
+    return {"a": a, "b": b, "offset": offset, "lo": 0, "hi": offset + 1, "mode": "batch", "detail": {}}
 
 
 def test_unknown_leo_skips_the_checks_that_need_it():
@@ -89,8 +89,8 @@ def _row(**kw) -> dict:
 
 def test_lag_severity():
     assert lag_finding(_row())["severity"] == "info"
-    assert lag_finding(_row(in_isr=True, isr="[1, 2]"))["severity"] == "info"
-    out = lag_finding(_row(in_isr=False, isr="[1]"))
+    assert lag_finding(_row(in_isr=True, isr=[1, 2]))["severity"] == "info"
+    out = lag_finding(_row(in_isr=False, isr=[1]))
     assert out["severity"] == "warning" and "out of the ISR" in out["message"]
     assert json.loads(out["evidence"])["isr"] == [1]
     slow = lag_finding(_row(last_timestamp=1000 + REPLICA_LAG_TIME_MAX_MS + 1))
@@ -149,3 +149,17 @@ def test_inferred_leaders_once_per_cluster():
         None,
         "{}",
     )
+
+
+def test_offline_partitions_fold_into_one_finding_per_cluster():
+    """KA621 after a full shutdown: one finding per cluster, worded by its rule, severity from the registry,
+    the first 20 partitions in the message and all of them in the evidence."""
+    from auditor.spark.compare import offline_finding
+
+    parts = [{"topic": "t", "partition": p, "broker": 1 + p % 3, "epoch": 4} for p in range(25)]
+    row = offline_finding({"cluster": "c", "partitions": parts})
+    assert (row["code"], row["severity"], row["cluster"], row["topic"]) == ("KA621", "info", "c", None)
+    assert row["message"].startswith("25 partition(s) have no leader") and row["message"].endswith("5 more")
+    evidence = json.loads(row["evidence"])["partitions"]
+    assert len(evidence) == 25
+    assert evidence[0] == {"topic": "t", "partition": 0, "lastKnownLeader": 1, "epoch": 4}

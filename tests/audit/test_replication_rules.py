@@ -17,7 +17,7 @@ def test_unclean_election_case():
     inp = PartitionInput(
         replicas=[replica(1, 1300, 1300, 2), replica(2, 1000, 0, 0), replica(3, 1500, 1500, 0)],
         caches={1: [(0, 0, 0), (1, 2, 1000)], 2: [(0, 0, 0)], 3: [(0, 0, 0)]},
-        divergences=[{"a": 1, "b": 3, "offset": 1000, "lo": 0, "hi": 1300, "mode": "batch", "detail": "{}"}],
+        divergences=[{"a": 1, "b": 3, "offset": 1000, "lo": 0, "hi": 1300, "mode": "batch", "detail": {}}],
     )
     out = evaluate(inp)
     assert codes(out) == [("KA601", 1), ("KA702", 3), ("KA704", 3)]
@@ -85,7 +85,7 @@ def test_epoch_truncation_mismatch_is_reported():
     inp = PartitionInput(
         replicas=[replica(1, 200, 200, 1), replica(2, 200, 150, 1)],
         caches={1: [(0, 0, 0), (1, 1, 100)], 2: [(0, 0, 0), (1, 1, 100)]},
-        divergences=[{"a": 1, "b": 2, "offset": 120, "lo": 0, "hi": 200, "mode": "batch", "detail": "{}"}],
+        divergences=[{"a": 1, "b": 2, "offset": 120, "lo": 0, "hi": 200, "mode": "batch", "detail": {}}],
         metadata=[partition_record(1, [1, 2], [1, 2])],
     )
     out = evaluate(inp)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from auditor.layout.discover import discover
 from auditor.layout.filetypes import is_log_dir
 from auditor.observe.extract import extract_tables
 from auditor.scan import scan
@@ -27,14 +28,9 @@ def _corpus_states() -> list[str]:
     """Cluster states of the corpus: directories holding broker log dirs (relative paths)."""
     if not CORPUS.is_dir():
         return ["<corpus absent>"]
-    states = []
-    for dirpath, dirnames, _files in os.walk(CORPUS):
-        dirnames[:] = [d for d in sorted(dirnames) if d not in ("dumps", "_run")]
-        here = Path(dirpath)
-        if any(is_log_dir(here / d) for d in dirnames):
-            states.append(str(here.relative_to(CORPUS)))
-            dirnames[:] = []
-    return states
+    # a state is the folder holding a group of log dirs (found by Kafka's markers, never by folder name)
+    found = discover([CORPUS], depth=3).log_dirs
+    return sorted({str(Path(p).parent.relative_to(CORPUS)) for p in found})
 
 
 def _scan_view(log_dirs: list[Path]) -> dict[tuple, tuple]:

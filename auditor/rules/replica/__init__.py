@@ -2,5 +2,5 @@
 the scan rules: ``replicas`` rules run once per partition over
 :class:`~auditor.rules.replica.model.PartitionReplicas`, ``lag`` and ``loss`` rules over the rows Spark
 counts after them, ``cluster`` rules once per cluster. ``auditor.spark.partition_rules`` derives the inputs
-and runs them inside Spark's ``applyInPandas``.
+and runs them inside Spark (``mapInArrow``).
 """

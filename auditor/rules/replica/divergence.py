@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from auditor.findings import Severity
+from auditor.kafka.epochs import loaded_cache
 from auditor.rules.registry import Violation, rule
 from auditor.rules.replica.model import PartitionReplicas
 
@@ -133,9 +134,9 @@ def epoch_start(part: PartitionReplicas) -> Iterator[Violation]:
         return
     starts: dict[int, list[tuple[int, int, int]]] = {}
     for r in part.replicas:
-        for e, s in part.caches.get(r.broker, []):
-            if s < r.leo:
-                starts.setdefault(e, []).append((r.broker, s, r.log_start))
+        # the cache as Kafka loads it (entries at or past the LEO dropped, the first moved up to log start)
+        for e, s in loaded_cache(part.caches.get(r.broker, []), r.log_start, r.leo):
+            starts.setdefault(e, []).append((r.broker, s, r.log_start))
     for epoch, entries in sorted(starts.items()):
         low = min(s for _b, s, _ls in entries)
         odd = [b for b, s, ls in entries if s != low and not (s == ls and ls > low)]

@@ -68,6 +68,30 @@ def no_current_leader(part: PartitionReplicas) -> Iterator[Violation]:
         )
 
 
+def offline_partitions(partitions: list[dict]) -> Violation:
+    """KA621 folded into one finding per cluster (after a full shutdown every partition is offline):
+    ``partitions`` (topic, partition, broker = last known leader, epoch) sorted, the first 20 in the message,
+    all in the evidence."""
+    listing = ", ".join(f"{p['topic']}-{p['partition']}: {p['broker']}" for p in partitions[:20])
+    more = f" and {len(partitions) - 20} more" if len(partitions) > 20 else ""
+    return Violation(
+        f"{len(partitions)} partition(s) have no leader in the KRaft metadata (offline, e.g. every replica "
+        f"shut down); the last known leader is the reference: {listing}{more}",
+        log_dir=None,
+        evidence={
+            "partitions": [
+                {
+                    "topic": p["topic"],
+                    "partition": p["partition"],
+                    "lastKnownLeader": p["broker"],
+                    "epoch": p["epoch"],
+                }
+                for p in partitions
+            ]
+        },
+    )
+
+
 @rule(
     "KA622",
     "replication.leader-not-in-inputs",

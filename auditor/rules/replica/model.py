@@ -12,7 +12,6 @@ an unknown log end offset (``leo`` is then only a lower bound) and the rules tha
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -114,11 +113,10 @@ class Divergence:
     hi: int
     offset: int
     mode: str | None = None
-    detail: Any = None  # what each side holds at ``offset`` (JSON text or decoded)
+    detail: Any = None  # what each side holds at ``offset`` (the ``divergence.detail`` struct)
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> Divergence:
-        detail = row.get("detail")
         return cls(
             a=int(row["a"]),
             b=int(row["b"]),
@@ -126,7 +124,7 @@ class Divergence:
             hi=int(row["hi"]),
             offset=int(row["offset"]),
             mode=row.get("mode"),
-            detail=json.loads(detail) if isinstance(detail, str) else detail,
+            detail=row.get("detail"),
         )
 
 
@@ -253,7 +251,7 @@ class LagRow(FollowerSpan):
             end=int(row["to"]),
             epoch=_int(row.get("epoch")),
             in_isr=None if in_isr is None else bool(in_isr),
-            isr=json.loads(row["isr"]) if row.get("isr") else None,
+            isr=list(row["isr"]) if row.get("isr") is not None else None,
             records=int(row.get("records") or 0),
             bytes=int(row.get("bytes") or 0),
             batches=int(row.get("batches") or 0),
