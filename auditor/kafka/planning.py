@@ -3,13 +3,14 @@ compaction is in play for its partition (Kafka's rule, hence here and not in :mo
 
 from __future__ import annotations
 
-import os
+import contextlib
 from pathlib import Path
 
 import pyarrow as pa
 
 from auditor.kafka.topics import COMPACTED_TOPICS
 from auditor.layout.filetypes import METADATA_DIR
+from auditor.layout.inventory import segment_logs
 from auditor.layout.logdir import LogDirInfo
 from auditor.layout.tasks import PartitionTask
 
@@ -62,13 +63,10 @@ def plan_tasks(
 def _dir_size(path: Path) -> int:
     """Bytes of the ``.log`` segments of a partition directory (0 when it cannot be listed)."""
     total = 0
-    try:
-        with os.scandir(path) as it:
-            for entry in it:
-                if entry.name.endswith(".log"):
-                    total += entry.stat().st_size
-    except OSError:
-        pass
+    with contextlib.suppress(OSError):
+        for _base, log in segment_logs(path):
+            with contextlib.suppress(OSError):
+                total += log.stat().st_size
     return total
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from auditor.layout.filetypes import (
     METADATA_DIR,
@@ -350,6 +351,30 @@ def _segment(part: PartitionDir, base: int) -> SegmentFiles:
     seg = SegmentFiles(base)
     part.segments.append(seg)
     return seg
+
+
+def segment_logs(path: str | os.PathLike) -> list[tuple[int, Path]]:
+    """(base offset, path) of the live ``.log`` segments of a partition directory, by base offset: the names
+    Kafka's loader takes for segments (``parse_segment_file_name``: no ``.deleted``/``.cleaned``/``.swap``),
+    whatever the file type (a FIFO or a directory under such a name is listed; its reader says why it cannot
+    be read). OSError when the directory cannot be listed."""
+    out = []
+    for name in os.listdir(path):
+        parsed = _parsed(parse_segment_file_name, name)
+        if parsed is not None and parsed[1] == ".log" and parsed[2] is None:
+            out.append((parsed[0], Path(path) / name))
+    return sorted(out)
+
+
+def complete_kraft_snapshots(path: str | os.PathLike) -> list[tuple[int, int, Path]]:
+    """(end offset, epoch, path) of the complete KRaft snapshots (``.checkpoint``, not ``.part`` or
+    ``.deleted``) of a metadata partition directory."""
+    out = []
+    for name in os.listdir(path):
+        parsed = _parsed(parse_kraft_snapshot_file_name, name)
+        if parsed is not None and parsed[2] is None:
+            out.append((parsed[0], parsed[1], Path(path) / name))
+    return out
 
 
 def inventory_partition(path: str, name: str | None = None) -> PartitionDir | str:

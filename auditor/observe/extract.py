@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -50,14 +49,13 @@ from auditor.kafka.kraft import (
 from auditor.kafka.planning import compacted_topics, plan_tasks
 from auditor.kafka.recovery import LogRecovery, SegmentSummary, log_start_offset
 from auditor.kafka.topics import METADATA_TOPIC
+from auditor.layout.inventory import complete_kraft_snapshots, segment_logs
 from auditor.layout.logdir import LogDirInfo, read_log_dir, read_small
 from auditor.layout.tasks import PartitionTask
 from auditor.observe import rows
 from parsers.checkpoints import parse_leader_epoch_checkpoint
 from parsers.dirfiles import (
-    parse_kraft_snapshot_file_name,
     parse_partition_metadata,
-    parse_segment_file_name,
 )
 from parsers.errors import ParseError
 from parsers.files import regular_file_problem
@@ -72,24 +70,7 @@ from parsers.record_batch import (
 )
 from parsers.segment import HeaderBlock, SegmentWalker, WalkStop
 
-_SEGMENT_LOG = re.compile(r"^[0-9]+\.log$")
-
-
 # ------------------------------------------------------------------------------------------------ batches
-
-
-def _segments(part_dir: Path) -> list[tuple[int, Path]]:
-    """Live ``.log`` segments of a partition directory, by base offset (no .deleted/.cleaned/.swap)."""
-    out = []
-    for name in os.listdir(part_dir):
-        if _SEGMENT_LOG.match(name):
-            try:
-                base, _suffix, _state = parse_segment_file_name(name)
-            except ParseError:
-                continue
-            out.append((base, part_dir / name))
-    out.sort()
-    return out
 
 
 def _concat(blocks: list[HeaderBlock]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -430,25 +411,12 @@ METADATA_KEYS = frozenset(
 """The records the audit's metadata rows hold."""
 
 
-def _kraft_snapshots(part_dir: Path) -> list[tuple[int, int, Path]]:
-    """(end offset, epoch, path) of the complete KRaft snapshots (``.checkpoint``) of a metadata log dir."""
-    out = []
-    for name in os.listdir(part_dir):
-        try:
-            end, epoch, state = parse_kraft_snapshot_file_name(name)
-        except ParseError:
-            continue
-        if state is None:
-            out.append((end, epoch, part_dir / name))
-    return out
-
-
 def extract_metadata(log_dir: str, node: int, cluster: str) -> pa.Table:
     """Topic, partition and topic-config records of a node's ``__cluster_metadata-0`` in replay order
     (``auditor.kafka.kraft.MetadataReplay`` with history: the log records below the latest snapshot's end
     offset, the snapshot, then the log from its end offset)."""
     part_dir = Path(log_dir) / f"{METADATA_TOPIC}-0"
-    replay = MetadataReplay(_segments(part_dir), _kraft_snapshots(part_dir), METADATA_KEYS)
+    replay = MetadataReplay(segment_logs(part_dir), complete_kraft_snapshots(part_dir), METADATA_KEYS)
     out: list[_MetaRow] = []
     names: dict[str, str] = {}
     for entry in replay.entries(history=True):
@@ -505,7 +473,7 @@ def extract_partition(task: PartitionTask) -> Iterator[tuple[str, pa.Table]]:
     state = _LogState()
     segments: list[tuple[int, Path]] = []
     try:
-        segments = _segments(part_dir)
+        segments = segment_logs(part_dir)
         walk = _walk_partition(task, segments, state, keep_positions=task.compacted)
         for table in walk:
             yield "batch", table
