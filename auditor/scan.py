@@ -194,18 +194,21 @@ def _walk(seg: SegmentFacts, emit: _Emitter, seg_rules: list[Rule], ctx: Partiti
     seg.release()
 
 
-def scan_partition(task: PartitionTask, codes: frozenset[str]) -> PartitionResult:
+def scan_partition(
+    task: PartitionTask, codes: frozenset[str], part: PartitionDir | None = None
+) -> PartitionResult:
     """Check one partition directory with the rules ``codes``: every segment once, in order, then the
     partition as a whole.
 
-    Never raises: an unexpected error stops this partition only and becomes a KA002 finding."""
+    ``part``: the partition directory as the log dir's inventory classified it (None: classify it here, for a
+    task that travelled as plain data). Never raises: an unexpected error stops this partition only and
+    becomes a KA002 finding."""
     load_rules()
     started = time.perf_counter()
     emit = _Emitter(codes, Location(task.broker, task.log_dir, task.topic, task.partition))
     facts = _logdir_facts(task)
-    part: PartitionDir | None = None
     try:
-        part = _partition_dir(task)
+        part = part if part is not None else _partition_dir(task)
         summary = _scan_partition(part, facts, codes, emit)
     except Exception as exc:  # noqa: BLE001 - one broken partition must not stop the scan
         emit.engine(
@@ -355,20 +358,25 @@ def partition_task(ld: LogDirContext, part: PartitionDir, view: TopicView | None
 
 
 def _run_tasks(
-    tasks: list[PartitionTask], codes: frozenset[str], jobs: int, progress: ProgressFn | None
+    work: list[tuple[PartitionTask, PartitionDir]],
+    codes: frozenset[str],
+    jobs: int,
+    progress: ProgressFn | None,
 ) -> tuple[list[PartitionResult], dict[str, Any]]:
-    total = sum(t.size for t in tasks)
-    tasks = sorted(tasks, key=lambda t: -t.size)  # largest first: better balance across workers
+    """Scan every (task, inventoried partition directory) in-process or in a process pool; the directory
+    listing of the inventory is reused, never made again."""
+    total = sum(t.size for t, _part in work)
+    work = sorted(work, key=lambda w: -w[0].size)  # largest first: better balance across workers
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     if jobs <= 0:
-        workers = 1 if (total < INLINE_BYTES or len(tasks) < 2) else min(cpus, len(tasks))
+        workers = 1 if (total < INLINE_BYTES or len(work) < 2) else min(cpus, len(work))
     else:
-        workers = min(jobs, max(1, len(tasks)))
+        workers = min(jobs, max(1, len(work)))
     done = 0
     results: list[PartitionResult] = []
     if workers <= 1:
-        for task in tasks:
-            res = scan_partition(task, codes)
+        for task, part in work:
+            res = scan_partition(task, codes, part)
             results.append(res)
             done += res.bytes
             if progress:
@@ -377,7 +385,7 @@ def _run_tasks(
     mp = multiprocessing.get_context("forkserver")
     mp.set_forkserver_preload(["auditor.scan"])
     with ProcessPoolExecutor(max_workers=workers, mp_context=mp) as pool:
-        futures = {pool.submit(scan_partition, task, codes): task for task in tasks}
+        futures = {pool.submit(scan_partition, task, codes, part): task for task, part in work}
         for fut in as_completed(futures):
             res = fut.result()
             results.append(res)
@@ -406,13 +414,12 @@ def scan(
     for ld in contexts:
         ld.siblings = contexts
     views = _views(contexts)
-    tasks: list[PartitionTask] = []
+    work: list[tuple[PartitionTask, PartitionDir]] = []
     for ld in contexts:
         view = _view_for(ld, contexts, views)
         ld.topic_view = view
-        for part in ld.inventory.partitions:
-            tasks.append(partition_task(ld, part, view))
-    results, run_info = _run_tasks(tasks, codes, jobs, progress)
+        work += [(partition_task(ld, part, view), part) for part in ld.inventory.partitions]
+    results, run_info = _run_tasks(work, codes, jobs, progress)
     findings: list[Finding] = []
     unreadable = any(res.incomplete for res in results)
     by_dir: dict[str, list[dict[str, Any]]] = {ld.path: [] for ld in contexts}
@@ -444,7 +451,7 @@ def scan(
         "startedAt": started,
         "seconds": round(time.perf_counter() - t0, 3),
         "logDirs": len(contexts),
-        "partitions": len(tasks),
+        "partitions": len(work),
         "segments": sum(p["segments"] for p in partitions),
         "bytes": sum(p["bytes"] for p in partitions),
         "batches": sum(p["batches"] for p in partitions),
