@@ -16,6 +16,7 @@ import construct as cs
 
 from parsers.errors import ParseError
 from parsers.flexible import Field, Message, decode_message, encode_message
+from parsers.primitives import read_varint, read_varlong
 
 __all__ = [
     "ControlRecordKey",
@@ -24,6 +25,7 @@ __all__ = [
     "EndTxnMarkerValue",
     "CONTROL_SCHEMAS",
     "decode_control_record",
+    "first_control_type",
     "encode_control_record",
     "encode_end_txn_marker",
 ]
@@ -60,39 +62,76 @@ _VOTER = [
 ]
 
 CONTROL_SCHEMAS: dict[ControlRecordType, Message] = {
-    ControlRecordType.LEADER_CHANGE: Message("LeaderChangeMessage", "0-1", "0+", fields=[
-        Field("Version", "int16"),
-        Field("LeaderId", "int32"),
-        Field("Voters", "[]Voter", fields=_VOTER),
-        Field("GrantingVoters", "[]Voter", fields=_VOTER),
-    ]),
-    ControlRecordType.SNAPSHOT_HEADER: Message("SnapshotHeaderRecord", "0", "0+", fields=[
-        Field("Version", "int16"),
-        Field("LastContainedLogTimestamp", "int64"),
-    ]),
-    ControlRecordType.SNAPSHOT_FOOTER: Message("SnapshotFooterRecord", "0", "0+", fields=[
-        Field("Version", "int16"),
-    ]),
-    ControlRecordType.KRAFT_VERSION: Message("KRaftVersionRecord", "0", "0+", fields=[
-        Field("Version", "int16"),
-        Field("KRaftVersion", "int16"),
-    ]),
-    ControlRecordType.KRAFT_VOTERS: Message("VotersRecord", "0", "0+", fields=[
-        Field("Version", "int16"),
-        Field("Voters", "[]Voter", fields=[
-            Field("VoterId", "int32"),
-            Field("VoterDirectoryId", "uuid"),
-            Field("Endpoints", "[]Endpoint", fields=[
-                Field("Name", "string"),
-                Field("Host", "string"),
-                Field("Port", "uint16"),
-            ]),
-            Field("KRaftVersionFeature", "KRaftVersionFeature", fields=[
-                Field("MinSupportedVersion", "int16"),
-                Field("MaxSupportedVersion", "int16"),
-            ]),
-        ]),
-    ]),
+    ControlRecordType.LEADER_CHANGE: Message(
+        "LeaderChangeMessage",
+        "0-1",
+        "0+",
+        fields=[
+            Field("Version", "int16"),
+            Field("LeaderId", "int32"),
+            Field("Voters", "[]Voter", fields=_VOTER),
+            Field("GrantingVoters", "[]Voter", fields=_VOTER),
+        ],
+    ),
+    ControlRecordType.SNAPSHOT_HEADER: Message(
+        "SnapshotHeaderRecord",
+        "0",
+        "0+",
+        fields=[
+            Field("Version", "int16"),
+            Field("LastContainedLogTimestamp", "int64"),
+        ],
+    ),
+    ControlRecordType.SNAPSHOT_FOOTER: Message(
+        "SnapshotFooterRecord",
+        "0",
+        "0+",
+        fields=[
+            Field("Version", "int16"),
+        ],
+    ),
+    ControlRecordType.KRAFT_VERSION: Message(
+        "KRaftVersionRecord",
+        "0",
+        "0+",
+        fields=[
+            Field("Version", "int16"),
+            Field("KRaftVersion", "int16"),
+        ],
+    ),
+    ControlRecordType.KRAFT_VOTERS: Message(
+        "VotersRecord",
+        "0",
+        "0+",
+        fields=[
+            Field("Version", "int16"),
+            Field(
+                "Voters",
+                "[]Voter",
+                fields=[
+                    Field("VoterId", "int32"),
+                    Field("VoterDirectoryId", "uuid"),
+                    Field(
+                        "Endpoints",
+                        "[]Endpoint",
+                        fields=[
+                            Field("Name", "string"),
+                            Field("Host", "string"),
+                            Field("Port", "uint16"),
+                        ],
+                    ),
+                    Field(
+                        "KRaftVersionFeature",
+                        "KRaftVersionFeature",
+                        fields=[
+                            Field("MinSupportedVersion", "int16"),
+                            Field("MaxSupportedVersion", "int16"),
+                        ],
+                    ),
+                ],
+            ),
+        ],
+    ),
 }
 """KRaft control value schemas (§4.2), keyed by control type."""
 
@@ -120,19 +159,25 @@ def _versioned(schema: cs.Struct, data: bytes, what: str, version_of: str) -> cs
     ``schema.sizeof()`` bytes (more are ignored), and a version that is not negative."""
     size = schema.sizeof()
     if len(data) < size:
-        raise ParseError(f"Invalid value size found for {what}. Must have at least {size} bytes, but found "
-                         f"only {len(data)}", offset=0)
+        raise ParseError(
+            f"Invalid value size found for {what}. Must have at least {size} bytes, but found "
+            f"only {len(data)}",
+            offset=0,
+        )
     parsed = schema.parse(data[:size])
     if parsed.version < 0:
-        raise ParseError(f"Invalid version found for {version_of}: {parsed.version}. May indicate data "
-                         f"corruption", offset=0)
+        raise ParseError(
+            f"Invalid version found for {version_of}: {parsed.version}. May indicate data corruption",
+            offset=0,
+        )
     return parsed
 
 
 def decode_control_record(key: bytes | None, value: bytes | None) -> ControlRecord:
     """Decode the key and value of one record of a control batch."""
-    parsed_key = _versioned(ControlRecordKey, b"" if key is None else bytes(key), "end control record key",
-                            "control record")
+    parsed_key = _versioned(
+        ControlRecordKey, b"" if key is None else bytes(key), "end control record key", "control record"
+    )
     ctype = ControlRecordType.from_id(parsed_key.type)
     name = ctype.name
     if ctype is ControlRecordType.UNKNOWN:
@@ -143,10 +188,30 @@ def decode_control_record(key: bytes | None, value: bytes | None) -> ControlReco
     if ctype in (ControlRecordType.ABORT, ControlRecordType.COMMIT):
         marker = _versioned(EndTxnMarkerValue, value, "end transaction marker", "end transaction marker")
         data = {"version": marker.version, "coordinatorEpoch": marker.coordinator_epoch}
-        return ControlRecord(parsed_key.type, name, parsed_key.version, data,
-                             len(value) - END_TXN_MARKER_VALUE_SIZE)
+        return ControlRecord(
+            parsed_key.type, name, parsed_key.version, data, len(value) - END_TXN_MARKER_VALUE_SIZE
+        )
     data, end = decode_message(CONTROL_SCHEMAS[ctype], CONTROL_VALUE_SCHEMA_VERSION, value)
     return ControlRecord(parsed_key.type, name, parsed_key.version, data, len(value) - end)
+
+
+def first_control_type(records: bytes | memoryview) -> int:
+    """The type id of the first record of an uncompressed control batch, read from the bytes that follow
+    the batch header (record: varint length, int8 attributes, varlong timestamp delta, varint offset delta,
+    varint key length, key = :data:`ControlRecordKey`), or -1 when they do not hold one. Kafka reads only
+    this record to know what a control batch is (``UnifiedLog.analyzeAndValidateRecords``)."""
+    try:
+        _, pos = read_varint(records, 0)
+        pos += 1
+        _, pos = read_varlong(records, pos)
+        _, pos = read_varint(records, pos)
+        key_len, pos = read_varint(records, pos)
+        if key_len < ControlRecordKey.sizeof() or pos + ControlRecordKey.sizeof() > len(records):
+            return -1
+        key = ControlRecordKey.parse(bytes(records[pos : pos + ControlRecordKey.sizeof()]))
+    except (ParseError, IndexError, cs.ConstructError):
+        return -1
+    return int(key.type) if key.version >= 0 else -1
 
 
 def _key(ctype: ControlRecordType) -> bytes:

@@ -1,5 +1,5 @@
 """KRaft metadata replay, one policy for every command (spec §14): ``scan``'s topic view
-(:func:`topic_view`) and ``audit``'s metadata rows (``auditor.observe.extract.extract_metadata``) both read a
+(:func:`topic_view`) and ``audit``'s metadata rows (``auditor.observe.metadata.extract_metadata``) both read a
 node's ``__cluster_metadata-0`` through :class:`MetadataReplay`.
 
 Replay order is Kafka's: the latest complete snapshot, then the log from the snapshot's end offset.

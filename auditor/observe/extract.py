@@ -37,23 +37,18 @@ import numpy as np
 import pyarrow as pa
 
 from auditor.kafka.batches import ValidPrefix, valid_batches
-from auditor.kafka.kraft import (
-    CONFIG_RECORD,
-    PARTITION_CHANGE_RECORD,
-    PARTITION_RECORD,
-    REMOVE_TOPIC_RECORD,
-    TOPIC_RECORD,
-    MetadataEntry,
-    MetadataReplay,
-)
 from auditor.kafka.planning import compacted_topics, plan_tasks
 from auditor.kafka.recovery import LogRecovery, SegmentSummary, log_start_offset
-from auditor.kafka.topics import METADATA_TOPIC
-from auditor.layout.inventory import complete_kraft_snapshots, segment_logs
+from auditor.kafka.topics import METADATA_TOPIC, OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
+from auditor.layout.inventory import segment_logs
 from auditor.layout.logdir import LogDirInfo, read_log_dir, read_small
 from auditor.layout.tasks import PartitionTask
 from auditor.observe import rows
+from auditor.observe.coordinator import transaction_state_rows
+from auditor.observe.metadata import extract_metadata
+from auditor.observe.offsets import offset_commit_rows
 from parsers.checkpoints import parse_leader_epoch_checkpoint
+from parsers.control import first_control_type
 from parsers.dirfiles import (
     parse_partition_metadata,
 )
@@ -89,7 +84,27 @@ def _concat(blocks: list[HeaderBlock]) -> tuple[np.ndarray, np.ndarray, np.ndarr
     )
 
 
-def _batch_table(task: PartitionTask, segment: int, positions, headers, valid, live) -> pa.Table:
+def _control_types(walker: SegmentWalker, positions, headers, valid) -> pa.Array:
+    """``control_type`` of every batch: the first control record's type for valid magic-2 control batches
+    (-1 when it cannot be read), null for data batches."""
+    n = len(positions)
+    control = ((headers["attributes"] & ATTR_CONTROL) != 0) & (headers["magic"] == 2)
+    if not control.any():
+        return pa.nulls(n, pa.int8())
+    types = np.full(n, -1, dtype=np.int8)
+    for i in np.flatnonzero(control & valid):
+        raw = walker.read(int(positions[i]) + RECORD_BATCH_OVERHEAD, _CONTROL_PEEK)
+        types[i] = first_control_type(raw)
+    return pa.array(types, mask=~control)
+
+
+_CONTROL_PEEK = 32
+"""Bytes read after a control batch header: enough for the first record's varints and 4-byte key."""
+
+
+def _batch_table(
+    task: PartitionTask, segment: int, positions, headers, valid, live, control_types: pa.Array
+) -> pa.Table:
     n = len(positions)
     base = headers["base_offset"].astype(np.int64)
     attributes = headers["attributes"].astype(np.int16)
@@ -119,6 +134,7 @@ def _batch_table(task: PartitionTask, segment: int, positions, headers, valid, l
         "is_control": (attributes & ATTR_CONTROL) != 0,
         "is_transactional": (attributes & ATTR_TRANSACTIONAL) != 0,
         "codec": (attributes & ATTR_COMPRESSION_MASK).astype(np.int8),
+        "control_type": control_types,
     }
     return pa.Table.from_arrays(
         [pa.array(columns[f.name], type=f.type) for f in rows.BATCH], schema=rows.BATCH
@@ -247,7 +263,8 @@ def _walk_partition(
                 + (f" ({stop.message})" if stop.message else ""),
             )
         if len(positions):
-            yield _batch_table(task, base, positions, headers, valid, live)
+            controls = _control_types(walker, positions, headers, valid)
+            yield _batch_table(task, base, positions, headers, valid, live, controls)
 
 
 def _read_segment(path: Path) -> tuple[SegmentWalker, list[HeaderBlock]] | str:
@@ -383,84 +400,6 @@ def _epoch_table(task: PartitionTask, entries: list[tuple[int, int]]) -> pa.Tabl
     )
 
 
-# ------------------------------------------------------------------------------------------------ metadata
-
-
-@dataclass
-class _MetaRow:
-    seq: int
-    offset: int
-    from_snapshot: bool
-    timestamp: int
-    record_type: str
-    topic: str | None = None
-    topic_id: str | None = None
-    partition: int | None = None
-    leader: int = -2
-    leader_epoch: int = -1
-    isr: list[int] | None = None
-    replicas: list[int] | None = None
-    leader_recovery_state: int = -1
-    config_name: str | None = None
-    config_value: str | None = None
-
-
-METADATA_KEYS = frozenset(
-    {TOPIC_RECORD, PARTITION_RECORD, CONFIG_RECORD, PARTITION_CHANGE_RECORD, REMOVE_TOPIC_RECORD}
-)
-"""The records the audit's metadata rows hold."""
-
-
-def extract_metadata(log_dir: str, node: int, cluster: str) -> pa.Table:
-    """Topic, partition and topic-config records of a node's ``__cluster_metadata-0`` in replay order
-    (``auditor.kafka.kraft.MetadataReplay`` with history: the log records below the latest snapshot's end
-    offset, the snapshot, then the log from its end offset)."""
-    part_dir = Path(log_dir) / f"{METADATA_TOPIC}-0"
-    replay = MetadataReplay(segment_logs(part_dir), complete_kraft_snapshots(part_dir), METADATA_KEYS)
-    out: list[_MetaRow] = []
-    names: dict[str, str] = {}
-    for entry in replay.entries(history=True):
-        row = _meta_row(len(out), entry, names)
-        if row is not None:
-            out.append(row)
-    n = len(out)
-    columns = {f.name: [getattr(r, f.name, None) for r in out] for f in rows.METADATA}
-    end = replay.end_offset
-    columns.update(cluster=[cluster] * n, node=[node] * n, log_dir=[log_dir] * n, end_offset=[end] * n)
-    return pa.Table.from_pydict(columns, schema=rows.METADATA)
-
-
-def _meta_row(seq: int, entry: MetadataEntry, names: dict[str, str]) -> _MetaRow | None:
-    """The ``rows.METADATA`` row of one record (``names``: topic ID -> name so far, updated)."""
-    d = entry.data
-    kind = entry.type_name
-    row = _MetaRow(seq, entry.offset, entry.from_snapshot, entry.timestamp, kind)
-    if kind == "TOPIC_RECORD":
-        names[d["topicId"]] = d["name"]
-        row.topic, row.topic_id = d["name"], d["topicId"]
-    elif kind == "REMOVE_TOPIC_RECORD":
-        row.topic_id = d["topicId"]
-        row.topic = names.get(d["topicId"])
-    elif kind == "CONFIG_RECORD":
-        if d.get("resourceType") != 2:
-            return None
-        row.topic = d.get("resourceName")
-        row.config_name, row.config_value = d.get("name"), d.get("value")
-    else:
-        row.topic_id = d["topicId"]
-        row.topic = names.get(d["topicId"])
-        row.partition = d.get("partitionId")
-        row.leader = d.get("leader", -2 if kind == "PARTITION_CHANGE_RECORD" else -1)
-        row.isr = d.get("isr")
-        row.replicas = d.get("replicas")
-        if kind == "PARTITION_RECORD":
-            row.leader_epoch = d.get("leaderEpoch", -1)
-            row.leader_recovery_state = d.get("leaderRecoveryState", 0)
-        else:
-            row.leader_recovery_state = d.get("leaderRecoveryState", -1)
-    return row
-
-
 # -------------------------------------------------------------------------------------------- one partition
 
 
@@ -495,6 +434,14 @@ def extract_partition(task: PartitionTask) -> Iterator[tuple[str, pa.Table]]:
         has_records = True
         if table.num_rows:
             yield "record", table
+    if task.topic == OFFSETS_TOPIC:
+        table = offset_commit_rows(task, part_dir, state.valid_batches)
+        if table.num_rows:
+            yield "commit", table
+    if task.topic == TRANSACTION_STATE_TOPIC:
+        table = transaction_state_rows(task, part_dir, state.valid_batches)
+        if table.num_rows:
+            yield "txn_state", table
     if task.topic == METADATA_TOPIC:
         try:
             yield "metadata", extract_metadata(task.log_dir, task.broker, task.cluster)

@@ -102,7 +102,6 @@ class TxnIndexFacts:
     """More entries than :data:`MAX_TXN_ENTRIES`: only the first ones are in ``entries``."""
 
 
-
 def _scan_file(info: FileInfo, kind, base_offset: int, order_by: str) -> tuple[dict, np.ndarray]:
     """Scan an index file in windows (never read or mapped whole): the :class:`IndexFileFacts` fields (at
     most :data:`MAX_INDEX_ENTRIES` entries, Kafka's sanity check message) and the entry order by the column

@@ -12,7 +12,10 @@ sources alike:
 * ``record``   one row per record of a compacted partition: its offset and a hash of key, value, headers;
 * ``metadata`` one row per KRaft metadata record about topics and partitions (``TopicRecord``,
   ``PartitionRecord``, ``PartitionChangeRecord``, ``RemoveTopicRecord``, topic ``ConfigRecord``), in
-  replay order (snapshot first, then the log).
+  replay order (snapshot first, then the log);
+* ``commit``   one row per group coordinator record of a ``__consumer_offsets`` replica (offset commits,
+  group metadata keys and tombstones);
+* ``txn_state`` one row per transaction coordinator record of a ``__transaction_state`` replica.
 
 Unsigned 32-bit CRCs are stored as int64 (Spark has no unsigned types). ``cluster`` is the
 ``cluster.id`` of ``meta.properties`` unless the audit assigns a label.
@@ -22,7 +25,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 _KEY = [
     pa.field("cluster", pa.string()),
@@ -54,6 +57,9 @@ BATCH = pa.schema(
         pa.field("is_control", pa.bool_()),
         pa.field("is_transactional", pa.bool_()),
         pa.field("codec", pa.int8()),
+        # type of the first control record of a control batch (0 ABORT, 1 COMMIT, 2..6 KRaft control
+        # records, -1 unreadable or unknown); null for data batches
+        pa.field("control_type", pa.int8()),
     ]
 )
 
@@ -144,12 +150,65 @@ METADATA = pa.schema(
     ]
 )
 
+_LOGGED = [
+    pa.field("offset", pa.int64()),  # of the record in the internal topic's log
+    pa.field("batch_base_offset", pa.int64()),
+    pa.field("timestamp", pa.int64()),  # record timestamp, ms since the epoch
+    pa.field("producer_id", pa.int64()),
+    pa.field("producer_epoch", pa.int16()),
+    pa.field("is_transactional", pa.bool_()),
+    # auditor.kafka.transactions.classify of its batch in this replica's log: plain, committed, aborted, open
+    pa.field("txn_state", pa.string()),
+    pa.field("live", pa.bool_()),  # part of the log Kafka would load (not cut by recovery)
+    pa.field("tombstone", pa.bool_()),  # null value: the key's state is deleted
+]
+
+COMMIT = pa.schema(
+    _KEY
+    + _LOGGED
+    + [
+        pa.field("record_type", pa.int16()),  # key type: 0/1 offset commit, 2 group metadata, 3.. KIP-848
+        pa.field("group", pa.string()),
+        pa.field("commit_topic", pa.string()),  # offset commits only
+        pa.field("commit_partition", pa.int32()),
+        pa.field("committed_offset", pa.int64()),
+        pa.field("committed_leader_epoch", pa.int32()),  # -1: none
+        pa.field("commit_metadata", pa.string()),
+        pa.field("commit_timestamp", pa.int64()),  # ms since the epoch
+        pa.field("expire_timestamp", pa.int64()),  # -1: none (value versions above 1)
+    ]
+)
+"""Group coordinator records of ``__consumer_offsets`` replicas: offset commits and group metadata keys."""
+
+TXN_STATE = pa.schema(
+    _KEY
+    + _LOGGED
+    + [
+        pa.field("transactional_id", pa.string()),
+        pa.field("txn_producer_id", pa.int64()),  # the value's ProducerId
+        pa.field("previous_producer_id", pa.int64()),  # -1: none
+        pa.field("next_producer_id", pa.int64()),  # -1: none
+        pa.field("txn_producer_epoch", pa.int16()),
+        pa.field("timeout_ms", pa.int32()),
+        pa.field("state", pa.string()),  # Empty, Ongoing, PrepareCommit, ... (TransactionState names)
+        pa.field(
+            "partitions",
+            pa.list_(pa.struct([("topic", pa.string()), ("partition", pa.int32())])),
+        ),
+        pa.field("last_update_timestamp", pa.int64()),
+        pa.field("start_timestamp", pa.int64()),
+    ]
+)
+"""Transaction coordinator records of ``__transaction_state`` replicas (``TransactionLogKey``/``Value``)."""
+
 TABLES: dict[str, pa.Schema] = {
     "batch": BATCH,
     "epoch": EPOCH,
     "replica": REPLICA,
     "record": RECORD,
     "metadata": METADATA,
+    "commit": COMMIT,
+    "txn_state": TXN_STATE,
 }
 
 EXTRACT = pa.schema(
@@ -289,8 +348,6 @@ def repeat_string(text: str, n: int) -> pa.Array:
     data = text.encode()
     offsets = (np.arange(n + 1, dtype=np.int32) * len(data)).tobytes()
     return pa.StringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(data * n))
-
-
 
 
 def unwrap(table: pa.Table, kind: str) -> pa.Table:

@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 from auditor.kafka.epochs import end_offset_for, follower_truncation, loaded_cache
 from auditor.kafka.kraft import replay_partitions
-from auditor.observe.extract import extract_metadata
+from auditor.observe.metadata import extract_metadata
 from auditor.simulate.truth import epoch_truncation_offset
 from tests.conftest import corpus_path
 

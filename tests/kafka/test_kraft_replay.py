@@ -14,7 +14,7 @@ from auditor.kafka.kraft import (
     topic_view,
 )
 from auditor.kafka.topics import METADATA_TOPIC
-from auditor.observe.extract import METADATA_KEYS, extract_metadata
+from auditor.observe.metadata import METADATA_KEYS, extract_metadata
 from auditor.scan import prepare_logdir
 from parsers.dirfiles import segment_file_name
 from parsers.metadata import encode_metadata_record
