@@ -343,26 +343,28 @@ def replica_pairs(replicas: DataFrame) -> DataFrame:
 def lost_batches(batches: DataFrame, replicas: DataFrame, zones: DataFrame) -> DataFrame:
     """Follower batches from the zone start on, each compared with the leader's batch at the same base
     offset; ``committed_hw``: the highest HW checkpointed by any replica holding that same batch; ``start``:
-    the first offset of the batch from which this replica differs from the leader."""
-    zone = zones.groupBy("tp").agg(
+    the first offset of the batch from which this replica differs from the leader.
+
+    ``zones`` may hold several leaders per partition (one row per follower and leader: the election choice
+    asks what electing each candidate would cost); every leader is compared with its own followers."""
+    zone = zones.groupBy("tp", "leader").agg(
         F.min("from").alias("zone_lo"),
-        F.first("leader").alias("leader"),
         F.first("leader_source").alias("leader_source"),
         F.first("leader_unreadable_from").alias("lu_from"),
         F.first("leader_unreadable_to").alias("lu_to"),
     )
-    own = zones.select("tp", "broker", F.col("from").alias("own_from"))
+    own = zones.select("tp", "leader", "broker", F.col("from").alias("own_from"))
     z = batches.join(F.broadcast(zone), "tp").where(F.col("last_offset") >= F.col("zone_lo"))
     z = z.join(
         replicas.select(
             "tp", "broker", F.coalesce("hw", F.lit(0)).alias("hw"), "log_dir", "cluster", "topic", "partition"
         ),
         ["tp", "broker"],
-    ).join(F.broadcast(own), ["tp", "broker"], "left")
+    ).join(F.broadcast(own), ["tp", "leader", "broker"], "left")
     # where this replica's own difference starts inside the batch (a record offset in compacted partitions)
     start = F.greatest(F.col("base_offset"), F.coalesce(F.col("own_from"), F.col("base_offset")))
-    same_batch = Window.partitionBy("tp", "base_offset", "sig")
-    same_offset = Window.partitionBy("tp", "base_offset")
+    same_batch = Window.partitionBy("tp", "leader", "base_offset", "sig")
+    same_offset = Window.partitionBy("tp", "leader", "base_offset")
     return (
         z.withColumn("committed_hw", F.max("hw").over(same_batch))
         .withColumn(
@@ -381,7 +383,7 @@ def lost_batches(batches: DataFrame, replicas: DataFrame, zones: DataFrame) -> D
 def lost_runs(batches: DataFrame, replicas: DataFrame, zones: DataFrame) -> DataFrame:
     """Runs of consecutive differing follower batches: ``committed`` (records below ``committed_hw``) and
     ``uncommitted`` (the rest), with records, bytes, batches and leader epochs."""
-    by_offset = Window.partitionBy("tp", "broker").orderBy("base_offset")
+    by_offset = Window.partitionBy("tp", "leader", "broker").orderBy("base_offset")
     lb = lost_batches(batches, replicas, zones).withColumn("prev_last", F.lag("last_offset").over(by_offset))
     order = by_offset.rowsBetween(Window.unboundedPreceding, 0)
     keys = ["tp", "cluster", "topic", "partition", "broker", "log_dir", "leader", "leader_source"]
