@@ -65,10 +65,13 @@ RULE_MODULES: list[str] = [
     "auditor.rules.replica.inputs",
     "auditor.rules.replica.hw",
     "auditor.rules.replica.loss",
+    "auditor.rules.replica.transactions",
+    "auditor.rules.replica.groups",
+    "auditor.rules.replica.timeline",
 ]
 """Modules that register rules when imported."""
 
-AUDIT_SCOPES = ("replicas", "lag", "loss", "cluster")
+AUDIT_SCOPES = ("replicas", "lag", "loss", "txn", "groups", "cluster")
 """The scopes of ``audit``'s cross-replica rules (KA6xx/KA7xx), run by ``auditor.spark.partition_rules``."""
 SCOPES = ("segment", "partition", "logdir", *AUDIT_SCOPES, "engine")
 LIFECYCLES = ("stable", "preview", "deprecated")

@@ -837,8 +837,17 @@ def two_copies_of_one_dir(tmp, mp):
 
 
 # fixtures kept in their own modules; imported last because they use the helpers above
-from tests.rules import cases_files, cases_inputs, cases_records, cases_replica  # noqa: E402
+from tests.rules import (  # noqa: E402
+    cases_files,
+    cases_groups,
+    cases_inputs,
+    cases_records,
+    cases_replica,
+    cases_timeline,
+    cases_txn,
+)
 
 ALL_CODES += cases_files.CODES + cases_inputs.CODES + cases_records.CODES + cases_replica.CODES
+ALL_CODES += cases_txn.CODES + cases_groups.CODES + cases_timeline.CODES
 
 __all__ = ["ALL_CODES", "FIRE", "SILENT", "T0", "format_leader_epoch_checkpoint"]

@@ -28,8 +28,10 @@ def _findings(subject, code: str) -> list[tuple[str, str]]:
     """(code, message) of every finding of a case: a list of log dirs is scanned, an :class:`Audit` runs the
     cross-replica rules. Each finding of ``code`` is checked to be the registered rule's."""
     rule = REGISTRY[code]
-    if isinstance(subject, Audit):
-        rows = audit_findings(subject)
+    if isinstance(subject, Audit) or hasattr(subject, "finding_rows"):
+        # an audit case: the cross-replica rules over small typed inputs (cases_replica's Audit), or any
+        # case object that evaluates its own scope's rules (``finding_rows()``: rows.FINDING dicts)
+        rows = audit_findings(subject) if isinstance(subject, Audit) else subject.finding_rows()
         for row in rows:
             if row["code"] == code:
                 assert row["message"] and Severity.parse(row["severity"]), row

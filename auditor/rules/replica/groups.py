@@ -1,0 +1,3 @@
+"""KA720-KA723: consumer group offsets against the partitions' logs after an incident."""
+
+from __future__ import annotations
