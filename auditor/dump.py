@@ -30,7 +30,7 @@ class DumpOptions:
     print_values: bool = False
     value_format: str = "auto"  # auto | utf8 | hex
     max_bytes: int | None = None
-    decoder: str = "auto"  # auto | metadata | offsets | none
+    decoder: str = "auto"  # auto | metadata | offsets | transaction-log | none
 
     def __post_init__(self) -> None:
         self.deep = self.deep or self.print_values
@@ -198,7 +198,8 @@ class Dumper:
                     f"computed crc = {first_bad['computedCrc']})"
                 )
             raise ParseError(
-                f"{why}; {batches - valid} of {batches} batches invalid", path=path,
+                f"{why}; {batches - valid} of {batches} batches invalid",
+                path=path,
                 offset=first_bad["position"],
             )
         if record_errors:
@@ -217,6 +218,8 @@ class Dumper:
             return "metadata"
         if topic == "__consumer_offsets":
             return "offsets"
+        if topic == "__transaction_state":
+            return "transaction-log"
         return "none"
 
     def _records(self, walker: SegmentWalker, batch: RecordBatch, decoder: str) -> Iterator[dict]:
@@ -286,6 +289,23 @@ class Dumper:
                 out["key"] = to_jsonable(key)
                 value = decode_offsets_value(key, rec.value)
                 out["payload"] = "<DELETE>" if value is None else to_jsonable(value)
+                return out
+            except ParseError as exc:
+                out["decodeError"] = exc.message
+        if decoder == "transaction-log" and rec.key is not None:
+            from parsers import transaction_state as txn_log
+
+            try:
+                key = txn_log.decode_txn_key(rec.key)
+                # the decoded objects, and kafka-dump-log's own text of them (what text output prints)
+                out["key"] = to_jsonable(key)
+                out["keyText"] = txn_log.key_text(key)
+                if key.get("data") is None:  # unknown key version: Kafka does not read the value either
+                    out["payload"], out["payloadEncoding"] = render_bytes(rec.value, "hex")
+                    return out
+                value = txn_log.decode_txn_value(rec.value)
+                out["payload"] = "<DELETE>" if value is None else to_jsonable(value)
+                out["payloadText"] = txn_log.value_text(value)
                 return out
             except ParseError as exc:
                 out["decodeError"] = exc.message

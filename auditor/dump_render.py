@@ -59,7 +59,9 @@ def _record_line(e: dict) -> str:
     if "decodeError" in e:
         parts.append(f"decodeError: {e['decodeError']}")
     for name in ("key", "payload"):
-        if name in e and e[name] is not None:
+        if f"{name}Text" in e:  # a decoder's kafka-dump-log text form
+            parts.append(f"{name}: {e[f'{name}Text']}")
+        elif name in e and e[name] is not None:
             value = e[name]
             if not isinstance(value, str):
                 value = json.dumps(value, separators=(",", ":"))

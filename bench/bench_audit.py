@@ -90,6 +90,7 @@ def _tables(p: int, broker: int, batches: int, log_dir: str) -> list[tuple[str, 
             "is_control": np.zeros(n, bool),
             "is_transactional": np.zeros(n, bool),
             "codec": np.zeros(n, np.int8),
+            "control_type": pa.nulls(n, pa.int8()),
         },
         schema=rows.BATCH,
     )

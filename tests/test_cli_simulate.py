@@ -47,7 +47,7 @@ def test_writes_broker_dirs_and_ground_truth_that_dump_reads(tmp_path: Path):
     res = run("simulate", "hw-truncation-loss", "--out", str(out), "--seed", "3", "--records", "50")
     assert res.returncode == 0, res.stderr
     truth = json.loads((out / "ground-truth.json").read_text())
-    assert truth["version"] == 1 and truth["scenario"] == "hw-truncation-loss"
+    assert truth["version"] == 2 and truth["scenario"] == "hw-truncation-loss"
     lost = [r["offset"] for p in truth["partitions"] for r in p["committed_lost"]]
     assert lost == [1]
     segments = sorted(out.glob("broker-*/*-0/*.log"))

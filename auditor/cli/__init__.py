@@ -14,6 +14,8 @@ import typer
 
 from auditor import __version__
 from auditor.cli import audit, dump, extract, scan, simulate
+from auditor.cli import groups as groups_cli
+from auditor.cli import timeline as timeline_cli
 from auditor.cli.common import internal_error_line
 from auditor.errors import DEBUG_ENV
 from auditor.report.model import EXIT_ERROR
@@ -48,6 +50,8 @@ app.command("simulate")(simulate.simulate_command)
 app.command("scan")(scan.scan_command)
 app.command("audit")(audit.audit_command)
 app.command("extract")(extract.extract_command)
+app.command("groups")(groups_cli.groups_command)
+app.command("timeline")(timeline_cli.timeline_command)
 
 
 def main() -> None:

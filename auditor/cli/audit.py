@@ -191,17 +191,58 @@ def partition_rows(result) -> list[dict[str, Any]]:
     return rows
 
 
+def consequences(result, findings) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The report sections beside the findings (JSON-ready) and the views the text report draws: the KRaft
+    timeline of every partition with a finding, which replica to elect, the transactions open on the
+    leaders, the consumer groups' committed offsets."""
+    from auditor.kafka.timeline import audit_timelines
+    from auditor.report.election import election_json
+    from auditor.report.groups import groups_section
+    from auditor.report.timeline import timeline_json
+    from auditor.report.transactions import transactions_json
+
+    keys = {
+        (f.evidence.get("cluster") or "", f.topic, f.partition)
+        for f in findings
+        if f.topic is not None and f.partition is not None
+    }
+    ranges = [g for rows_ in result.timelines.values() for g in rows_]
+    ranges += list(getattr(result, "epoch_ranges", []))
+    timelines = audit_timelines(result.metadata, result.replicas, ranges, keys) if result.metadata else {}
+    order = sorted(timelines)
+    sections = {
+        "timelines": [
+            {"cluster": k[0], "topic": k[1], "partition": k[2], **timeline_json(timelines[k])} for k in order
+        ],
+        "elections": election_json(result.elections),
+        "transactions": transactions_json(result.transactions),
+        "groups": groups_section(result.groups),
+    }
+    views = {
+        "timelines": {k: timelines[k] for k in order},
+        "elections": result.elections,
+        "transactions": result.transactions,
+        "groups": result.groups,
+    }
+    return sections, views
+
+
 def build_report(result, selection, inputs, options: ReportOptions) -> Report:
-    """The :class:`Report` of an audit: the selected rules' findings, one partition row per replica."""
+    """The :class:`Report` of an audit: the selected rules' findings, one partition row per replica, and the
+    consequences (:func:`consequences`)."""
     stats = dict(result.stats)
     if result.exported is not None:
         stats["exportedRecords"] = result.exported["records"]
         stats["exportedFiles"] = [result.exported["jsonl"], result.exported["parquet"]]
+    findings = sorted((f for f in result.findings if f.code in selection), key=lambda f: f.sort_key())
+    sections, views = consequences(result, findings)
     return options.report(
         "audit",
         selection,
         AUDIT_COLUMNS,
-        findings=sorted((f for f in result.findings if f.code in selection), key=lambda f: f.sort_key()),
+        findings=findings,
+        sections=sections,
+        views=views,
         incomplete=bool(result.problems),
         partitions=partition_rows(result),
         inputs=[{"kind": s.kind, "path": s.path} for s in inputs.sources],

@@ -28,6 +28,7 @@ class Decoder(str, Enum):
     auto = "auto"
     metadata = "metadata"
     offsets = "offsets"
+    transaction_log = "transaction-log"
     none = "none"
 
 
@@ -51,7 +52,13 @@ def dump_command(
         Decoder.auto,
         "--decoder",
         help="Payload decoder: auto picks metadata for __cluster_metadata and KRaft "
-        "snapshots, offsets for __consumer_offsets.",
+        "snapshots, offsets for __consumer_offsets, transaction-log for __transaction_state.",
+    ),
+    transaction_log_decoder: bool = typer.Option(
+        False,
+        "--transaction-log-decoder",
+        help="Decode __transaction_state records (transaction coordinator state), like "
+        "kafka-dump-log.sh --transaction-log-decoder: same as --decoder transaction-log --print-values.",
     ),
     fmt: DumpFormat = typer.Option(DumpFormat.text, "--format", "-f", help="Output format."),
     max_bytes: int | None = typer.Option(
@@ -66,6 +73,10 @@ def dump_command(
     from auditor.dump import Dumper, DumpOptions
     from auditor.dump_render import RENDERERS, guarded
 
+    if transaction_log_decoder:
+        if decoder not in (Decoder.auto, Decoder.transaction_log):
+            raise fail_all([f"--transaction-log-decoder conflicts with --decoder {decoder.value}"])
+        decoder, print_values = Decoder.transaction_log, True
     options = DumpOptions(
         deep=deep or print_values,
         print_values=print_values,

@@ -26,9 +26,7 @@ computes (the next offset after the last batch of the last segment), as ``scan``
 
 from __future__ import annotations
 
-import hashlib
 import os
-import struct
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,6 +45,7 @@ from auditor.observe import rows
 from auditor.observe.coordinator import transaction_state_rows
 from auditor.observe.metadata import extract_metadata
 from auditor.observe.offsets import offset_commit_rows
+from auditor.observe.records import read_batch_records, record_hash
 from parsers.checkpoints import parse_leader_epoch_checkpoint
 from parsers.control import first_control_type
 from parsers.dirfiles import (
@@ -58,10 +57,8 @@ from parsers.record_batch import (
     ATTR_COMPRESSION_MASK,
     ATTR_CONTROL,
     ATTR_TRANSACTIONAL,
-    HEADER_STRUCT,
     LOG_OVERHEAD,
     RECORD_BATCH_OVERHEAD,
-    RecordBatch,
 )
 from parsers.segment import HeaderBlock, SegmentWalker, WalkStop
 
@@ -297,41 +294,6 @@ def _read_segment(path: Path) -> tuple[SegmentWalker, list[HeaderBlock]] | str:
 # ------------------------------------------------------------------------------------------------ records
 
 
-def record_hash(key: bytes | None, value: bytes | None, headers) -> int:
-    """A 64-bit hash of a record's key, value and headers (nulls distinct from empty)."""
-    h = hashlib.blake2b(digest_size=8)
-    for part in (key, value):
-        if part is None:
-            h.update(b"\xff\xff\xff\xff")
-        else:
-            h.update(struct.pack(">i", len(part)))
-            h.update(part)
-    h.update(struct.pack(">i", len(headers)))
-    for header in headers:
-        k = header.key.encode("utf-8", "surrogatepass")
-        h.update(struct.pack(">i", len(k)))
-        h.update(k)
-        if header.value is None:
-            h.update(b"\xff\xff\xff\xff")
-        else:
-            h.update(struct.pack(">i", len(header.value)))
-            h.update(header.value)
-    return int.from_bytes(h.digest(), "big", signed=True)
-
-
-def read_batch_records(path: str | os.PathLike, position: int, size: int):
-    """The header of the CRC-valid batch at ``position`` in a segment and an iterator streaming its records
-    (the batch is never held whole; ParseError on bad data, also while iterating)."""
-    walker = SegmentWalker(path)
-    raw = walker.read(position, RECORD_BATCH_OVERHEAD)
-    if len(raw) < RECORD_BATCH_OVERHEAD or struct.unpack_from(">i", raw, 8)[0] + LOG_OVERHEAD != size:
-        raise ParseError("batch header does not match the walk", path=str(path), offset=position)
-    batch = RecordBatch.from_tuple(HEADER_STRUCT.unpack_from(raw), position=position)
-    if walker.batch_crc(batch) != batch.crc:
-        raise ParseError("batch CRC mismatch", path=str(path), offset=position)
-    return batch, walker.records(batch)
-
-
 def _record_table(task: PartitionTask, part_dir: Path, valid_batches) -> tuple[pa.Table, list[str]]:
     offsets, bases, stamps, hashes, controls, sizes = [], [], [], [], [], []
     errors: list[str] = []
@@ -435,11 +397,19 @@ def extract_partition(task: PartitionTask) -> Iterator[tuple[str, pa.Table]]:
         if table.num_rows:
             yield "record", table
     if task.topic == OFFSETS_TOPIC:
-        table = offset_commit_rows(task, part_dir, state.valid_batches)
+        table = offset_commit_rows(
+            task, part_dir, state.valid_batches, recovery.truncation if recovery is not None else None
+        )
         if table.num_rows:
             yield "commit", table
     if task.topic == TRANSACTION_STATE_TOPIC:
-        table = transaction_state_rows(task, part_dir, state.valid_batches)
+        table = transaction_state_rows(
+            task,
+            part_dir,
+            state.valid_batches,
+            truncation=recovery.truncation if recovery is not None else None,
+            errors=errors,
+        )
         if table.num_rows:
             yield "txn_state", table
     if task.topic == METADATA_TOPIC:

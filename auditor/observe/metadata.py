@@ -8,11 +8,15 @@ from pathlib import Path
 import pyarrow as pa
 
 from auditor.kafka.kraft import (
+    BROKER_KEYS,
+    BROKER_RESOURCE,
     CONFIG_RECORD,
+    FENCING_CHANGE,
     PARTITION_CHANGE_RECORD,
     PARTITION_RECORD,
     REMOVE_TOPIC_RECORD,
     TOPIC_RECORD,
+    TOPIC_RESOURCE,
     MetadataEntry,
     MetadataReplay,
 )
@@ -38,18 +42,29 @@ class _MetaRow:
     leader_recovery_state: int = -1
     config_name: str | None = None
     config_value: str | None = None
+    partition_epoch: int = -1
+    elr: list[int] | None = None
+    last_known_elr: list[int] | None = None
+    directories: list[str] | None = None
+    config_resource_type: int | None = None
+    config_resource: str | None = None
+    broker_id: int | None = None
+    broker_epoch: int | None = None
+    fenced: bool | None = None
+    in_controlled_shutdown: bool | None = None
 
 
-METADATA_KEYS = frozenset(
-    {TOPIC_RECORD, PARTITION_RECORD, CONFIG_RECORD, PARTITION_CHANGE_RECORD, REMOVE_TOPIC_RECORD}
+METADATA_KEYS = (
+    frozenset({TOPIC_RECORD, PARTITION_RECORD, CONFIG_RECORD, PARTITION_CHANGE_RECORD, REMOVE_TOPIC_RECORD})
+    | BROKER_KEYS
 )
 """The records the audit's metadata rows hold."""
 
 
 def extract_metadata(log_dir: str, node: int, cluster: str) -> pa.Table:
-    """Topic, partition and topic-config records of a node's ``__cluster_metadata-0`` in replay order
-    (``auditor.kafka.kraft.MetadataReplay`` with history: the log records below the latest snapshot's end
-    offset, the snapshot, then the log from its end offset)."""
+    """Topic, partition, topic/broker config and broker registration records of a node's
+    ``__cluster_metadata-0`` in replay order (``auditor.kafka.kraft.MetadataReplay`` with history: the log
+    records below the latest snapshot's end offset, the snapshot, then the log from its end offset)."""
     part_dir = Path(log_dir) / f"{METADATA_TOPIC}-0"
     replay = MetadataReplay(segment_logs(part_dir), complete_kraft_snapshots(part_dir), METADATA_KEYS)
     out: list[_MetaRow] = []
@@ -77,10 +92,15 @@ def _meta_row(seq: int, entry: MetadataEntry, names: dict[str, str]) -> _MetaRow
         row.topic_id = d["topicId"]
         row.topic = names.get(d["topicId"])
     elif kind == "CONFIG_RECORD":
-        if d.get("resourceType") != 2:
+        rtype = d.get("resourceType")
+        if rtype not in (TOPIC_RESOURCE, BROKER_RESOURCE):
             return None
-        row.topic = d.get("resourceName")
+        row.config_resource_type, row.config_resource = rtype, d.get("resourceName")
+        if rtype == TOPIC_RESOURCE:
+            row.topic = d.get("resourceName")
         row.config_name, row.config_value = d.get("name"), d.get("value")
+    elif kind in _BROKER_RECORDS:
+        _broker_fields(row, kind, d)
     else:
         row.topic_id = d["topicId"]
         row.topic = names.get(d["topicId"])
@@ -88,9 +108,39 @@ def _meta_row(seq: int, entry: MetadataEntry, names: dict[str, str]) -> _MetaRow
         row.leader = d.get("leader", -2 if kind == "PARTITION_CHANGE_RECORD" else -1)
         row.isr = d.get("isr")
         row.replicas = d.get("replicas")
+        row.elr = d.get("eligibleLeaderReplicas")
+        row.last_known_elr = d.get("lastKnownElr")
+        dirs = d.get("directories")
+        row.directories = [str(x) for x in dirs] if dirs is not None else None
         if kind == "PARTITION_RECORD":
             row.leader_epoch = d.get("leaderEpoch", -1)
+            row.partition_epoch = d.get("partitionEpoch", -1)
             row.leader_recovery_state = d.get("leaderRecoveryState", 0)
         else:
             row.leader_recovery_state = d.get("leaderRecoveryState", -1)
     return row
+
+
+_BROKER_RECORDS = frozenset(
+    {
+        "REGISTER_BROKER_RECORD",
+        "UNREGISTER_BROKER_RECORD",
+        "FENCE_BROKER_RECORD",
+        "UNFENCE_BROKER_RECORD",
+        "BROKER_REGISTRATION_CHANGE_RECORD",
+    }
+)
+
+
+def _broker_fields(row: _MetaRow, kind: str, d: dict) -> None:
+    """Broker id, epoch, fencing and controlled shutdown of a broker record (Fence/Unfence name them ``id``
+    and ``epoch``; a ``BrokerRegistrationChangeRecord`` carries changes: fenced 1 fence, -1 unfence, 0 none;
+    inControlledShutdown 1 entering it, 0 none)."""
+    row.broker_id = d.get("brokerId", d.get("id"))
+    row.broker_epoch = d.get("brokerEpoch", d.get("epoch"))
+    if kind == "REGISTER_BROKER_RECORD":
+        row.fenced = bool(d.get("fenced", True))
+        row.in_controlled_shutdown = bool(d.get("inControlledShutdown", False))
+    elif kind == "BROKER_REGISTRATION_CHANGE_RECORD":
+        row.fenced = FENCING_CHANGE.get(d.get("fenced", 0))
+        row.in_controlled_shutdown = True if d.get("inControlledShutdown", 0) == 1 else None

@@ -10,9 +10,9 @@ sources alike:
 * ``replica``  one row per partition replica: checkpointed high watermark, recovery point, log start
   offset, cleaner offset, log end offset (LEO) and how the log ends (torn or corrupt tail);
 * ``record``   one row per record of a compacted partition: its offset and a hash of key, value, headers;
-* ``metadata`` one row per KRaft metadata record about topics and partitions (``TopicRecord``,
-  ``PartitionRecord``, ``PartitionChangeRecord``, ``RemoveTopicRecord``, topic ``ConfigRecord``), in
-  replay order (snapshot first, then the log);
+* ``metadata`` one row per KRaft metadata record about topics, partitions and brokers (``TopicRecord``,
+  ``PartitionRecord``, ``PartitionChangeRecord``, ``RemoveTopicRecord``, topic and broker ``ConfigRecord``,
+  broker registration, fencing and unfencing records), in replay order (snapshot first, then the log);
 * ``commit``   one row per group coordinator record of a ``__consumer_offsets`` replica (offset commits,
   group metadata keys and tombstones);
 * ``txn_state`` one row per transaction coordinator record of a ``__transaction_state`` replica.
@@ -147,6 +147,18 @@ METADATA = pa.schema(
         pa.field("leader_recovery_state", pa.int8()),  # -1: unchanged
         pa.field("config_name", pa.string()),
         pa.field("config_value", pa.string()),
+        # PartitionRecord's partition epoch (-1 otherwise: every PartitionChangeRecord bumps it by one)
+        pa.field("partition_epoch", pa.int32()),
+        pa.field("elr", pa.list_(pa.int32())),  # eligibleLeaderReplicas (null: unchanged / absent)
+        pa.field("last_known_elr", pa.list_(pa.int32())),  # lastKnownElr (null: unchanged / absent)
+        pa.field("directories", pa.list_(pa.string())),  # log directory IDs (null: unchanged / absent)
+        pa.field("config_resource_type", pa.int8()),  # ConfigRecord: 2 topic, 4 broker
+        pa.field("config_resource", pa.string()),  # ConfigRecord's resource name (broker id, "" = cluster)
+        # broker records (Register/Unregister/Fence/Unfence/BrokerRegistrationChange)
+        pa.field("broker_id", pa.int32()),
+        pa.field("broker_epoch", pa.int64()),
+        pa.field("fenced", pa.bool_()),  # null: unchanged
+        pa.field("in_controlled_shutdown", pa.bool_()),  # null: unchanged
     ]
 )
 
@@ -176,6 +188,8 @@ COMMIT = pa.schema(
         pa.field("commit_metadata", pa.string()),
         pa.field("commit_timestamp", pa.int64()),  # ms since the epoch
         pa.field("expire_timestamp", pa.int64()),  # -1: none (value versions above 1)
+        pa.field("value_version", pa.int16()),  # null: tombstone or undecoded
+        pa.field("error", pa.string()),  # a record that does not decode (its other columns null)
     ]
 )
 """Group coordinator records of ``__consumer_offsets`` replicas: offset commits and group metadata keys."""
@@ -304,6 +318,8 @@ TIMELINE = pa.schema(
     _KEY[:4]
     + [pa.field("epoch", pa.int32())]  # partitionLeaderEpoch of the batches
     + [pa.field(name, pa.int64()) for name in ("first", "last", "records", "bytes", "batches")]
+    # the lowest and highest batch max timestamp among them
+    + [pa.field("first_timestamp", pa.int64()), pa.field("last_timestamp", pa.int64())]
 )
 """The leader-epoch ranges of every replica's batches, for partitions that diverged."""
 

@@ -8,18 +8,23 @@ layout of :mod:`auditor.report.terminal`; :func:`auditor.report.render` picks it
 
 from __future__ import annotations
 
+import io
 from collections.abc import Iterable
 from typing import Any
 
 from rich import box
-from rich.console import Group
+from rich.console import Console, Group
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
 from auditor.findings import Severity
+from auditor.report.election import election_table
+from auditor.report.groups import render_groups
 from auditor.report.model import Report
 from auditor.report.terminal import STYLES, Layout
+from auditor.report.timeline import partition_renderable
+from auditor.report.transactions import transactions_table
 
 TIMELINE_WIDTH = 48
 _EPOCH_CHARS = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -170,6 +175,16 @@ def diverged_panels(report: Report) -> list:
                 Text("Epoch timeline (* = current leader; highlighted: first divergent offset)", style="dim")
             )
             body.append(timeline(replicas))
+        kraft = report.views.get("timelines", {}).get(key)
+        if kraft is not None and kraft.partitions:
+            body.append(Text("KRaft timeline (metadata offset, leader, epochs, ISR)", style="dim"))
+            body.append(partition_renderable(kraft.partitions[0]))
+        elections = report.views.get("elections", [])
+        election = next((e for e in elections if (e["cluster"], e["topic"], e["partition"]) == key), None)
+        if election is not None:
+            body.append(Text("Which replica to elect (what each candidate costs the others)", style="dim"))
+            body.append(election_table(election))
+            body.append(Text(f"recommended: {election['why']}", style="dim"))
         panels.append(
             Panel(
                 Group(*body),
@@ -180,6 +195,48 @@ def diverged_panels(report: Report) -> list:
             )
         )
     return panels
+
+
+def transactions_panel(report: Report) -> list:
+    """The transactions open on the current leaders, when a finding concerns one (KA713/KA714)."""
+    open_txns = [t for t in report.views.get("transactions", []) if t.get("findings")]
+    if not open_txns:
+        return []
+    title = Text("Open transactions on the leaders", style="bold")
+    title.append(" · read_committed consumers stop at the last stable offset (LSO)")
+    return [Panel(transactions_table(open_txns), title=title, title_align="left", box=box.ROUNDED)]
+
+
+def groups_panel(report: Report) -> list:
+    """The consumer groups a finding concerns (KA720-KA723), their committed offsets."""
+    affected = {
+        (f.evidence.get("group"), f.topic, f.partition)
+        for f in report.findings
+        if f.code.startswith("KA72") and f.evidence.get("group") is not None
+    }
+    rows = [
+        g
+        for g in report.views.get("groups", [])
+        if (g["group"], g["topic"], g["partition"]) in affected
+        or (g["group"], "__consumer_offsets", g["offsets_partition"]) in affected
+    ]
+    if not rows:
+        return []
+    console = Console(width=200, record=True, file=io.StringIO(), color_system=None)
+    render_groups(rows, console)
+    return [
+        Panel(
+            Text(console.export_text().rstrip()),
+            title=Text("Consumer groups affected", style="bold"),
+            title_align="left",
+            box=box.ROUNDED,
+        )
+    ]
+
+
+def consequence_panels(report: Report) -> list:
+    """The diverged partitions, then the open transactions and the consumer groups that findings concern."""
+    return diverged_panels(report) + transactions_panel(report) + groups_panel(report)
 
 
 def leaders_line(report: Report) -> list[Text]:
@@ -197,5 +254,5 @@ def leaders_line(report: Report) -> list[Text]:
     return [Text("Reference leaders: " + "; ".join(parts), style="dim")]
 
 
-AUDIT_LAYOUT = Layout(lead=leaders_line, panels=diverged_panels)
+AUDIT_LAYOUT = Layout(lead=leaders_line, panels=consequence_panels)
 """What ``audit`` adds to the people's report: the reference leaders, then the diverged partitions."""

@@ -22,6 +22,7 @@ def report_dict(report: Report) -> dict[str, Any]:
         "errors": report.errors,
         "inputs": report.inputs,
         "partitions": report.partitions,
+        **report.sections,
         "rules": [
             {"code": r.code, "name": r.name, "severity": r.severity.label, "title": r.title}
             for r in report.rules

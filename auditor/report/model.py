@@ -53,6 +53,11 @@ class Report:
     generated_at: float = field(default_factory=time.time)
     tool_version: str = __version__
     errors: list[str] = field(default_factory=list)
+    sections: dict[str, Any] = field(default_factory=dict)
+    """Command-specific results beside the findings (``audit``: ``transactions``, ``groups``, ``elections``,
+    ``timelines``), JSON-ready with camelCase keys; the JSON report holds each under its name."""
+    views: dict[str, Any] = field(default_factory=dict)
+    """The same results as the people's renderers draw them (text and HTML; never serialised)."""
 
     @property
     def exit_code(self) -> int:

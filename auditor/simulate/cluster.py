@@ -221,6 +221,10 @@ class Cluster:
         self._next_pid = 0
         self._seq: dict[TP, int] = {}
         self._producers: dict[str, dict] = {}
+        self.retired_producers: list[dict] = []
+        self.txn_outcome: dict[int, str] = {}
+        self.coordinators = None  # auditor.simulate.coordinators.Coordinators, when a scenario enables them
+        self.coordinator_records: dict[int, list] = {}  # batch id -> coordinator records it holds
         self._bootstrap_metadata()
 
     # ------------------------------------------------------------------------------ helpers
@@ -283,8 +287,10 @@ class Cluster:
         replicas: dict[int, list[int]] | None = None,
         compression: int | None = None,
         topic_index: int = 0,
+        configs: dict[str, str] | None = None,
     ) -> TopicSpec:
-        """Create a topic; replicas default to Kafka's round-robin assignment."""
+        """Create a topic; replicas default to Kafka's round-robin assignment; ``configs`` are more topic
+        configs for its ConfigRecords (``cleanup.policy`` of the internal topics)."""
         ids = sorted(self.brokers)
         rf = self.options.rf
         if replicas is None:
@@ -307,6 +313,7 @@ class Cluster:
         configs = {
             "min.insync.replicas": str(spec.min_insync),
             "segment.bytes": str(self.options.segment_bytes),
+            **(configs or {}),
         }
         if unclean:
             configs["unclean.leader.election.enable"] = "true"
@@ -355,6 +362,34 @@ class Cluster:
         self._metadata(*records)
         self._event("create-topic", topic=name, partitions=partitions, producer=kind, unclean=unclean)
         return spec
+
+    def add_coordinators(
+        self,
+        *,
+        offsets_partitions: int = 3,
+        txn_partitions: int = 3,
+        replicas: list[int] | None = None,
+        min_insync: int = 1,
+        unclean: bool = False,
+    ):
+        """Create ``__consumer_offsets`` and ``__transaction_state`` (compacted, every partition on
+        ``replicas``, default the first rf brokers) and start their group and transaction coordinators."""
+        from auditor.simulate.coordinators import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, Coordinators
+
+        reps = list(replicas or sorted(self.brokers)[: self.options.rf])
+        for name, n in ((OFFSETS_TOPIC, offsets_partitions), (TRANSACTION_STATE_TOPIC, txn_partitions)):
+            self.add_topic(
+                name,
+                n,
+                kind="internal",
+                unclean=unclean,
+                min_insync=min(min_insync, len(reps)),
+                replicas={p: list(reps) for p in range(n)},
+                compression=0,
+                configs={"cleanup.policy": "compact"},
+            )
+        self.coordinators = Coordinators(self, offsets_partitions, txn_partitions)
+        return self.coordinators
 
     # ---------------------------------------------------------------------------- leadership
 
@@ -535,10 +570,29 @@ class Cluster:
     def _producer(self, topic: str) -> dict:
         prod = self._producers.get(topic)
         if prod is None:
-            prod = {"pid": self._next_pid, "epoch": 0, "seq": {}, "open": {}, "coordinator_epoch": 0}
+            prod = {
+                "pid": self._next_pid,
+                "epoch": 0,
+                "seq": {},
+                "open": {},
+                "coordinator_epoch": 0,
+                "topic": topic,
+                "transactional_id": f"{topic}-producer-{self._next_pid}",
+                "txn_batches": [],
+                "txn_started_ms": None,
+            }
             self._next_pid += 1
             self._producers[topic] = prod
         return prod
+
+    def new_producer(self, topic: str) -> dict:
+        """The producer application of ``topic`` dies and a new one (new producer id and transactional id)
+        takes over; a transaction the old one left open stays open."""
+        old = self._producers.pop(topic, None)
+        if old is not None:
+            self.retired_producers.append(old)
+            self._event("producer-replaced", topic=topic, producer_id=old["pid"], open=sorted(old["open"]))
+        return self._producer(topic)
 
     def make_records(self, tp: TP, count: int, label: str) -> list[SimRecord]:
         out = []
@@ -560,8 +614,10 @@ class Cluster:
         acks: str = "all",
         label: str = "r",
         transactional: bool | None = None,
+        records: list[SimRecord] | None = None,
     ) -> Write:
-        """One produce request of ``count`` records (one batch) to the current leader."""
+        """One produce request of ``count`` records (one batch) to the current leader; ``records`` gives
+        the records themselves (a coordinator's writes) instead of generated ones."""
         if acks not in ACKS:
             raise SimulationError(f"bad acks {acks!r}")
         tp = (topic, partition)
@@ -576,7 +632,8 @@ class Cluster:
         if acks == "all" and len(ps.isr) < spec.min_insync:
             write.status, write.error, write.done_ms = "rejected", "NOT_ENOUGH_REPLICAS", self.now
             return write
-        records = self.make_records(tp, count, label)
+        records = self.make_records(tp, count, label) if records is None else records
+        count = len(records)
         kind = spec.kind
         txn = kind == "transactional" if transactional is None else transactional
         pid = pepoch = base_seq = -1
@@ -604,6 +661,8 @@ class Cluster:
                 )
             prod["seq"][partition] = base_seq + count
             if txn:
+                if partition not in prod["open"] and self.coordinators is not None:
+                    self.coordinators.transactions.add_partition(prod, tp)
                 prod["open"].setdefault(partition, True)
         base = leader.log.leo
         data = encode_data_batch(
@@ -635,6 +694,8 @@ class Cluster:
             self.now,
         )
         write.batch = batch
+        if txn:
+            self._producer(topic)["txn_batches"].append(batch.batch_id)
         self._leader_append(leader, batch)
         if acks == "0":
             write.status = "unacked"
@@ -649,6 +710,8 @@ class Cluster:
         """The transaction coordinator writes COMMIT/ABORT markers to every partition of the open txn."""
         prod = self._producer(topic)
         out = []
+        if prod["open"] and self.coordinators is not None:
+            self.coordinators.transactions.prepare(prod, commit)
         for partition in sorted(prod["open"]):
             tp = (topic, partition)
             ps = self.partitions[tp]
@@ -688,10 +751,16 @@ class Cluster:
                 self.now,
             )
             write.batch = batch
+            self.txn_outcome[batch.batch_id] = "marker"
             self._leader_append(leader, batch)
             leader.pending.append(write)
             self._maybe_increment_hw(leader)
+        if prod["open"] and self.coordinators is not None:
+            self.coordinators.transactions.complete(prod, commit)
+        for batch_id in prod["txn_batches"]:
+            self.txn_outcome[batch_id] = "committed" if commit else "aborted"
         prod["open"] = {}
+        prod["txn_batches"] = []
         return out
 
     def _leader_append(self, leader: Replica, batch: SimBatch) -> None:

@@ -294,6 +294,11 @@ def run_scale(scenario: Scenario, out_dir: Path, options: SimOptions, opts_json:
         "brokers": brokers,
         "topics": topic_entries(c, compression=0),
         "partitions": partitions_truth,
+        "groups": [],
+        "transactions": [],
+        "expected_codes": ["KA710"]
+        if any(p["expected_findings"]["truncation_loss"] for p in partitions_truth)
+        else [],
         "faults": [],
         "events": c.events,
         "stats": {
@@ -385,6 +390,9 @@ def _partition_truth(
         "expected_findings": {
             "hw_violations": hw_violations,
             "truncation_loss": loss,
+            "truncation_loss_excluded": [],  # --scale writes plain batches only
+            "lost_markers": [],
             "divergent_uncommitted": uncommitted,
         },
+        "hanging_transactions": [],
     }

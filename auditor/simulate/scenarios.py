@@ -326,6 +326,148 @@ def _has_batch_above_recovery_point(c: Cluster, b: int, tp: TP) -> bool:
     return any(bt.base_offset >= rp and bt.size > 61 for bt in br.replicas[tp].log.all_batches())
 
 
+# ------------------------------------------------------------- consumer groups and transactions (issue 10)
+
+
+def _consequence_cluster(
+    opts: SimOptions,
+    name: str,
+    *,
+    kind: str,
+    data_replicas: list[int],
+    unclean: bool,
+    internal_replicas: list[int],
+    offsets_partitions: int = 3,
+    txn_partitions: int = 3,
+) -> tuple[Cluster, list[TP]]:
+    """Three brokers at least: topic ``t0`` (``--partitions`` partitions of producer ``kind`` on
+    ``data_replicas``, min.insync.replicas=1) and the coordinators' internal topics on
+    ``internal_replicas``."""
+    if opts.brokers < 3:
+        raise ValueError(f"scenario {name!r} needs at least 3 brokers (got --brokers {opts.brokers})")
+    c = _cluster(opts, "epoch")
+    c.add_coordinators(
+        offsets_partitions=offsets_partitions, txn_partitions=txn_partitions, replicas=internal_replicas
+    )
+    spec = c.add_topic(
+        "t0",
+        opts.partitions,
+        kind=kind,
+        unclean=unclean,
+        min_insync=1,
+        replicas={p: list(data_replicas) for p in range(opts.partitions)},
+    )
+    return c, [(spec.name, p) for p in range(opts.partitions)]
+
+
+def _per_partition(c: Cluster, fraction: float) -> int:
+    return max(1, int(c.options.records * fraction)) if c.options.records else 1
+
+
+def same_partition_groups(partitions: int, stem: str, count: int = 2) -> list[str]:
+    """``count`` group ids ``<stem>-<i>`` that the same ``__consumer_offsets`` partition coordinates."""
+    from auditor.simulate.coordinators import coordinator_partition
+
+    by_part: dict[int, list[str]] = {}
+    for i in range(10000):
+        name = f"{stem}-{i}"
+        found = by_part.setdefault(coordinator_partition(name, partitions), [])
+        found.append(name)
+        if len(found) == count:
+            return found
+    raise RuntimeError("no group ids share an offsets partition")
+
+
+def group_commit_lost_range(opts: SimOptions) -> Cluster:
+    c, tps = _consequence_cluster(
+        opts,
+        "group-commit-lost-range",
+        kind="plain",
+        data_replicas=[1, 2],
+        unclean=True,
+        internal_replicas=[3],
+    )
+    groups = c.coordinators.groups
+    c.run_traffic(tps, _records(c, tps, 0.5), acks="all", label="A")
+    _settle(c)
+    b_start = {tp: c.replica(1, tp).log.leo for tp in tps}
+    for tp in tps:  # this group stays inside phase A: its records survive
+        groups.consume_and_commit("safe-app", tp, upto=b_start[tp] - _per_partition(c, 0.1))
+    c.crash(2)  # the follower is fenced: ISR = [1]
+    c.run_traffic(tps, _records(c, tps, 0.3), acks="1", label="B")  # committed by the lone leader
+    c.tick(opts.hw_checkpoint_interval_ms)
+    for tp in tps:
+        # one group read half of phase B, another all of it, and committed
+        groups.consume_and_commit("orders-app", tp, upto=b_start[tp] + _per_partition(c, 0.15))
+        groups.consume_and_commit("reports-app", tp)
+    _settle(c)
+    c.crash(1)
+    c.tick(60000)
+    c.restart(2)  # unclean election: broker 2 leads from the end of phase A
+    c.run_traffic(tps, _records(c, tps, 0.2), acks="1", label="C")  # fewer records than phase B had
+    _settle(c)
+    c.tick(opts.hw_checkpoint_interval_ms)
+    return c  # broker 1 stays down with phase B
+
+
+def txn_marker_lost(opts: SimOptions) -> Cluster:
+    c, tps = _consequence_cluster(
+        opts,
+        "txn-marker-lost",
+        kind="transactional",
+        data_replicas=[1, 2],
+        unclean=True,
+        internal_replicas=[3],
+    )
+    c.run_traffic(tps, _records(c, tps, 0.5), acks="all", label="A")
+    _settle(c)
+    for tp in tps:  # the data of transaction T reaches both replicas
+        c.produce(tp[0], tp[1], c.options.batch_records, acks="all", label="T")
+    c.replicate(2)
+    c.crash(2)  # the follower is fenced: ISR = [1]
+    c.end_transaction(
+        "t0", commit=True
+    )  # T's COMMIT markers reach broker 1 only; the coordinator completes T
+    c.run_traffic(tps, _records(c, tps, 0.1), acks="1", label="B")  # more transactions on broker 1 only
+    c.tick(opts.hw_checkpoint_interval_ms)
+    c.crash(1)
+    c.tick(60000)
+    c.new_producer("t0")  # the producer application is restarted with a new transactional id
+    c.restart(2)  # unclean election: broker 2 leads with T's data but without its marker
+    c.run_traffic(tps, _records(c, tps, 0.15), acks="1", label="C")
+    _settle(c)
+    c.tick(opts.hw_checkpoint_interval_ms)
+    return c  # broker 1 stays down holding T's marker and phase B
+
+
+def offsets_commit_lost(opts: SimOptions) -> Cluster:
+    c, tps = _consequence_cluster(
+        opts,
+        "offsets-commit-lost",
+        kind="plain",
+        data_replicas=[3, 2],
+        unclean=False,
+        internal_replicas=[1, 2],
+    )
+    groups = c.coordinators.groups
+    lost_group, other_group = same_partition_groups(groups.partitions, "ledger-app")
+    c.run_traffic(tps, _records(c, tps, 0.6), acks="all", label="A")
+    _settle(c)
+    for tp in tps:
+        groups.consume_and_commit(lost_group, tp, upto=_per_partition(c, 0.3))
+    _settle(c)  # that commit is replicated to both offsets-partition replicas
+    c.run_traffic(tps, _records(c, tps, 0.4), acks="all", label="B")
+    _settle(c)
+    for tp in tps:  # appended by the coordinator (broker 1) before its follower fetched it
+        groups.consume_and_commit(lost_group, tp)
+    c.crash(1)  # the coordinator dies: broker 2 (in the ISR) leads the offsets partitions without the commit
+    for tp in tps:  # another group of the same offsets partition commits through the new coordinator
+        groups.consume_and_commit(other_group, tp, upto=_per_partition(c, 0.5))
+    _settle(c)
+    c.tick(opts.hw_checkpoint_interval_ms)
+    return c  # broker 1 stays down holding the lost commit
+
+
 SCENARIOS: dict[str, Scenario] = {
     s.name: s
     for s in [
@@ -427,6 +569,48 @@ SCENARIOS: dict[str, Scenario] = {
             "index pages, delayed fencing, restarts with recovery, controlled shutdowns, bit flips, and "
             "sometimes unclean leader election. The ground truth records whatever resulted.",
             random_scenario,
+        ),
+        Scenario(
+            "group-commit-lost-range",
+            "Consumer groups through an unclean election: topic t0 on brokers 1 and 2, "
+            "__consumer_offsets on broker 3. Phase A is replicated; the follower is killed; phase B "
+            "(acks=1) is committed by the lone leader. Group safe-app committed inside phase A, orders-app "
+            "half-way through phase B, reports-app at its end. The leader is killed, broker 2 is elected "
+            "uncleanly and takes the fewer records of phase C at phase B's offsets. Expected findings: "
+            "KA710 (phase B lost on broker 1), KA721 for orders-app (it consumed records that no longer "
+            "exist and will skip the different records now at those offsets), KA720 and KA721 for "
+            "reports-app (its committed offset is above the new leader's log end offset, and it consumed "
+            "all of phase B), nothing for safe-app; plus the unclean election's KA601, KA620, KA702, KA704.",
+            group_commit_lost_range,
+            min_brokers=3,
+        ),
+        Scenario(
+            "txn-marker-lost",
+            "A transaction whose data was replicated but whose COMMIT marker only reached the "
+            "old leader: transactional topic t0 on brokers 1 and 2, __transaction_state on broker 3. "
+            "After committed and aborted transactions (phase A), transaction T writes its data to both "
+            "replicas; the follower is killed; T's COMMIT marker and more transactions (phase B) reach "
+            "broker 1 only; the coordinator completes T and those transactions. Broker 1 is killed, the "
+            "producer is replaced, broker 2 is elected uncleanly and takes phase C. Expected findings: "
+            "KA713 (T hangs on the new leader: its last stable offset is frozen at T's first offset), "
+            "KA714 (the coordinator no longer tracks T as ongoing), KA712 (the markers broker 1 holds "
+            "are lost), KA710 counting only the committed data records of phase B (aborted records and "
+            "markers excluded); plus the unclean election's KA601 and KA620.",
+            txn_marker_lost,
+            min_brokers=3,
+        ),
+        Scenario(
+            "offsets-commit-lost",
+            "A commit that only the truncated __consumer_offsets replica had: the offsets "
+            "partitions are on brokers 1 (leader, the group coordinator) and 2, topic t0 on brokers 3 "
+            "and 2. A group commits inside phase A (replicated), then commits the end of phase B, which "
+            "broker 1 appends but broker 2 never fetches: broker 1 is killed, broker 2 (in the ISR) "
+            "becomes the coordinator cleanly and another group of the same offsets partition commits "
+            "at that offset. Expected findings: KA723 (the group's last commit exists only on broker "
+            "1, which truncates; the group falls back to its earlier commit and re-reads the records in "
+            "between), KA601 and KA711 for the divergent uncommitted commit record.",
+            offsets_commit_lost,
+            min_brokers=3,
         ),
     ]
 }

@@ -1,6 +1,6 @@
 """``ground-truth.json``: what really happened in a simulation and what an auditor must find on disk.
 
-Schema (``"version": 1``), one object per run::
+Schema (``"version": 2``; version 2 added the keys marked ``[v2]``), one object per run::
 
     version, generator, scenario, description, truncation_mode, options{...}, cluster_id,
     controller {id, dir} | null, brokers [{id, dir, state, crash_kind, clean_shutdown, fenced}],
@@ -25,7 +25,24 @@ Schema (``"version": 1``), one object per run::
       epoch_truncation [{follower, leader, truncation_offset}],
       expected_findings {hw_violations [{broker, kind, high_watermark, compared_to}],
                          truncation_loss [{offset, key, value, epoch, holders}],
-                         divergent_uncommitted [{broker, first_offset, last_offset}]}}],
+                         truncation_loss_excluded [{offset, state, holders}],          [v2]
+                         lost_markers [{broker, offset, marker, producer_id, producer_epoch,
+                                        coordinator_epoch, epoch, committed}],          [v2]
+                         divergent_uncommitted [{broker, first_offset, last_offset}]},
+      hanging_transactions [{producer_id, producer_epoch, first_offset, last_offset, records,     [v2]
+                             last_stable_offset, high_watermark, log_end_offset, leader,
+                             markers_elsewhere [{broker, offset, marker}],
+                             coordinator {transactional_id, partition, broker, state, producer_id,
+                                          producer_epoch, offset} | null,
+                             expected_codes}]}],
+    groups [{group, offsets_partition, coordinator,                                              [v2]
+             commits [{topic, partition, offset, leader_epoch, metadata, commit_timestamp, status,
+                       record_offset, holders, on_coordinator}],
+             partitions [{topic, partition, committed_offset, committed_leader_epoch,
+                          consequences [{kind, code, ...}]}]}],
+    transactions [{transactional_id, producer_id, producer_epoch, state, partition,             [v2]
+                   transaction_partitions, time_ms, status}],
+    expected_codes [code, ...],                                                                  [v2]
     faults [{kind, file, position, broker, topic, partition, ...}],
     events [{time_ms, event, ...}]
 
@@ -53,6 +70,34 @@ Definitions, all computed from the files as written:
   committed, or acknowledged, that the reference replica no longer has), whether or not the files can
   still show it; ``still_on`` lists the brokers whose files hold the identical batch.
 * Keys and values are text (the simulator writes ASCII only).
+
+Transactions and consumer groups (version 2):
+
+* ``truncation_loss`` is transaction-aware: records of batches a replica holds and the reference lacks count
+  only when a read_committed consumer could read them (plain data, or data whose transaction ends with a
+  COMMIT marker of its producer later in that replica's log); data of aborted or open transactions goes to
+  ``truncation_loss_excluded`` (``state`` aborted/open) and COMMIT/ABORT markers to ``lost_markers``
+  (``committed``: below the once-committed HW). ``committed_lost`` likewise leaves out the records of
+  transactions that were aborted or never ended.
+* ``hanging_transactions``: transactions open on the reference replica's loaded log (data without a marker of
+  its producer after it), with the last stable offset (first offset of the oldest open transaction below the
+  high watermark, else the high watermark) and the high watermark (checkpoint clamped to the log);
+  ``markers_elsewhere``: the first marker of that producer after the transaction's first offset on each other
+  replica holding the same first batch; ``coordinator``: the latest ``__transaction_state`` record of the
+  producer's transactional id on the reference replica of its coordinating partition; ``expected_codes``:
+  KA713 when a marker exists elsewhere, KA714 when the coordinator's state is not Ongoing for that producer
+  id and epoch.
+* ``groups``: the commits each group sent (``holders``: the replicas of its ``__consumer_offsets`` partition
+  holding the commit record at ``record_offset``; ``status`` of the coordinator's append) and, per consumed
+  partition, the offset the coordinator loads from the reference replica with its ``consequences``:
+  ``in-lost-range`` (KA721; ``consumed_gone`` records the group consumed that the data partition's reference
+  no longer has, from ``first_gone_offset`` to ``last_gone_offset``, and ``skipped`` records the reference
+  now holds between the first of them and the committed offset, capped at its log end offset),
+  ``above-leo`` (KA720; the committed offset above the reference's ``log_end_offset``), ``commit-lost``
+  (KA723; a later commit held only by ``brokers`` that are not the reference: the group falls back to
+  ``committed_offset`` and reads ``re_read`` offsets again) or ``ok``.
+* ``expected_codes``: the consequence codes (KA710-KA723) the files must produce: KA710 for any
+  ``truncation_loss``, KA712 for any ``lost_markers``, the hanging transactions' and the groups' codes.
 """
 
 from __future__ import annotations
@@ -64,7 +109,7 @@ from auditor.simulate.writer import broker_dir_name, partition_dir_name
 from parsers.dirfiles import segment_file_name
 from parsers.record_batch import parse_header
 
-GROUND_TRUTH_VERSION = 1
+GROUND_TRUTH_VERSION = 2
 TP = tuple[str, int]
 
 
@@ -185,6 +230,28 @@ class _ReplicaView:
                 return seg.next_offset
         return self.leo_on_disk
 
+    def txn_states(self) -> dict[int, str]:
+        """Base offset -> what each batch of this log is, transaction-wise, read from this log alone:
+        ``plain``, ``committed``/``aborted`` (by the next COMMIT/ABORT marker of its producer after it),
+        ``open`` (no such marker), ``marker``, ``control`` (KRaft control batches)."""
+        out: dict[int, str] = {}
+        next_marker: dict[int, str] = {}
+        for t in reversed(self.batches):
+            b = self.batch(t[0])
+            if b is None:
+                continue
+            if b.control in ("COMMIT", "ABORT"):
+                out[t[0]] = "marker"
+                next_marker[b.producer_id] = b.control
+            elif b.control is not None:
+                out[t[0]] = "control"
+            elif b.transactional:
+                m = next_marker.get(b.producer_id)
+                out[t[0]] = "open" if m is None else ("committed" if m == "COMMIT" else "aborted")
+            else:
+                out[t[0]] = "plain"
+        return out
+
     def batch(self, base_offset: int) -> SimBatch | None:
         """The batch as written (records included) starting at ``base_offset``."""
         if self._objects is None:
@@ -244,6 +311,8 @@ def partition_truth(cluster: Cluster, tp: TP) -> dict:
         )
         if b is None or b.control is not None or b.batch_id in ref_ids:
             continue
+        if b.transactional and cluster.txn_outcome.get(b.batch_id) != "committed":
+            continue  # aborted, or never ended: no read_committed consumer ever saw it
         for off, bt, k in _record_entries(b):
             rec = bt.records[k]
             item = {
@@ -331,17 +400,37 @@ def partition_truth(cluster: Cluster, tp: TP) -> dict:
         for t in v.batches:
             committed_hw[t[:4]] = max(committed_hw.get(t[:4], 0), v.hw_ckpt or 0)
     loss: dict[int, dict] = {}
+    lost_markers: dict[tuple[int, int], dict] = {}
+    excluded: dict[int, dict] = {}
     uncommitted = []
     for b in ids:
         if b == ref_id:
             continue
         v = views[b]
+        states = v.txn_states()
         run: list[int] | None = None
         for t in v.batches:
             differs = ref.by_base.get(t[0], (None,))[:4] != t[:4]
             hw = committed_hw[t[:4]]
             batch = v.batch(t[0]) if differs else None
-            if differs and t[0] < hw and batch is not None:
+            state = states.get(t[0], "plain")
+            if differs and batch is not None and state == "marker":
+                lost_markers[(b, t[0])] = {
+                    "broker": b,
+                    "offset": t[0],
+                    "marker": batch.control,
+                    "producer_id": batch.producer_id,
+                    "producer_epoch": batch.producer_epoch,
+                    "coordinator_epoch": batch.coordinator_epoch,
+                    "epoch": batch.epoch,
+                    "committed": t[0] < hw,
+                }
+            elif differs and t[0] < hw and batch is not None and state in ("aborted", "open"):
+                for off, _bt, _k in _record_entries(batch, hi=hw):
+                    item = excluded.setdefault(off, {"offset": off, "state": state, "holders": []})
+                    if b not in item["holders"]:
+                        item["holders"].append(b)
+            elif differs and t[0] < hw and batch is not None and state != "control":
                 for off, bt, k in _record_entries(batch, hi=hw):
                     rec = bt.records[k]
                     item = loss.setdefault(
@@ -407,9 +496,272 @@ def partition_truth(cluster: Cluster, tp: TP) -> dict:
         "expected_findings": {
             "hw_violations": hw_violations,
             "truncation_loss": [loss[k] for k in sorted(loss)],
+            "truncation_loss_excluded": [excluded[k] for k in sorted(excluded)],
+            "lost_markers": [lost_markers[k] for k in sorted(lost_markers)],
             "divergent_uncommitted": uncommitted,
         },
+        "hanging_transactions": hanging_transactions(cluster, ref, views),
     }
+
+
+# --------------------------------------------------------------- transactions and consumer groups (v2)
+
+
+def _internal_view(
+    cluster: Cluster, topic: str, partition: int
+) -> tuple[int, dict[int, _ReplicaView]] | None:
+    """(reference broker, replica views) of a partition of an internal topic, None if it does not exist."""
+    tp = (topic, partition)
+    if tp not in cluster.partitions:
+        return None
+    views = {b: _ReplicaView(cluster, b, tp) for b in cluster.partitions[tp].replicas}
+    return _reference(cluster, tp, views)[0], views
+
+
+def _producer_of(cluster: Cluster, pid: int) -> dict | None:
+    for prod in [*cluster._producers.values(), *cluster.retired_producers]:
+        if prod["pid"] == pid:
+            return prod
+    return None
+
+
+def coordinator_view(cluster: Cluster, pid: int) -> dict | None:
+    """What the transaction coordinator would load for producer ``pid``'s transactional id: its latest
+    ``__transaction_state`` record on the reference replica of the coordinating partition (None: the
+    cluster has no transaction coordinator)."""
+    from auditor.simulate.coordinators import STATE_NAMES, TRANSACTION_STATE_TOPIC
+
+    co = cluster.coordinators
+    prod = _producer_of(cluster, pid)
+    if co is None or not co.transactions.partitions or prod is None:
+        return None
+    tid = prod["transactional_id"]
+    part = co.transactions.partition_for(tid)
+    ref_id, views = _internal_view(cluster, TRANSACTION_STATE_TOPIC, part)
+    ref = views[ref_id]
+    out = {"transactional_id": tid, "partition": part, "broker": ref_id, "state": None}
+    for t in ref.batches:
+        if t[0] >= ref.leo:
+            break
+        for rec in cluster.coordinator_records.get(t[4], []) if t[4] is not None else []:
+            if rec.kind == "transaction" and rec.key["transactionalId"] == tid and rec.value is not None:
+                out.update(
+                    state=STATE_NAMES[rec.value["transactionStatus"]],
+                    producer_id=rec.value["producerId"],
+                    producer_epoch=rec.value["producerEpoch"],
+                    offset=t[0],
+                )
+    return out
+
+
+def hanging_transactions(cluster: Cluster, ref: _ReplicaView, views: dict[int, _ReplicaView]) -> list[dict]:
+    """Transactions open on the reference replica's loaded log: producer id and epoch, first and last
+    offset, the last stable offset and high watermark it leaves, the markers of that producer other
+    replicas hold after it (lost with the leader change: ``KA713``) and the coordinator's view
+    (``KA714`` when it no longer tracks the transaction as ongoing)."""
+    open_txns: dict[int, dict] = {}
+    for t in ref.batches:
+        if t[0] >= ref.leo:
+            break
+        b = ref.batch(t[0])
+        if b is None:
+            continue
+        if b.control in ("COMMIT", "ABORT"):
+            open_txns.pop(b.producer_id, None)
+        elif b.control is None and b.transactional:
+            cur = open_txns.setdefault(
+                b.producer_id,
+                {
+                    "producer_id": b.producer_id,
+                    "producer_epoch": b.producer_epoch,
+                    "first_offset": b.base_offset,
+                    "records": 0,
+                },
+            )
+            cur["last_offset"] = b.last_offset
+            cur["records"] += b.count
+    hw = min(max(ref.hw_ckpt or 0, ref.log_start), ref.leo)
+    lso = min((x["first_offset"] for x in open_txns.values() if x["first_offset"] < hw), default=hw)
+    out = []
+    for txn in sorted(open_txns.values(), key=lambda x: x["first_offset"]):
+        markers = []
+        first = ref.by_base[txn["first_offset"]]
+        for b, v in sorted(views.items()):
+            if b == ref.broker or v.by_base.get(first[0], (None,))[:4] != first[:4]:
+                continue
+            for t in v.batches:
+                bt = v.batch(t[0]) if t[0] > txn["first_offset"] else None
+                if (
+                    bt is not None
+                    and bt.control in ("COMMIT", "ABORT")
+                    and bt.producer_id == txn["producer_id"]
+                ):
+                    markers.append({"broker": b, "offset": t[0], "marker": bt.control})
+                    break
+        coord = coordinator_view(cluster, txn["producer_id"])
+        forgot = coord is not None and not (
+            coord["state"] == "Ongoing"
+            and (coord.get("producer_id"), coord.get("producer_epoch"))
+            == (txn["producer_id"], txn["producer_epoch"])
+        )
+        codes = (["KA713"] if markers else []) + (["KA714"] if forgot else [])
+        out.append(
+            {
+                **txn,
+                "last_stable_offset": lso,
+                "high_watermark": hw,
+                "log_end_offset": ref.leo,
+                "leader": ref.broker,
+                "markers_elsewhere": markers,
+                "coordinator": coord,
+                "expected_codes": codes,
+            }
+        )
+    return out
+
+
+def groups_truth(cluster: Cluster) -> list[dict]:
+    """Per consumer group: its ``__consumer_offsets`` partition and every commit (which replicas of that
+    partition hold it), then per consumed partition the commit the coordinator loads from the reference
+    replica and its consequences: ``in-lost-range`` (KA721: ``consumed_gone`` records the group read no
+    longer exist, ``skipped`` different records now at those offsets will not be read), ``above-leo``
+    (KA720), ``commit-lost`` (KA723: a later commit only on a replica that truncates, ``re_read`` offsets
+    read again) or ``ok``."""
+    from auditor.simulate.coordinators import OFFSETS_TOPIC
+
+    co = cluster.coordinators
+    if co is None or not co.groups.commits:
+        return []
+    offsets_views: dict[int, tuple[int, dict[int, _ReplicaView]]] = {}
+    data_refs: dict[TP, _ReplicaView] = {}
+    by_group: dict[str, list] = {}
+    for cm in co.groups.commits:
+        by_group.setdefault(cm.group, []).append(cm)
+    out = []
+    for group, commits in by_group.items():
+        part = commits[0].offsets_partition
+        if part not in offsets_views:
+            offsets_views[part] = _internal_view(cluster, OFFSETS_TOPIC, part)
+        ref_id, views = offsets_views[part]
+        items = []
+        for cm in commits:
+            holders, record_offset = [], None
+            for b, v in sorted(views.items()):
+                for t in v.batches:
+                    if t[4] is not None and t[4] == cm.batch_id and t[0] < v.leo:
+                        holders.append(b)
+                        record_offset = t[0]
+            items.append((cm, holders, record_offset))
+        tps = list(dict.fromkeys(cm.tp for cm in commits))
+        per_tp = []
+        for tp in tps:
+            mine = [x for x in items if x[0].tp == tp]
+            on_ref = [x for x in mine if ref_id in x[1]]
+            effective = on_ref[-1][0] if on_ref else None
+            consequences = []
+            last_index = mine.index(on_ref[-1]) if on_ref else -1
+            for cm, holders, rec_off in mine[last_index + 1 :]:
+                if holders:
+                    consequences.append(
+                        {
+                            "kind": "commit-lost",
+                            "code": "KA723",
+                            "brokers": holders,
+                            "record_offset": rec_off,
+                            "lost_offset": cm.offset,
+                            "committed_offset": effective.offset if effective else None,
+                            "re_read": cm.offset - effective.offset if effective else None,
+                        }
+                    )
+            if effective is not None:
+                if tp not in data_refs:
+                    views_d = {b: _ReplicaView(cluster, b, tp) for b in cluster.partitions[tp].replicas}
+                    data_refs[tp] = views_d[_reference(cluster, tp, views_d)[0]]
+                dref = data_refs[tp]
+                ids = {t[4] for t in dref.batches if t[4] is not None and t[0] < dref.leo}
+                consumed = [r for x in mine[: last_index + 1] for r in x[0].consumed]
+                gone = sorted(off for off, bid, _k in consumed if off < effective.offset and bid not in ids)
+                o = effective.offset
+                if gone:
+                    skipped = 0
+                    for t in dref.batches:
+                        bt = dref.batch(t[0])
+                        if bt is not None and bt.control is None and t[0] < dref.leo:
+                            skipped += len(_record_entries(bt, gone[0], min(o, dref.leo)))
+                    consequences.append(
+                        {
+                            "kind": "in-lost-range",
+                            "code": "KA721",
+                            "committed_offset": o,
+                            "first_gone_offset": gone[0],
+                            "last_gone_offset": gone[-1],
+                            "consumed_gone": len(gone),
+                            "skipped": skipped,
+                        }
+                    )
+                if o > dref.leo:
+                    consequences.append(
+                        {
+                            "kind": "above-leo",
+                            "code": "KA720",
+                            "committed_offset": o,
+                            "log_end_offset": dref.leo,
+                            "log_start_offset": dref.log_start,
+                            "consumed_gone": len(gone),
+                        }
+                    )
+            if not consequences:
+                consequences.append({"kind": "ok", "code": None})
+            per_tp.append(
+                {
+                    "topic": tp[0],
+                    "partition": tp[1],
+                    "committed_offset": effective.offset if effective else None,
+                    "committed_leader_epoch": effective.leader_epoch if effective else None,
+                    "consequences": consequences,
+                }
+            )
+        out.append(
+            {
+                "group": group,
+                "offsets_partition": part,
+                "coordinator": ref_id,
+                "commits": [
+                    {
+                        "topic": cm.tp[0],
+                        "partition": cm.tp[1],
+                        "offset": cm.offset,
+                        "leader_epoch": cm.leader_epoch,
+                        "metadata": cm.metadata,
+                        "commit_timestamp": cm.commit_ms,
+                        "status": cm.status,
+                        "record_offset": rec_off,
+                        "holders": holders,
+                        "on_coordinator": ref_id in holders,
+                    }
+                    for cm, holders, rec_off in items
+                ],
+                "partitions": per_tp,
+            }
+        )
+    return out
+
+
+def expected_codes(partitions: list[dict], groups: list[dict]) -> list[str]:
+    """The consequence codes (KA710-KA723) this run's files must produce."""
+    codes: set[str] = set()
+    for p in partitions:
+        ef = p["expected_findings"]
+        if ef["truncation_loss"]:
+            codes.add("KA710")
+        if ef["lost_markers"]:
+            codes.add("KA712")
+        for h in p["hanging_transactions"]:
+            codes.update(h["expected_codes"])
+    for g in groups:
+        for tp in g["partitions"]:
+            codes.update(c["code"] for c in tp["consequences"] if c["code"])
+    return sorted(codes)
 
 
 def controller_entry(opts: SimOptions) -> dict | None:
@@ -600,6 +952,8 @@ def ground_truth(cluster: Cluster, *, scenario: str, description: str, options: 
                 "fenced": b in cluster.fenced,
             }
         )
+    partitions = [partition_truth(cluster, tp) for tp in cluster.partitions]
+    groups = groups_truth(cluster)
     return {
         "version": GROUND_TRUTH_VERSION,
         "generator": "kafka-auditor simulate",
@@ -611,7 +965,23 @@ def ground_truth(cluster: Cluster, *, scenario: str, description: str, options: 
         "controller": controller_entry(opts),
         "brokers": brokers,
         "topics": topic_entries(cluster),
-        "partitions": [partition_truth(cluster, tp) for tp in cluster.partitions],
+        "partitions": partitions,
+        "groups": groups,
+        "transactions": transactions_truth(cluster),
+        "expected_codes": expected_codes(partitions, groups),
         "faults": collect_faults(cluster),
         "events": cluster.events,
     }
+
+
+def transactions_truth(cluster: Cluster) -> list[dict]:
+    """What the transaction coordinator wrote: one entry per ``__transaction_state`` record (transactional
+    id, producer id and epoch, state, coordinating partition, the transaction's partitions, and the
+    status of the append: acked, pending, failed or rejected)."""
+    co = cluster.coordinators
+    if co is None:
+        return []
+    return [
+        {**{k: v for k, v in e.items() if k != "write"}, "status": e["write"].status}
+        for e in co.transactions.log
+    ]

@@ -36,8 +36,17 @@ LOST_FIELDS = [
     ("epoch", "int"),
     ("batch_base_offset", "bigint"),
     ("committed_hw", "bigint"),
+    ("producer_id", "bigint"),
+    ("producer_epoch", "int"),
+    ("base_sequence", "int"),
+    ("is_transactional", "boolean"),
+    ("timestamp_type", "string"),  # CreateTime / LogAppendTime (attributes bit 3 of the batch)
     ("error", "string"),
 ]
+"""The columns of ``lost-records.parquet`` (the JSONL file has the same values under camelCase names)."""
+
+LOG_APPEND_TIME = 0x08
+"""Batch attributes bit: the timestamps are the broker's LogAppendTime (else the producer's CreateTime)."""
 
 
 @dataclass
@@ -53,6 +62,12 @@ class AuditResult:
     exported: dict[str, Any] | None = None
     frames: Any = None
     tables: Any = None
+    transactions: list[dict[str, Any]] = field(default_factory=list)  # open on the leader (spark.hanging)
+    groups: list[dict[str, Any]] = field(default_factory=list)  # committed offsets (spark.groups.group_view)
+    metadata: list[dict[str, Any]] = field(default_factory=list)  # rows.METADATA of every node (timeline)
+    elections: list[dict[str, Any]] = field(default_factory=list)  # which replica to elect (spark.election)
+    # batch epoch ranges (frames.epochs rows) of partitions with a finding above info that did not diverge
+    epoch_ranges: list[dict[str, Any]] = field(default_factory=list)
 
 
 SMALL_INPUT_BYTES = 2 << 30
@@ -148,7 +163,11 @@ def _collect(df) -> list[dict[str, Any]]:
 def _assemble(frames, tables) -> AuditResult:
     """The driver's copy of the audit's small tables: findings, replica summary, loss runs, lag, timeline."""
     from auditor.rules.registry import REGISTRY
+    from auditor.spark.election import elections
+    from auditor.spark.groups import group_results
+    from auditor.spark.hanging import audit_transactions
 
+    transactions = audit_transactions(frames, tables)  # adds KA713/KA714 to frames.findings
     findings = [Finding.from_row(r, REGISTRY[r["code"]].name) for r in _collect(frames.findings)]
     replicas = _collect(frames.replicas)
     loss = _collect(frames.lost_ranges)
@@ -178,7 +197,34 @@ def _assemble(frames, tables) -> AuditResult:
         timelines.setdefault((d["cluster"], d["topic"], d["partition"]), []).append(d)
     for rows_ in timelines.values():
         rows_.sort(key=lambda d: (d["broker"], d["first"]))
-    return AuditResult(findings, replicas, loss, timelines, problems, frames=frames, tables=tables)
+    result = AuditResult(findings, replicas, loss, timelines, problems, frames=frames, tables=tables)
+    result.transactions = transactions
+    result.metadata = _collect(tables.metadata)  # KRaft rows of every node: the timelines of the report
+    group_rows, result.groups = group_results(tables, replicas, loss)  # KA720-KA723 and the groups
+    result.findings += [Finding.from_row(r, REGISTRY[r["code"]].name) for r in group_rows]
+    result.elections = elections(frames, replicas)  # candidates, their cost and the recommendation
+    result.epoch_ranges = _flagged_epoch_ranges(frames, result)
+    return result
+
+
+def _flagged_epoch_ranges(frames, result: AuditResult) -> list[dict[str, Any]]:
+    """The batch epoch ranges of every partition with a finding above info and no timeline rows yet (the
+    KRaft timeline of the report lines them up with the metadata): one small collect, none when empty."""
+    from pyspark.sql import functions as F
+
+    from auditor.findings import Severity
+
+    keys = {
+        (f.evidence.get("cluster") or "", f.topic, f.partition)
+        for f in result.findings
+        if f.topic is not None and f.partition is not None and f.severity > Severity.INFO
+    } - set(result.timelines)
+    if not keys:
+        return []
+    wanted = F.struct("cluster", "topic", "partition").isin(
+        [F.struct(F.lit(c), F.lit(t), F.lit(p)) for c, t, p in sorted(keys)]
+    )
+    return _collect(frames.epochs.where(wanted).drop("tp"))
 
 
 # ------------------------------------------------------------------------------------------------ --save
@@ -202,7 +248,10 @@ def save_frames(frames, tables, directory: str | os.PathLike) -> None:
     * ``pairs/``: every replica pair with its common range, comparison mode, cleaner offsets and unreadable
       spans (``ua_from``, ``ua_to``, ``ub_from``, ``ub_to``);
     * ``lost/``: runs of follower offsets the current leader lacks: ``kind`` (committed or uncommitted),
-      broker, log_dir, leader, leader_source, ``lo``..``hi``, records, bytes, batches, epochs, committed_hw;
+      broker, log_dir, leader, leader_source, ``lo``..``hi``, records (plain and committed data only),
+      bytes, batches, epochs, committed_hw, aborted_records, open_records, markers, commit_markers and
+      ``lost_markers`` (the first 100 COMMIT/ABORT markers: offset, marker, producer_id, producer_epoch,
+      first_offset of the transaction's data, epoch);
     * ``epochs/``: per replica (broker) and batch leader epoch: first and last offset, records, bytes,
       batches;
     * ``lags/``: followers whose log is a prefix of the leader's (layout ``rows.LAG``) with the leader's
@@ -221,7 +270,8 @@ def save_frames(frames, tables, directory: str | os.PathLike) -> None:
 
 
 def _decode_lost(batches):
-    """mapInArrow body: decode each lost batch from its segment file; keep records below its committed HW."""
+    """mapInArrow body: decode each lost batch from its segment file; keep records below its committed HW.
+    Only committed data batches reach here (``export_lost_records``), never markers or aborted data."""
     import pyarrow as pa
 
     from auditor.observe.extract import read_batch_records
@@ -242,6 +292,11 @@ def _decode_lost(batches):
                 "epoch": row["ple"],
                 "batch_base_offset": row["base_offset"],
                 "committed_hw": row["committed_hw"],
+                "producer_id": row["producer_id"],
+                "producer_epoch": row["producer_epoch"],
+                "base_sequence": row["base_sequence"],
+                "is_transactional": row["is_transactional"],
+                "timestamp_type": "LogAppendTime" if row["attributes"] & LOG_APPEND_TIME else "CreateTime",
             }
             try:
                 header, records = read_batch_records(path, row["position"], row["size"])
@@ -282,7 +337,13 @@ def _decode_lost(batches):
 def _lost_arrow_schema():
     import pyarrow as pa
 
-    types = {"string": pa.string(), "int": pa.int32(), "bigint": pa.int64(), "binary": pa.binary()}
+    types = {
+        "string": pa.string(),
+        "int": pa.int32(),
+        "bigint": pa.int64(),
+        "binary": pa.binary(),
+        "boolean": pa.bool_(),
+    }
     return pa.schema([(n, types[t]) for n, t in LOST_FIELDS])
 
 
@@ -298,17 +359,22 @@ def _text(value: bytes | None) -> tuple[str | None, str | None]:
 def export_lost_records(spark, frames, directory: str | os.PathLike) -> dict[str, Any]:
     """Write ``lost-records.jsonl`` and ``lost-records.parquet`` under ``directory``: every committed record a
     follower holds that the current leader lacks (KA710), one row per offset, read from the lowest-numbered
-    broker holding it; ``holders`` lists every broker holding it."""
+    broker holding it; ``holders`` lists every broker holding it. Committed data only, what a read_committed
+    consumer could have read: plain data and data of transactions committed in the holder's log; never
+    aborted or open transaction data nor control records (markers). Each record carries its batch's
+    producer id and epoch, base sequence, transactional flag and timestamp type."""
     import pyarrow as pa
     import pyarrow.parquet as pq
     from pyspark.sql import functions as F
 
+    from auditor.kafka.transactions import COMMITTED, PLAIN
     from auditor.spark.compare import lost_batches
 
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
-    lb = lost_batches(frames.extra["candidates"], frames.extra["replicas"], frames.extra["zones"]).where(
-        F.col("c")
+    extra = frames.extra
+    lb = lost_batches(extra["candidates"], extra["replicas"], extra["zones"], extra.get("txn_logs")).where(
+        F.col("c") & F.col("txn_state").isin(PLAIN, COMMITTED)
     )
     todo = lb.select(
         "cluster",
@@ -323,6 +389,11 @@ def export_lost_records(spark, frames, directory: str | os.PathLike) -> dict[str
         "ple",
         "committed_hw",
         "start",
+        "attributes",
+        "producer_id",
+        "producer_epoch",
+        "base_sequence",
+        "is_transactional",
     )
     ddl = ", ".join(f"{n} {t}" for n, t in LOST_FIELDS)
     decoded = todo.mapInArrow(_decode_lost, ddl)
@@ -381,6 +452,11 @@ def export_lost_records(spark, frames, directory: str | os.PathLike) -> dict[str
                         "broker": d["broker"],
                         "holders": d["holders"],
                         "committedHighWatermark": d["committed_hw"],
+                        "producerId": d["producer_id"],
+                        "producerEpoch": d["producer_epoch"],
+                        "baseSequence": d["base_sequence"],
+                        "isTransactional": d["is_transactional"],
+                        "timestampType": d["timestamp_type"],
                     },
                     sort_keys=False,
                 )

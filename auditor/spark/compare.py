@@ -24,7 +24,11 @@ inputs of each partition, hash-partitioned by ``tp`` (``auditor.spark.partition_
 goes back to the candidate rows: from the first divergent offset of each follower on (or the leader's LEO when
 the follower is merely longer), its batches are compared with the leader's batch at the same base offset; a
 differing batch's records below the highest high watermark checkpointed by a replica holding that same batch
-were committed and are lost when the follower truncates, the rest is a divergent uncommitted tail.
+were committed and are lost when the follower truncates, the rest is a divergent uncommitted tail. On
+transactional partitions only plain data and the data of transactions committed in the follower's own log
+count as committed records; aborted and open transaction data and COMMIT/ABORT markers are counted apart
+(the state of each batch comes from the replica's whole log, read once more for the replicas concerned:
+``txn_logs``). The batch rows are therefore read a third time, for those replicas only.
 
 A replica that could not be read completely (an unreadable span ``[unreadable_from, unreadable_to)`` in its
 replica row, ``unreadable_to`` null when it runs to the end of the log) is compared outside that span only:
@@ -51,16 +55,20 @@ import pyarrow as pa
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
+from auditor.kafka.kraft import BROKER_RESOURCE, TIMELINE_CONFIGS, TOPIC_RESOURCE
+from auditor.kafka.transactions import ABORT, ABORTED, COMMIT, COMMITTED, MARKER, MARKER_NAMES, OPEN, PLAIN
 from auditor.observe import rows
 from auditor.rules.registry import REGISTRY
 from auditor.rules.replica.kraft import offline_partitions
+from auditor.rules.replica.model import LOST_MARKERS_LISTED
 from auditor.spark.partition_rules import (
     cluster_findings,
     evaluate_rows,
     finding_row,
     lag_finding,
-    loss_finding,
+    loss_findings,
 )
+from auditor.spark.transactions import end_marker, with_txn_state
 
 CHUNK_BITS = 12
 """Offsets per digest chunk: 4096."""
@@ -102,7 +110,7 @@ def python_rows(df: DataFrame, fn: Callable[[list[dict]], list[dict]], schema: p
 
 
 def each(rule: Callable[[dict], dict]) -> Callable[[list[dict]], list[dict]]:
-    """A one-row-one-finding rule (``lag_finding``, ``loss_finding``) over a list of rows."""
+    """A one-row-one-finding rule (``lag_finding``) over a list of rows."""
     return lambda rows_: [rule(r) for r in rows_]
 
 
@@ -340,10 +348,96 @@ def replica_pairs(replicas: DataFrame) -> DataFrame:
     )
 
 
-def lost_batches(batches: DataFrame, replicas: DataFrame, zones: DataFrame) -> DataFrame:
+def txn_states(logs: DataFrame) -> DataFrame:
+    """Per batch of ``logs`` (``batch_columns`` rows): ``txn_state`` (``with_txn_state``: decided by the next
+    COMMIT/ABORT marker of its producer in the same replica's log) and, for a marker, ``txn_first``: the
+    first offset of the data of the transaction it ends in that log (null when it has none there). Exact for
+    every batch whose replica's rows in ``logs`` run from it to the replica's log end (``txn_logs``), and for
+    ``txn_first`` when they also start before the transaction."""
+    # with_txn_state keys a log by (cluster, topic, partition, broker): ``tp`` stands for the first three
+    keyed = logs.select(
+        F.lit("").alias("cluster"),
+        F.lit("").alias("topic"),
+        F.col("tp").alias("partition"),
+        "broker",
+        "base_offset",
+        "producer_id",
+        "is_transactional",
+        "is_control",
+        "control_type",
+        "live",
+    )
+    replica_producer = Window.partitionBy("partition", "broker", "producer_id")
+    before = replica_producer.orderBy("base_offset").rowsBetween(Window.unboundedPreceding, -1)
+    # the transactions of a producer are separated by its markers: a marker ends the data since the previous
+    ended_before = F.coalesce(F.sum(F.when(end_marker(), 1)).over(before), F.lit(0))
+    data = F.col("is_transactional") & ~F.col("is_control")
+    return (
+        with_txn_state(keyed)
+        .withColumn("txn_no", ended_before)
+        .withColumn(
+            "txn_first",
+            F.when(
+                end_marker(),
+                F.min(F.when(data, F.col("base_offset"))).over(
+                    Window.partitionBy("partition", "broker", "producer_id", "txn_no")
+                ),
+            ),
+        )
+        .select(
+            F.col("partition").alias("s_tp"),
+            F.col("broker").alias("s_broker"),
+            F.col("base_offset").alias("s_base"),
+            "txn_state",
+            "txn_first",
+        )
+    )
+
+
+def txn_logs(batch: DataFrame, candidates: DataFrame, replicas: DataFrame, zones: DataFrame) -> DataFrame:
+    """The batch rows ``txn_states`` needs to classify the batches ``lost_batches`` looks at: the candidate
+    rows, except for every replica that holds transactional batches (data or markers) from its zone start on,
+    whose whole live log is read again (one more scan of ``batch``, restricted to those partitions). The
+    state of a batch is decided by a marker that may lie in a chunk where the replicas agree (not a
+    candidate), and the first offset of a lost marker's transaction may lie before the zone."""
+    starts = zones.groupBy("tp", "broker").agg(F.min("from").alias("from"))
+    needed = (
+        candidates.join(F.broadcast(starts), ["tp", "broker"])
+        .where(F.col("is_transactional") & (F.col("last_offset") >= F.col("from")))
+        .select("tp", "broker")
+        .distinct()
+        .join(replicas.select("tp", "broker", "cluster", "topic", "partition"), ["tp", "broker"])
+    )
+    # one small action; ``needed`` is recomputed below from the materialised candidates (cheap)
+    spans = sorted({(r["cluster"], r["topic"], r["partition"]) for r in needed.collect()})
+    if not spans:
+        return candidates
+    scoped = batch
+    if len(spans) <= PUSHDOWN_PARTITIONS:
+        cond = None
+        for cluster, topic, partition in spans:
+            term = (
+                (F.col("cluster") == cluster) & (F.col("topic") == topic) & (F.col("partition") == partition)
+            )
+            cond = term if cond is None else cond | term
+        scoped = batch.where(cond)
+    # fresh column names: ``needed`` comes from the same rows as both sides (a self-join Spark cannot resolve)
+    keys = F.broadcast(needed.select(F.col("tp").alias("k_tp"), F.col("broker").alias("k_broker")))
+    key = (F.col("tp") == F.col("k_tp")) & (F.col("broker") == F.col("k_broker"))
+    full = batch_columns(scoped, CHUNK_BITS).join(keys, key, "left_semi")
+    # ``chunk`` is not used by txn_states: the chunk size of the audit does not matter here
+    return full.unionByName(candidates.join(keys, key, "left_anti"))
+
+
+def lost_batches(
+    batches: DataFrame, replicas: DataFrame, zones: DataFrame, logs: DataFrame | None = None
+) -> DataFrame:
     """Follower batches from the zone start on, each compared with the leader's batch at the same base
     offset; ``committed_hw``: the highest HW checkpointed by any replica holding that same batch; ``start``:
-    the first offset of the batch from which this replica differs from the leader.
+    the first offset of the batch from which this replica differs from the leader; ``txn_state`` and
+    ``txn_first``: the batch's transaction state in its own replica's log (``txn_states`` over ``logs``:
+    ``txn_logs``, by default ``batches`` themselves, exact when they hold each replica's log from its zone
+    start to its end).
 
     ``zones`` may hold several leaders per partition (one row per follower and leader: the election choice
     asks what electing each candidate would cost); every leader is compared with its own followers."""
@@ -353,14 +447,45 @@ def lost_batches(batches: DataFrame, replicas: DataFrame, zones: DataFrame) -> D
         F.first("leader_unreadable_from").alias("lu_from"),
         F.first("leader_unreadable_to").alias("lu_to"),
     )
-    own = zones.select("tp", "leader", "broker", F.col("from").alias("own_from"))
+    # fresh column names: ``zone`` and ``own`` both come from ``zones`` (a self-join Spark cannot resolve)
+    own = zones.select(
+        F.col("tp").alias("o_tp"),
+        F.col("leader").alias("o_leader"),
+        F.col("broker").alias("o_broker"),
+        F.col("from").alias("own_from"),
+    )
+    states = txn_states(batches if logs is None else logs)
     z = batches.join(F.broadcast(zone), "tp").where(F.col("last_offset") >= F.col("zone_lo"))
-    z = z.join(
-        replicas.select(
-            "tp", "broker", F.coalesce("hw", F.lit(0)).alias("hw"), "log_dir", "cluster", "topic", "partition"
-        ),
-        ["tp", "broker"],
-    ).join(F.broadcast(own), ["tp", "leader", "broker"], "left")
+    z = (
+        z.join(
+            replicas.select(
+                "tp",
+                "broker",
+                F.coalesce("hw", F.lit(0)).alias("hw"),
+                "log_dir",
+                "cluster",
+                "topic",
+                "partition",
+            ),
+            ["tp", "broker"],
+        )
+        .join(
+            F.broadcast(own),
+            (F.col("tp") == F.col("o_tp"))
+            & (F.col("leader") == F.col("o_leader"))
+            & (F.col("broker") == F.col("o_broker")),
+            "left",
+        )
+        .drop("o_tp", "o_leader", "o_broker")
+        .join(
+            states,
+            (F.col("tp") == F.col("s_tp"))
+            & (F.col("broker") == F.col("s_broker"))
+            & (F.col("base_offset") == F.col("s_base")),
+            "left",
+        )
+        .drop("s_tp", "s_broker", "s_base")
+    )
     # where this replica's own difference starts inside the batch (a record offset in compacted partitions)
     start = F.greatest(F.col("base_offset"), F.coalesce(F.col("own_from"), F.col("base_offset")))
     same_batch = Window.partitionBy("tp", "leader", "base_offset", "sig")
@@ -380,18 +505,45 @@ def lost_batches(batches: DataFrame, replicas: DataFrame, zones: DataFrame) -> D
     )
 
 
-def lost_runs(batches: DataFrame, replicas: DataFrame, zones: DataFrame) -> DataFrame:
-    """Runs of consecutive differing follower batches: ``committed`` (records below ``committed_hw``) and
-    ``uncommitted`` (the rest), with records, bytes, batches and leader epochs."""
+def lost_runs(
+    batches: DataFrame, replicas: DataFrame, zones: DataFrame, logs: DataFrame | None = None
+) -> DataFrame:
+    """Runs of consecutive differing follower batches: ``committed`` (offsets below ``committed_hw``) and
+    ``uncommitted`` (the rest), with bytes, batches and leader epochs. By the transaction state of each batch
+    in the follower's own log (``lost_batches``): ``records`` counts plain and committed data only,
+    ``aborted_records`` and ``open_records`` the data of aborted and still open transactions, ``markers``
+    (``commit_markers`` of them COMMIT) the COMMIT/ABORT markers, listed in ``lost_markers`` (offset, marker,
+    producer_id, producer_epoch, first_offset of the transaction's data, epoch; the first
+    ``LOST_MARKERS_LISTED`` by offset)."""
     by_offset = Window.partitionBy("tp", "leader", "broker").orderBy("base_offset")
-    lb = lost_batches(batches, replicas, zones).withColumn("prev_last", F.lag("last_offset").over(by_offset))
+    lb = lost_batches(batches, replicas, zones, logs).withColumn(
+        "prev_last", F.lag("last_offset").over(by_offset)
+    )
     order = by_offset.rowsBetween(Window.unboundedPreceding, 0)
     keys = ["tp", "cluster", "topic", "partition", "broker", "log_dir", "leader", "leader_source"]
     # a run ends at a batch that does not qualify, or at a gap (the batches in between are identical on the
     # leader: their chunks were never candidates)
     gap = F.col("prev_last").isNull() | (F.col("base_offset") != F.col("prev_last") + 1)
 
+    state = F.col("txn_state")
+    is_marker = state == MARKER
+    marker = F.struct(
+        F.col("base_offset").alias("offset"),
+        F.when(F.col("control_type") == COMMIT, F.lit(MARKER_NAMES[COMMIT]))
+        .otherwise(F.lit(MARKER_NAMES[ABORT]))
+        .alias("marker"),
+        F.col("producer_id").alias("producer_id"),
+        F.col("producer_epoch").cast("int").alias("producer_epoch"),
+        F.coalesce(F.col("txn_first"), F.col("base_offset")).alias("first_offset"),
+        F.col("ple").alias("epoch"),
+    )
+
     def runs(flag: str, kind: str, lo, hi) -> DataFrame:
+        n = F.least(F.col("hi") - F.col("lo") + 1, F.col("records_count"))
+
+        def count(states) -> Column:
+            return F.coalesce(F.sum(F.when(state.isin(*states), n)), F.lit(0)).cast("bigint")
+
         return (
             lb.withColumn("run", F.sum(F.when(~F.col(flag) | gap, 1).otherwise(0)).over(order))
             .where(F.col(flag))
@@ -401,11 +553,18 @@ def lost_runs(batches: DataFrame, replicas: DataFrame, zones: DataFrame) -> Data
             .agg(
                 F.min("lo").alias("lo"),
                 F.max("hi").alias("hi"),
-                F.sum(F.least(F.col("hi") - F.col("lo") + 1, F.col("records_count"))).alias("records"),
+                count([PLAIN, COMMITTED]).alias("records"),
                 F.sum("size").alias("bytes"),
                 F.count(F.lit(1)).alias("batches"),
                 F.sort_array(F.collect_set("ple")).alias("epochs"),
                 F.max("committed_hw").alias("committed_hw"),
+                count([ABORTED]).alias("aborted_records"),
+                count([OPEN]).alias("open_records"),
+                F.count(F.when(is_marker, 1)).alias("markers"),
+                F.count(F.when(is_marker & (F.col("control_type") == COMMIT), 1)).alias("commit_markers"),
+                F.slice(
+                    F.sort_array(F.collect_list(F.when(is_marker, marker))), 1, LOST_MARKERS_LISTED
+                ).alias("lost_markers"),
             )
             .drop("run")
             .withColumn("kind", F.lit(kind))
@@ -461,7 +620,8 @@ Parquet skips the row groups (and the cache its batches) that cannot hold them."
 
 
 def batch_columns(batch: DataFrame, chunk_bits: int) -> DataFrame:
-    """What the comparisons need of the batch rows: partition key, chunk, signature, sizes, location. Only
+    """What the comparisons need of the batch rows: partition key, chunk, signature, sizes, location, and the
+    producer and transaction fields of the batch (its transaction state, ``txn_states``; the export). Only
     the batches of the log Kafka loads (``live``: not cut by recovery, ``auditor.kafka.recovery``) take part,
     as the replica's ``leo`` is the recovered log end offset."""
     return with_tp(batch.where(F.col("live"))).select(
@@ -479,6 +639,14 @@ def batch_columns(batch: DataFrame, chunk_bits: int) -> DataFrame:
         "max_timestamp",
         F.shiftright("base_offset", chunk_bits).alias("chunk"),
         F.xxhash64("base_offset", "last_offset", "crc", "partition_leader_epoch").alias("sig"),
+        "live",
+        "attributes",
+        "producer_id",
+        "producer_epoch",
+        "base_sequence",
+        "is_transactional",
+        "is_control",
+        "control_type",
     )
 
 
@@ -530,6 +698,8 @@ def audit(tables, chunk_bits: int = CHUNK_BITS) -> AuditFrames:
             F.max("last_offset").alias("last"),
             F.sum("records_count").alias("records"),
             F.sum("size").alias("bytes"),
+            F.min("max_timestamp").alias("first_timestamp"),
+            F.max("max_timestamp").alias("last_timestamp"),
         )
     )
     pairs = replica_pairs(replicas)
@@ -550,6 +720,8 @@ def audit(tables, chunk_bits: int = CHUNK_BITS) -> AuditFrames:
         F.sum("records").alias("records"),
         F.sum("bytes").alias("bytes"),
         F.sum("n").alias("batches"),
+        F.min("first_timestamp").alias("first_timestamp"),
+        F.max("last_timestamp").alias("last_timestamp"),
     )
 
     rule_out = _materialize(rule_inputs(tables, replicas, epoch_ranges, divergence))
@@ -560,21 +732,43 @@ def audit(tables, chunk_bits: int = CHUNK_BITS) -> AuditFrames:
     summary = part("summary").drop("tp")
     zones = part("zone")
     lags = _materialize(lag_counts(candidates, part("lag")))
-    loss = _materialize(lost_runs(candidates, replicas, zones))
+    # the whole log of the replicas holding transactional batches above their zone start (one more,
+    # restricted scan): the transaction state of a lost batch is decided by markers that may lie elsewhere
+    logs = _materialize(txn_logs(tables.batch, candidates, replicas, zones))
+    loss = _materialize(lost_runs(candidates, replicas, zones, logs))
     epochs_out = epoch_ranges.withColumnRenamed("ple", "epoch").join(
         replicas.select("tp", "broker", "cluster", "topic", "partition"), ["tp", "broker"]
     )
     findings = _materialize(all_findings(part("finding").drop("tp"), summary, lags, loss))
     timeline = part("timeline").drop("tp")
     frames = AuditFrames(findings, summary, divergence, loss, epochs_out, pairs, lags, timeline)
-    frames.extra = dict(batches=batches, candidates=candidates, digest=digest, zones=zones, replicas=replicas)
+    frames.extra = dict(
+        batches=batches, candidates=candidates, digest=digest, zones=zones, replicas=replicas, txn_logs=logs
+    )
     return frames
+
+
+def metadata_inputs(metadata: DataFrame, replicas: DataFrame) -> DataFrame:
+    """The metadata rows each partition's rules see, with ``tp``: its partition records, and the config
+    records of ``kraft.TIMELINE_CONFIGS`` that apply to it (its topic's, and the broker-level and cluster-wide
+    ones, repeated for every partition of the cluster; they are few)."""
+    parts = with_tp(metadata.where(F.col("partition").isNotNull()))
+    configs = metadata.where(
+        (F.col("record_type") == "CONFIG_RECORD") & F.col("config_name").isin(*TIMELINE_CONFIGS)
+    ).drop("partition")
+    keys = replicas.select("tp", "cluster", "topic", "partition").distinct()
+    topic_configs = configs.where(F.col("config_resource_type") == TOPIC_RESOURCE).join(
+        keys, ["cluster", "topic"]
+    )
+    brokers = configs.where(F.col("config_resource_type") == BROKER_RESOURCE).drop("topic")
+    broker_configs = brokers.join(keys, ["cluster"])
+    return parts.unionByName(topic_configs).unionByName(broker_configs)
 
 
 def rule_inputs(tables, replicas: DataFrame, epoch_ranges: DataFrame, divergence: DataFrame) -> DataFrame:
     """The per-partition rules over their small typed inputs (one struct column per kind of
     :data:`RULE_INPUTS`), hash-partitioned by ``tp`` so that every row of a partition meets in one call."""
-    metadata = with_tp(tables.metadata.where(F.col("partition").isNotNull()))
+    metadata = metadata_inputs(tables.metadata, replicas)
     kinds = {
         "replica": replicas,
         "epoch": with_tp(tables.epoch).select("tp", "broker", "epoch", "start_offset", "ordinal"),
@@ -587,6 +781,8 @@ def rule_inputs(tables, replicas: DataFrame, epoch_ranges: DataFrame, divergence
             "records",
             "bytes",
             "batches",
+            "first_timestamp",
+            "last_timestamp",
         ),
         "div": divergence.select("tp", "a", "b", "lo", "hi", "offset", "mode", "detail"),
         "metadata": metadata.select("tp", *[c for c in tables.metadata.columns if c != "cluster"]),
@@ -601,15 +797,21 @@ def rule_inputs(tables, replicas: DataFrame, epoch_ranges: DataFrame, divergence
 def all_findings(rule_findings: DataFrame, summary: DataFrame, lags: DataFrame, loss: DataFrame) -> DataFrame:
     """Every finding of the audit in the ``rows.FINDING`` layout: the per-partition rules' (KA621 folded
     into one per cluster), lag (KA630) and truncation loss (KA710/KA711) from the rows Spark counted, and
-    the ``cluster`` rules (KA623) over the leader sources of each cluster."""
+    the ``cluster`` rules (KA623) over the leader sources of each cluster. The loss rules include the lost
+    COMMIT/ABORT markers of each run (KA712)."""
     leaders = summary.select("cluster", "topic", "leader_source").distinct().repartition("cluster")
     return (
         rule_findings.where(F.col("code") != "KA621")
         .unionByName(offline_findings(rule_findings.where(F.col("code") == "KA621")))
         .unionByName(python_rows(lags, each(lag_finding), rows.FINDING))
-        .unionByName(python_rows(loss, each(loss_finding), rows.FINDING))
+        .unionByName(python_rows(loss, _loss_findings, rows.FINDING))
         .unionByName(python_rows(leaders, cluster_findings, rows.FINDING))
     )
+
+
+def _loss_findings(runs: list[dict]) -> list[dict]:
+    """The ``loss`` rules (KA710, KA711, KA712) over lost-run rows: zero or more findings per run."""
+    return [f for run in runs for f in loss_findings(run)]
 
 
 def offline_findings(offline: DataFrame) -> DataFrame:

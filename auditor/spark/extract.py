@@ -116,6 +116,8 @@ class Tables:
     replica: object
     record: object
     metadata: object
+    commit: object = None  # rows.COMMIT: group coordinator records of __consumer_offsets replicas
+    txn_state: object = None  # rows.TXN_STATE: transaction coordinator records
     problems: list[str] = field(default_factory=list)
     extract: object = None
 

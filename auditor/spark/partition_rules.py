@@ -108,10 +108,15 @@ def lag_finding(row: Mapping[str, Any]) -> dict:
     return finding
 
 
+def loss_findings(row: Mapping[str, Any]) -> list[dict]:
+    """The ``loss`` findings of a row of ``auditor.spark.compare.lost_runs``: KA710 (``kind`` committed, when
+    it holds committed records) or KA711 (uncommitted), and KA712 when it holds COMMIT/ABORT markers."""
+    return _row_findings("loss", LostRun.from_row(row))
+
+
 def loss_finding(row: Mapping[str, Any]) -> dict:
-    """The KA710 (``kind`` committed) or KA711 (uncommitted) finding of a row of
-    ``auditor.spark.compare.lost_runs``."""
-    (finding,) = _row_findings("loss", LostRun.from_row(row))
+    """The KA710 (``kind`` committed) or KA711 (uncommitted) finding of a lost run holding data records."""
+    (finding,) = [f for f in loss_findings(row) if f["code"] in ("KA710", "KA711")]
     return finding
 
 
@@ -214,6 +219,8 @@ def timeline(part: PartitionReplicas) -> list[dict]:
             "records": g.records,
             "bytes": g.bytes,
             "batches": g.batches,
+            "first_timestamp": g.first_timestamp,
+            "last_timestamp": g.last_timestamp,
         }
         for broker, ranges in sorted(part.ranges.items())
         for g in sorted(ranges, key=lambda g: g.first)

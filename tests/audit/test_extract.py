@@ -81,7 +81,8 @@ def test_parquet_extract_round_trip(scenarios, tmp_path):
     for kind in rows.TABLES:
         assert back[kind].num_rows == counts[kind] == direct[kind].num_rows
         assert back[kind].equals(direct[kind].cast(rows.TABLES[kind])), kind
-    assert pa.parquet.read_schema(out).metadata[b"kafka-auditor.schema-version"] == b"1"
+    version = pa.parquet.read_schema(out).metadata[b"kafka-auditor.schema-version"]
+    assert version == str(rows.SCHEMA_VERSION).encode()
 
 
 def test_extract_command(scenarios, tmp_path):

@@ -22,8 +22,10 @@ COMMANDS = {
     "auditor.cli.audit",
     "auditor.cli.dump",
     "auditor.cli.extract",
+    "auditor.cli.groups",
     "auditor.cli.scan",
     "auditor.cli.simulate",
+    "auditor.cli.timeline",
 }
 
 

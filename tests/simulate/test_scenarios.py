@@ -27,7 +27,7 @@ def test_every_scenario_writes_valid_files(scenario_out, name):
     out, truth = scenario_out(name)
     stats = validate_tree(out)
     assert stats["batches"] > 0 and stats["logs"] > 0
-    assert truth["version"] == 1 and truth["scenario"] == name
+    assert truth["version"] == 2 and truth["scenario"] == name
     assert truth["description"] == SCENARIOS[name].description
     for p in truth["partitions"]:
         assert {
@@ -59,8 +59,11 @@ def test_clean(scenario_out):
         assert p["expected_findings"] == {
             "hw_violations": [],
             "truncation_loss": [],
+            "truncation_loss_excluded": [],
+            "lost_markers": [],
             "divergent_uncommitted": [],
         }
+        assert p["hanging_transactions"] == []
         leos = {s["disk"]["log_end_offset"] for s in p["replica_state"].values()}
         hws = {s["disk"]["high_watermark_checkpoint"] for s in p["replica_state"].values()}
         assert leos == hws == {400}

@@ -19,8 +19,8 @@ from auditor.rules.replica.model import ClusterLeaders, PartitionReplicas
 )
 def unclean_election(part: PartitionReplicas) -> Iterator[Violation]:
     """
-    What it finds: a PartitionChangeRecord that made a replica outside the previous ISR the leader, or that
-    set leaderRecoveryState to 1 (RECOVERING, KIP-704).
+    What it finds: a PartitionChangeRecord that made a replica outside the previous ISR (and outside the
+    eligible leader replicas, KIP-966) the leader, or that set leaderRecoveryState to 1 (RECOVERING, KIP-704).
     Why it matters: an unclean leader may lack committed records; everything the other replicas hold above
     its log end offset is truncated when they follow it. It explains a divergence and a truncation loss.
     What to do: see KA710 for the committed records this cost and export them; keep

@@ -18,7 +18,8 @@ from typing import Any
 
 from auditor.kafka.epochs import follower_truncation, loaded_cache
 from auditor.kafka.hw import clamp_high_watermark
-from auditor.kafka.kraft import PartitionState, replay_partitions
+from auditor.kafka.kraft import PartitionState, config_events, replay_partitions
+from auditor.kafka.timeline import node_rows, reference_node
 from auditor.kafka.topics import METADATA_TOPIC
 from auditor.rules.registry import Violation
 
@@ -89,7 +90,8 @@ class Replica:
 
 @dataclass(frozen=True)
 class EpochRange:
-    """The batches of one replica written in one leader epoch: offsets, records, bytes, batches."""
+    """The batches of one replica written in one leader epoch: offsets, records, bytes, batches, and the
+    lowest and highest batch max timestamp among them (None when not collected)."""
 
     epoch: int
     first: int
@@ -97,10 +99,13 @@ class EpochRange:
     records: int
     bytes: int
     batches: int
+    first_timestamp: int | None = None
+    last_timestamp: int | None = None
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> EpochRange:
-        return cls(*(int(row[k]) for k in ("epoch", "first", "last", "records", "bytes", "batches")))
+        counts = (int(row[k]) for k in ("epoch", "first", "last", "records", "bytes", "batches"))
+        return cls(*counts, _int(row.get("first_timestamp")), _int(row.get("last_timestamp")))
 
 
 @dataclass(frozen=True)
@@ -147,6 +152,7 @@ class PartitionReplicas:
     leader: Replica
     leader_source: str  # kraft | kraft-last-known | inferred | inferred-kraft-leader-absent
     kraft: PartitionState | None = None
+    configs: list[dict] = field(default_factory=list)  # kraft.config_events of the same metadata replica
     caches: dict[int, list[tuple[int, int]]] = field(default_factory=dict)  # broker -> (epoch, start)
     ranges: dict[int, list[EpochRange]] = field(default_factory=dict)
     divergences: dict[tuple[int, int], Divergence] = field(default_factory=dict)
@@ -263,7 +269,13 @@ class LagRow(FollowerSpan):
 @dataclass(frozen=True)
 class LostRun(FollowerSpan):
     """A run of consecutive follower batches the leader lacks or holds differently (``compare.lost_runs``):
-    ``committed`` records below ``committed_hw`` or the ``uncommitted`` rest, offsets ``lo..hi``."""
+    ``committed`` records below ``committed_hw`` or the ``uncommitted`` rest, offsets ``lo..hi``.
+
+    ``records`` counts the data records a consumer would have read (plain data and data of transactions
+    committed in the follower's own log); the data of aborted and of still open transactions and the
+    COMMIT/ABORT markers in the run are counted apart (``aborted_records``, ``open_records``, ``markers``,
+    ``commit_markers``), and ``lost_markers`` lists the first :data:`LOST_MARKERS_LISTED` markers
+    (``LostMarker``) in offset order."""
 
     kind: str
     cluster: str
@@ -280,6 +292,31 @@ class LostRun(FollowerSpan):
     batches: int
     committed_hw: int
     leader_source: str
+    aborted_records: int = 0
+    open_records: int = 0
+    markers: int = 0
+    commit_markers: int = 0
+    lost_markers: tuple[LostMarker, ...] = ()
+
+    @property
+    def abort_markers(self) -> int:
+        return self.markers - self.commit_markers
+
+    @property
+    def not_counted(self) -> str:
+        """What else the run truncates, in words ("" when nothing): "10 aborted records and 4 transaction
+        markers also truncated, not counted"."""
+        parts = []
+        if self.aborted_records:
+            parts.append(f"{self.aborted_records} aborted records")
+        if self.open_records:
+            parts.append(f"{self.open_records} records of open transactions")
+        if self.markers:
+            parts.append(f"{self.markers} transaction markers")
+        if not parts:
+            return ""
+        listed = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+        return f"{listed} also truncated, not counted"
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> LostRun:
@@ -299,6 +336,39 @@ class LostRun(FollowerSpan):
             batches=int(row["batches"]),
             committed_hw=int(row["committed_hw"]),
             leader_source=row["leader_source"],
+            aborted_records=int(row.get("aborted_records") or 0),
+            open_records=int(row.get("open_records") or 0),
+            markers=int(row.get("markers") or 0),
+            commit_markers=int(row.get("commit_markers") or 0),
+            lost_markers=tuple(LostMarker.from_row(m) for m in row.get("lost_markers") or ()),
+        )
+
+
+LOST_MARKERS_LISTED = 100
+"""A lost run lists at most this many of its COMMIT/ABORT markers (``compare.lost_runs``); it counts all."""
+
+
+@dataclass(frozen=True)
+class LostMarker:
+    """A COMMIT/ABORT marker in a lost run: its offset, the producer id and epoch, and the first offset of
+    the data of its transaction in the follower's log (the marker's own offset when it has none there)."""
+
+    offset: int
+    marker: str  # COMMIT or ABORT
+    producer_id: int
+    producer_epoch: int
+    first_offset: int
+    epoch: int  # partition leader epoch of the marker batch
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> LostMarker:
+        return cls(
+            offset=int(row["offset"]),
+            marker=str(row["marker"]),
+            producer_id=int(row["producer_id"]),
+            producer_epoch=int(row["producer_epoch"]),
+            first_offset=int(row["first_offset"]),
+            epoch=int(row["epoch"]),
         )
 
 
@@ -320,10 +390,14 @@ def kraft_view(metadata: Iterable[Mapping[str, Any]], topic: str, partition: int
     metadata = list(metadata)
     if not metadata:
         return None
-    best = max(metadata, key=lambda r: (_int(r.get("end_offset")) or 0, -(_int(r.get("node")) or 0)))
-    node = best.get("node")
-    chosen = sorted((r for r in metadata if r.get("node") == node), key=lambda r: _int(r["seq"]))
+    chosen = node_rows(metadata, reference_node(metadata))
     return replay_partitions(chosen).get((topic, partition))
+
+
+def kraft_configs(metadata: Iterable[Mapping[str, Any]]) -> list[dict]:
+    """The config changes (``kraft.config_events``) in the metadata replica :func:`kraft_view` uses."""
+    metadata = list(metadata)
+    return config_events(node_rows(metadata, reference_node(metadata))) if metadata else []
 
 
 def choose_leader(replicas: list[Replica], kraft: PartitionState | None) -> tuple[Replica, str]:
@@ -374,6 +448,7 @@ def partition_replicas(
     replicas = sorted((Replica.from_row(r) for r in replica_rows), key=lambda r: r.broker)
     if not replicas:
         return None
+    metadata = list(metadata)
     first = replicas[0]
     is_meta = first.topic == METADATA_TOPIC
     kraft = None if is_meta else kraft_view(metadata, first.topic, first.partition)
@@ -383,6 +458,7 @@ def partition_replicas(
         leader=leader,
         leader_source=source,
         kraft=kraft,
+        configs=[] if is_meta else kraft_configs(metadata),
         caches={int(b): [(int(e), int(s)) for _o, e, s in sorted(c)] for b, c in (caches or {}).items()},
         ranges={int(b): [EpochRange.from_row(g) for g in rs] for b, rs in (ranges or {}).items()},
         divergences={(d.a, d.b): d for d in map(Divergence.from_row, divergences)},

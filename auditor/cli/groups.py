@@ -1,0 +1,123 @@
+"""``kafka-auditor groups``: the committed offsets of every consumer group, read from each broker's
+replicas of ``__consumer_offsets`` without Spark."""
+
+from __future__ import annotations
+
+from enum import Enum
+from pathlib import Path
+
+import typer
+
+from auditor.cli.common import fail, fail_all, paths_argument, warn
+
+
+class GroupsFormat(str, Enum):
+    text = "text"
+    json = "json"
+    jsonl = "jsonl"
+
+
+def groups_command(
+    roots: list[Path] = paths_argument(
+        "ROOT...", "Broker log directories, or folders holding them (e.g. one per broker)."
+    ),
+    group: str | None = typer.Option(None, "--group", "-g", help="Only this consumer group."),
+    fmt: GroupsFormat = typer.Option(GroupsFormat.text, "--format", "-f", help="text, json or jsonl."),
+    output: Path | None = typer.Option(None, "--output", "-o", help="Write here instead of stdout."),
+) -> None:
+    """List every consumer group's committed offsets from the brokers' __consumer_offsets replicas: its
+    offsets partition (abs(Java String.hashCode(group)) % the partition count the KRaft metadata gives, 50
+    by default) and coordinator, and per topic-partition the committed offset, leader epoch, metadata and
+    commit time, which replicas hold that commit, whether the offsets partition's leader does, and the data
+    partition's leader log end offset and lag when that partition is among the inputs.
+
+    Exit status: 0 listed, 2 for usage errors or input that cannot be read.
+    """
+    from auditor.layout.discover import discover
+    from auditor.report.output import check_output_path, emit
+
+    if not roots:
+        raise fail("give at least one broker log directory (ROOT...)")
+    found = discover(roots)
+    if found.problems:
+        raise fail_all(found.problems)
+    for line in found.skipped:
+        warn(line)
+    problem = check_output_path(output, found.log_dirs)
+    if problem:
+        raise fail(problem)
+    try:
+        view, problems = _collect(found.log_dirs, group)
+    except OSError as exc:
+        raise fail(f"{getattr(exc, 'filename', None) or ''}: {exc.strerror or exc}") from None
+    for line in problems:
+        warn(line)
+
+    def write(stream, color):
+        from auditor.report import groups as render
+
+        if fmt is GroupsFormat.json:
+            render.write_json(view, stream, problems)
+        elif fmt is GroupsFormat.jsonl:
+            render.write_jsonl(view, stream)
+        else:
+            from auditor.report.terminal import make_console
+
+            render.render_groups(view, make_console(stream, color=color))
+
+    try:
+        emit(write, output)
+    except OSError as exc:
+        raise fail(f"cannot write {output}: {exc.strerror or exc}") from None
+
+
+def _collect(log_dirs: list[str], group: str | None) -> tuple[list[dict], list[str]]:
+    """Extract the offsets partitions (and then the data partitions their commits name) of every log dir
+    in one process; return the group view and the problems met (one line each)."""
+    from auditor.kafka.planning import compacted_topics, plan_tasks
+    from auditor.kafka.topics import OFFSETS_TOPIC
+    from auditor.layout.logdir import read_log_dir
+    from auditor.observe.extract import extract_partition, metadata_for
+    from auditor.spark.groups import GroupInputs, group_view
+
+    infos = [read_log_dir(path) for path in log_dirs]
+    problems: list[str] = [f"{info.path}: {e}" for info in infos for e in info.errors]
+    labels = [info.cluster_id or "" for info in infos]
+    metadata: list[dict] = []
+    compacted: dict[str, set[str]] = {}
+    for info, label in zip(infos, labels, strict=True):
+        table = metadata_for(info, label)
+        if table is not None:
+            metadata += table.to_pylist()
+            compacted.setdefault(label, set()).update(compacted_topics(table))
+    tasks = plan_tasks(infos, labels, compacted)
+    inputs = GroupInputs(metadata=metadata)
+
+    def run(task) -> None:
+        epochs: list[dict] = []
+        for kind, table in extract_partition(task):
+            if kind == "commit":
+                for row in table.to_pylist():
+                    if row["error"]:
+                        problems.append(row["error"])
+                    else:
+                        inputs.commits.append(row)
+            elif kind == "epoch":
+                epochs += table.to_pylist()
+            elif kind == "replica":
+                for row in table.to_pylist():
+                    row["epochs"] = [{"epoch": e["epoch"], "start_offset": e["start_offset"]} for e in epochs]
+                    if row.get("error"):
+                        problems.append(f"{task.path}: {row['error']}")
+                    inputs.replicas.append(row)
+
+    for task in tasks:
+        if task.topic == OFFSETS_TOPIC:
+            run(task)
+    if group is not None:
+        inputs.commits = [c for c in inputs.commits if c.get("group") == group]
+    wanted = {(c["cluster"], c["commit_topic"], c["commit_partition"]) for c in inputs.commits}
+    for task in tasks:
+        if (task.cluster, task.topic, task.partition) in wanted:
+            run(task)
+    return group_view(inputs, group), problems

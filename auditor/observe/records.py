@@ -1,0 +1,194 @@
+"""Records of a replica's CRC-valid batches, read back from its segments (the columnar walk of
+:mod:`auditor.observe.extract` found the batches; this decodes what is inside them).
+
+One reader for every table built from records: record hashes of compacted partitions, the group
+coordinator's ``__consumer_offsets`` rows and the transaction coordinator's ``__transaction_state`` rows.
+A batch is *live* when log recovery keeps it (``truncation`` from :class:`auditor.kafka.recovery.LogRecovery`,
+the one statement of what recovery cuts); the transaction state of a batch is
+:func:`auditor.kafka.transactions.classify` over the replica's live batches in offset order.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import struct
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from auditor.kafka.recovery import RecoveryTruncation
+from auditor.kafka.transactions import Batch, classify
+from auditor.layout.tasks import PartitionTask
+from parsers.control import decode_control_record
+from parsers.errors import ParseError
+from parsers.files import regular_file_problem
+from parsers.record_batch import HEADER_STRUCT, LOG_OVERHEAD, RECORD_BATCH_OVERHEAD, RecordBatch
+from parsers.segment import SegmentWalker
+
+
+def record_hash(key: bytes | None, value: bytes | None, headers) -> int:
+    """A 64-bit hash of a record's key, value and headers (nulls distinct from empty)."""
+    h = hashlib.blake2b(digest_size=8)
+    for part in (key, value):
+        if part is None:
+            h.update(b"\xff\xff\xff\xff")
+        else:
+            h.update(struct.pack(">i", len(part)))
+            h.update(part)
+    h.update(struct.pack(">i", len(headers)))
+    for header in headers:
+        k = header.key.encode("utf-8", "surrogatepass")
+        h.update(struct.pack(">i", len(k)))
+        h.update(k)
+        if header.value is None:
+            h.update(b"\xff\xff\xff\xff")
+        else:
+            h.update(struct.pack(">i", len(header.value)))
+            h.update(header.value)
+    return int.from_bytes(h.digest(), "big", signed=True)
+
+
+def read_batch_records(
+    path: str | os.PathLike, position: int, size: int, walker: SegmentWalker | None = None
+):
+    """The header of the CRC-valid batch at ``position`` in a segment and an iterator streaming its records
+    (the batch is never held whole; ParseError on bad data, also while iterating). ``walker``: an open
+    walker of that segment to reuse."""
+    walker = walker if walker is not None else SegmentWalker(path)
+    raw = walker.read(position, RECORD_BATCH_OVERHEAD)
+    if len(raw) < RECORD_BATCH_OVERHEAD or struct.unpack_from(">i", raw, 8)[0] + LOG_OVERHEAD != size:
+        raise ParseError("batch header does not match the walk", path=str(path), offset=position)
+    batch = RecordBatch.from_tuple(HEADER_STRUCT.unpack_from(raw), position=position)
+    if walker.batch_crc(batch) != batch.crc:
+        raise ParseError("batch CRC mismatch", path=str(path), offset=position)
+    return batch, walker.records(batch)
+
+
+def is_live(truncation: RecoveryTruncation | None, segment: int, position: int) -> bool:
+    """The batch at ``position`` of segment ``segment`` is part of the log Kafka loads."""
+    if truncation is None:
+        return True
+    if segment != truncation.base_offset:
+        return segment < truncation.base_offset
+    return position < truncation.position
+
+
+@dataclass
+class LoggedBatch:
+    """One batch of a replica: its transaction facts, whether recovery keeps it, the rows decoded from its
+    data records, and (after :func:`logged_batches`) its transaction state."""
+
+    facts: Batch
+    live: bool
+    rows: list[dict] = field(default_factory=list)
+    txn_state: str | None = None
+
+
+Decode = Callable[[Any, str, list[str]], "dict | None"]
+"""Turns one data record (``rec``, ``where`` = ``<segment path>: byte <batch position>``, the error list)
+into row fields."""
+
+
+def _control_type(rec) -> int:
+    try:
+        return decode_control_record(rec.key, rec.value).type_id
+    except ParseError:
+        return -1
+
+
+def _read(
+    batch: RecordBatch, records, live: bool, where: str, decode: Decode, errors: list[str]
+) -> LoggedBatch:
+    control_type = None
+    decoded: list[dict] = []
+    try:
+        for rec in records:
+            if batch.is_control:
+                if control_type is None:
+                    control_type = _control_type(rec)
+                continue
+            row = decode(rec, where, errors)
+            if row is not None:
+                decoded.append(row)
+    except (ParseError, OSError) as exc:
+        at = f" at byte {exc.offset}" if isinstance(exc, ParseError) and exc.offset is not None else ""
+        errors.append(f"{where}: records do not decode{at}: {getattr(exc, 'message', exc)}")
+    facts = Batch(
+        batch.base_offset,
+        batch.last_offset,
+        batch.producer_id,
+        batch.producer_epoch,
+        batch.is_transactional,
+        batch.is_control,
+        -1 if batch.is_control and control_type is None else control_type,
+        batch.records_count,
+    )
+    return LoggedBatch(facts, live, decoded)
+
+
+def logged_batches(
+    part_dir: Path,
+    valid_batches: list[tuple[int, int, int]],
+    truncation: RecoveryTruncation | None,
+    decode: Decode,
+    errors: list[str],
+) -> list[LoggedBatch]:
+    """Every valid batch (``(segment, position, size)``) read back, in offset order, with its records decoded
+    by ``decode`` and its transaction state; a segment or batch that cannot be read is described in
+    ``errors`` (file, byte position) and skipped, the rest is read."""
+    out: list[LoggedBatch] = []
+    walkers: dict[int, SegmentWalker | None] = {}
+    try:
+        for segment, position, size in valid_batches:
+            path = part_dir / f"{segment:020d}.log"
+            where = f"{path}: byte {position}"
+            try:
+                if segment not in walkers:
+                    walkers[segment] = None  # a segment that cannot be opened is reported once
+                    if (problem := regular_file_problem(path)) is not None:
+                        raise ParseError(problem, path=str(path), offset=position)
+                    walkers[segment] = SegmentWalker(path)
+                walker = walkers[segment]
+                if walker is None:
+                    continue
+                batch, records = read_batch_records(path, position, size, walker)
+            except (ParseError, OSError) as exc:
+                errors.append(f"{where}: {exc.message if isinstance(exc, ParseError) else exc}")
+                continue
+            out.append(_read(batch, records, is_live(truncation, segment, position), where, decode, errors))
+    finally:
+        for walker in walkers.values():
+            if walker is not None:
+                walker.close()
+    out.sort(key=lambda b: b.facts.base_offset)
+    live = [b for b in out if b.live]
+    for b, state in zip(live, classify([b.facts for b in live]), strict=True):
+        b.txn_state = state
+    return out
+
+
+def logged_rows(task: PartitionTask, batches: list[LoggedBatch]) -> list[dict]:
+    """The rows of ``batches`` with the replica's key and their batch's columns (``rows._LOGGED``)."""
+    key = {
+        "cluster": task.cluster,
+        "topic": task.topic,
+        "partition": task.partition,
+        "broker": task.broker,
+        "log_dir": task.log_dir,
+    }
+    return [
+        {
+            **key,
+            "batch_base_offset": b.facts.base_offset,
+            "producer_id": b.facts.producer_id,
+            "producer_epoch": b.facts.producer_epoch,
+            "is_transactional": b.facts.is_transactional,
+            "txn_state": b.txn_state,
+            "live": b.live,
+            **row,
+        }
+        for b in batches
+        for row in b.rows
+    ]

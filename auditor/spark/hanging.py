@@ -1,0 +1,367 @@
+"""Transactions open on the current leader (KA713 hanging, KA714 forgotten by the coordinator) on Spark.
+
+Only partitions with a live transactional batch are touched (a filter on the batch rows first, then a
+broadcast semi-join), and of those only the current leader's batches are classified
+(:func:`auditor.spark.transactions.with_txn_state`: the one model of ``auditor.kafka.transactions``).
+The leader is the one the per-partition rules chose (``is_leader`` of the audit's per-replica summary); its
+high watermark is the checkpointed one as Kafka loads it (clamped into ``[log start, LEO]``). One row per
+open transaction comes back to the driver, with the COMMIT/ABORT markers of its producer that OTHER replicas
+hold after its first offset (the markers lost to truncation) and the coordinator's latest state for its
+producer id, read from the ``__transaction_state`` partition leaders among the inputs
+(``auditor.kafka.coordinator``). The rules of :mod:`auditor.rules.replica.transactions` then decide.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from auditor.kafka.hw import clamp_high_watermark
+from auditor.kafka.topics import METADATA_TOPIC, TRANSACTION_STATE_TOPIC
+from auditor.kafka.transactions import MARKER_NAMES, OPEN, Batch, last_stable_offset
+from auditor.observe import rows
+from auditor.rules.registry import REGISTRY, load_rules
+from auditor.rules.replica.transactions import CoordinatorView, MarkerElsewhere, OpenTransaction
+from auditor.spark.partition_rules import finding_row
+from auditor.spark.transactions import end_marker, with_txn_state
+
+HANGING_CODES = ("KA713", "KA714")
+"""The rules evaluated over every open transaction (scope ``txn``)."""
+
+_PART = ["cluster", "topic", "partition"]
+
+
+_TXN_COLUMNS = [
+    *_PART,
+    "broker",
+    "base_offset",
+    "last_offset",
+    "producer_id",
+    "producer_epoch",
+    "records_count",
+    "is_transactional",
+    "is_control",
+    "control_type",
+    "live",
+]
+
+
+def open_transaction_rows(batches: DataFrame, summary: DataFrame) -> list[dict[str, Any]]:
+    """One dict per transaction open on the current leader: partition, leader, producer id and epoch, first
+    and last data offset, records, batches, the leader's HW, LEO and log start, and ``markers`` (the first
+    COMMIT/ABORT marker of its producer after its first offset on each other replica, with their count).
+
+    One scan of the batch rows keeps the live transactional ones (data and markers: the only batches the
+    state of a transactional batch depends on); everything else runs over those, kept until the end."""
+    txn_rows = batches.where(F.col("live") & F.col("is_transactional")).select(*_TXN_COLUMNS).persist()
+    try:
+        return _open_transactions(txn_rows, summary)
+    finally:
+        txn_rows.unpersist()
+
+
+def _open_transactions(txn_rows: DataFrame, summary: DataFrame) -> list[dict[str, Any]]:
+    leaders = summary.where(F.col("is_leader") & (F.col("topic") != METADATA_TOPIC)).select(
+        *_PART,
+        F.col("broker").alias("leader"),
+        "leader_source",
+        "log_dir",
+        "hw",
+        "leo",
+        "log_start",
+    )
+    leaders = leaders.join(txn_rows.select(*_PART).distinct(), _PART, "left_semi")
+    wanted = [r.asDict() for r in leaders.collect()]
+    if not wanted:
+        return []
+    # the leaders as local rows: later jobs do not recompute the join above
+    leaders_b = F.broadcast(
+        txn_rows.sparkSession.createDataFrame(
+            [(w["cluster"], w["topic"], w["partition"], w["leader"]) for w in wanted],
+            "cluster string, topic string, partition int, leader int",
+        )
+    )
+    on_leader = txn_rows.join(leaders_b, _PART).where(F.col("broker") == F.col("leader"))
+    opened = (
+        with_txn_state(on_leader.drop("leader"))
+        .where(F.col("txn_state") == OPEN)
+        .groupBy(*_PART, "producer_id")
+        .agg(
+            F.min(F.struct("base_offset", "producer_epoch")).alias("first"),
+            F.max("last_offset").alias("last_offset"),
+            F.sum("records_count").alias("records"),
+            F.count(F.lit(1)).alias("batches"),
+        )
+        .select(
+            *_PART,
+            "producer_id",
+            F.col("first.base_offset").alias("first_offset"),
+            F.col("first.producer_epoch").alias("producer_epoch"),
+            "last_offset",
+            "records",
+            "batches",
+        )
+    )
+    found = [r.asDict() for r in opened.collect()]
+    if not found:
+        return []
+    open_df = F.broadcast(
+        txn_rows.sparkSession.createDataFrame(
+            [(r["cluster"], r["topic"], r["partition"], r["producer_id"], r["first_offset"]) for r in found],
+            "cluster string, topic string, partition int, producer_id bigint, first_offset bigint",
+        )
+    )
+    markers = (
+        txn_rows.where(end_marker())
+        .join(open_df, [*_PART, "producer_id"])
+        .where(F.col("base_offset") > F.col("first_offset"))
+        .join(leaders_b, _PART)
+        .where(F.col("broker") != F.col("leader"))
+        .groupBy(*_PART, "producer_id", "broker")
+        .agg(
+            F.min(F.struct("base_offset", "control_type", "producer_epoch")).alias("m"),
+            F.count(F.lit(1)).alias("markers"),
+        )
+        .select(*_PART, "producer_id", "broker", "m.*", "markers")
+    )
+    by_txn: dict[tuple, list[dict]] = {}
+    for m in markers.collect():
+        key = (m["cluster"], m["topic"], m["partition"], m["producer_id"])
+        by_txn.setdefault(key, []).append(m.asDict())
+    leader_of = {(w["cluster"], w["topic"], w["partition"]): w for w in wanted}
+    out = []
+    for r in found:
+        w = leader_of[(r["cluster"], r["topic"], r["partition"])]
+        out.append(
+            {
+                **r,
+                **{k: w[k] for k in ("leader", "leader_source", "log_dir", "hw", "leo", "log_start")},
+                "markers": sorted(
+                    by_txn.get((r["cluster"], r["topic"], r["partition"], r["producer_id"]), []),
+                    key=lambda m: (m["base_offset"], m["broker"]),
+                ),
+            }
+        )
+    return out
+
+
+# ------------------------------------------------------------------------------------------ coordinator
+
+
+def coordinator_rows(tables, summary: DataFrame) -> dict[str, dict[int, list[dict]]] | None:
+    """``cluster -> {__transaction_state partition -> its records on the partition leader}`` (live records,
+    in offset order); None when no ``__transaction_state`` replica is among the inputs."""
+    leaders = summary.where(F.col("is_leader") & (F.col("topic") == TRANSACTION_STATE_TOPIC)).select(
+        *_PART, "broker"
+    )
+    present = [r.asDict() for r in leaders.collect()]
+    if not present:
+        return None
+    out: dict[str, dict[int, list[dict]]] = {}
+    for r in present:
+        out.setdefault(r["cluster"], {}).setdefault(int(r["partition"]), [])
+    if tables.txn_state is not None:
+        records = tables.txn_state.where(F.col("live")).join(
+            F.broadcast(leaders), [*_PART, "broker"], "left_semi"
+        )
+        for rec in records.collect():  # coordinator_states orders them by offset
+            out[rec["cluster"]][int(rec["partition"])].append(rec.asDict(recursive=True))
+    return out
+
+
+def coordinator_partition_counts(tables) -> dict[str, int]:
+    """How many partitions ``__transaction_state`` has per cluster, from the KRaft metadata (when known)."""
+    md = tables.metadata
+    if md is None:
+        return {}
+    seen: dict[str, set[int]] = {}
+    rows_ = md.where((F.col("topic") == TRANSACTION_STATE_TOPIC) & F.col("partition").isNotNull())
+    for r in rows_.select("cluster", "partition").collect():  # a few rows per node: no shuffle
+        seen.setdefault(r["cluster"], set()).add(int(r["partition"]))
+    return {cluster: len(parts) for cluster, parts in seen.items()}
+
+
+def coordinator_view(
+    by_partition: Mapping[int, list[dict]] | None, producer_id: int, partitions: int | None = None
+) -> CoordinatorView:
+    """The coordinator's latest state for ``producer_id`` over the ``__transaction_state`` partitions read
+    (``auditor.kafka.coordinator``), or why it is not known."""
+    if by_partition is None:
+        return CoordinatorView("unavailable")
+    from auditor.kafka.coordinator import by_producer, coordinator_states
+
+    meta, partition = None, None
+    for number, rows_ in sorted(by_partition.items()):
+        meta, partition = by_producer(coordinator_states(rows_), producer_id), number
+        if meta is not None:
+            break
+    if meta is None:
+        read = sorted(by_partition)
+        if partitions is not None and len(read) < partitions:
+            return CoordinatorView(
+                "incomplete",
+                f"producer id {producer_id} is in none of the __transaction_state partitions read "
+                f"({read} of {partitions})",
+                producer_id=producer_id,
+            )
+        return CoordinatorView(
+            "unknown",
+            f"__transaction_state partitions {read} read: tombstoned or expired",
+            producer_id=producer_id,
+        )
+    return CoordinatorView(
+        "found",
+        transactional_id=meta.transactional_id,
+        producer_id=int(meta.producer_id),
+        previous_producer_id=_int(meta.previous_producer_id),
+        next_producer_id=_int(meta.next_producer_id),
+        producer_epoch=int(meta.producer_epoch),
+        state=str(meta.state),
+        partitions=tuple((str(t), int(p)) for t, p in (meta.partitions or ())),
+        last_update_timestamp=_int(meta.last_update_timestamp),
+        broker=_int(meta.broker),
+        partition=partition,
+        offset=_int(meta.offset),
+    )
+
+
+def _int(value: Any) -> int | None:
+    return None if value is None else int(value)
+
+
+# ------------------------------------------------------------------------------------------ rules
+
+
+def open_transaction(row: Mapping[str, Any], coordinator: CoordinatorView, lso: int) -> OpenTransaction:
+    """The rules' subject for one row of :func:`open_transaction_rows`."""
+    leo = int(row["leo"])
+    return OpenTransaction(
+        cluster=row["cluster"],
+        topic=row["topic"],
+        partition=int(row["partition"]),
+        leader=int(row["leader"]),
+        log_dir=row.get("log_dir"),
+        leader_source=row.get("leader_source") or "",
+        producer_id=int(row["producer_id"]),
+        producer_epoch=int(row["producer_epoch"]),
+        first_offset=int(row["first_offset"]),
+        last_offset=int(row["last_offset"]),
+        records=int(row["records"]),
+        batches=int(row["batches"]),
+        hw=_leader_hw(row),
+        leo=leo,
+        lso=lso,
+        markers=tuple(
+            MarkerElsewhere(
+                int(m["broker"]),
+                int(m["base_offset"]),
+                MARKER_NAMES.get(int(m["control_type"]), str(m["control_type"])),
+                int(m["producer_epoch"]),
+                int(m.get("markers") or 1),
+            )
+            for m in row.get("markers") or ()
+        ),
+        coordinator=coordinator,
+    )
+
+
+def _leader_hw(row: Mapping[str, Any]) -> int:
+    hw = row.get("hw")
+    return clamp_high_watermark(
+        None if hw is None else int(hw), int(row.get("log_start") or 0), int(row["leo"])
+    )
+
+
+def subjects(
+    found: Iterable[Mapping[str, Any]],
+    coordinators: Mapping[str, Mapping[int, list[dict]]] | None,
+    partition_counts: Mapping[str, int] | None = None,
+) -> list[OpenTransaction]:
+    """The open transactions with the partition's last stable offset (``transactions.last_stable_offset``
+    over the leader's open transactions) and the coordinator's view of their producer ids."""
+    found = list(found)
+    per_part: dict[tuple, list[Batch]] = {}
+    for r in found:
+        per_part.setdefault((r["cluster"], r["topic"], r["partition"]), []).append(
+            Batch(
+                int(r["first_offset"]),
+                int(r["last_offset"]),
+                int(r["producer_id"]),
+                int(r["producer_epoch"]),
+                is_transactional=True,
+            )
+        )
+    out = []
+    for r in sorted(found, key=lambda r: (r["cluster"], r["topic"], r["partition"], r["first_offset"])):
+        key = (r["cluster"], r["topic"], r["partition"])
+        batches = sorted(per_part[key], key=lambda b: b.base_offset)
+        lso = last_stable_offset(batches, _leader_hw(r))
+        by_partition = None if coordinators is None else coordinators.get(r["cluster"])
+        view = coordinator_view(
+            by_partition, int(r["producer_id"]), (partition_counts or {}).get(r["cluster"])
+        )
+        out.append(open_transaction(r, view, lso))
+    return out
+
+
+def finding_rows(txns: Iterable[OpenTransaction]) -> list[dict]:
+    """KA713/KA714 over the open transactions, as ``rows.FINDING`` dicts."""
+    load_rules()
+    out = []
+    for txn in txns:
+        for code in HANGING_CODES:
+            rule = REGISTRY[code]
+            out += [finding_row(rule, v, txn.cluster, txn.topic, txn.partition) for v in rule.check(txn)]
+    return out
+
+
+def transaction_dict(txn: OpenTransaction, codes: Iterable[str]) -> dict[str, Any]:
+    """One open transaction for ``AuditResult.transactions`` (reports, JSON)."""
+    return {
+        "cluster": txn.cluster,
+        "topic": txn.topic,
+        "partition": txn.partition,
+        "leader": txn.leader,
+        "leader_source": txn.leader_source,
+        "producer_id": txn.producer_id,
+        "producer_epoch": txn.producer_epoch,
+        "first_offset": txn.first_offset,
+        "last_offset": txn.last_offset,
+        "records": txn.records,
+        "batches": txn.batches,
+        "high_watermark": txn.hw,
+        "log_end_offset": txn.leo,
+        "last_stable_offset": txn.lso,
+        "markers_elsewhere": [
+            {"broker": m.broker, "offset": m.offset, "marker": m.marker, "producer_epoch": m.producer_epoch}
+            for m in txn.markers
+        ],
+        "coordinator": txn.coordinator.as_dict(),
+        "coordinator_view": txn.coordinator.describe(),
+        "findings": sorted(set(codes)),
+    }
+
+
+def audit_transactions(frames, tables) -> list[dict[str, Any]]:
+    """Run the step over one audit: its findings join ``frames.findings`` (so the report and ``--save``
+    have them); returns the open transactions for ``AuditResult.transactions``."""
+    found = open_transaction_rows(tables.batch, frames.replicas)
+    if not found:
+        return []
+    coordinators = coordinator_rows(tables, frames.replicas)
+    counts = coordinator_partition_counts(tables) if coordinators is not None else {}
+    txns = subjects(found, coordinators, counts)
+    findings = finding_rows(txns)
+    codes: dict[tuple, list[str]] = {}
+    for f in findings:
+        codes.setdefault((f["cluster"], f["topic"], f["partition"], f["offset_start"]), []).append(f["code"])
+    if findings:
+        spark = frames.findings.sparkSession
+        extra = spark.createDataFrame(findings, schema=rows.spark_schema(rows.FINDING))
+        frames.findings = frames.findings.unionByName(extra)
+    return [
+        transaction_dict(t, codes.get((t.cluster, t.topic, t.partition, t.first_offset), [])) for t in txns
+    ]
