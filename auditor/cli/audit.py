@@ -1,7 +1,7 @@
 """``kafka-auditor audit``: the replicas of every partition compared across brokers, on Spark.
 
 Same report options, rule selection (``--select``/``--ignore``/``--explain``/``--list-rules``, over the
-``replicas``, ``lag``, ``loss`` and ``cluster`` scopes) and exit codes as ``scan``
+``replicas``, ``lag``, ``loss``, ``txn``, ``groups`` and ``cluster`` scopes) and exit codes as ``scan``
 (:mod:`auditor.cli.common`).
 """
 
@@ -264,13 +264,15 @@ def audit_command(
     export_lost: Path | None = typer.Option(
         None,
         "--export-lost",
-        help="Write the lost committed records (offset, timestamp, key, value, headers) as "
+        help="Write the lost committed data records (offset, timestamp, key, value, headers, producer id and "
+        "epoch, base sequence, transactional or not; never aborted records or markers) as "
         "DIR/lost-records.jsonl and DIR/lost-records.parquet, read from a replica still holding them.",
     ),
 ) -> None:
     """Compare the replicas of every partition across brokers, on Spark: divergence (and where Kafka's
-    epoch-based truncation would cut), leader-epoch history, high-watermark violations and the committed
-    records truncation will destroy.
+    epoch-based truncation would cut), leader-epoch history, high-watermark violations, the committed
+    records truncation will destroy, and the consequences: lost transaction markers and hanging
+    transactions, consumer groups that read lost data, the KRaft timeline and which replica to elect.
 
     Exit status: 0 clean, 1 when a finding reaches --fail-on, 2 for usage errors or unreadable input.
     """

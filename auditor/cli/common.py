@@ -286,3 +286,31 @@ def report_options(scopes: Callable[[], Iterable[str]]):
         return wrapper
 
     return decorate
+
+
+class ListingFormat(str, Enum):
+    """Output of the listing commands (``groups``, ``timeline``): Rich text for people, JSON or JSON Lines."""
+
+    text = "text"
+    json = "json"
+    jsonl = "jsonl"
+
+
+def replica_warnings(path: str, row: dict[str, Any]) -> list[str]:
+    """What a listing command (``groups``, ``timeline``) says about a replica it read only in part (its
+    ``rows.REPLICA`` row): what could not be read, and a torn or corrupt tail that log recovery cuts (the
+    records past it are not used, as Kafka would not load them)."""
+    out = []
+    if row.get("error"):
+        out.append(f"{path}: {row['error']}")
+    if row.get("unreadable"):
+        hi = row.get("unreadable_to")
+        span = f"{row.get('unreadable_from')}..{hi - 1 if hi is not None else 'the end'}"
+        out.append(f"{path}: offsets {span} could not be read: {row['unreadable']}")
+    if row.get("tail_state") in ("torn-tail", "corrupt"):
+        cut = "log recovery truncates it" if row.get("recovered") else "its records are read up to there"
+        out.append(
+            f"{path}: {row['tail_state']} in segment {row.get('tail_segment')} at byte "
+            f"{row.get('tail_position')} ({row.get('tail_message') or 'no detail'}); {cut}"
+        )
+    return out

@@ -3,18 +3,11 @@ replicas of ``__consumer_offsets`` without Spark."""
 
 from __future__ import annotations
 
-from enum import Enum
 from pathlib import Path
 
 import typer
 
-from auditor.cli.common import fail, fail_all, paths_argument, warn
-
-
-class GroupsFormat(str, Enum):
-    text = "text"
-    json = "json"
-    jsonl = "jsonl"
+from auditor.cli.common import ListingFormat, fail, fail_all, paths_argument, replica_warnings, warn
 
 
 def groups_command(
@@ -22,7 +15,7 @@ def groups_command(
         "ROOT...", "Broker log directories, or folders holding them (e.g. one per broker)."
     ),
     group: str | None = typer.Option(None, "--group", "-g", help="Only this consumer group."),
-    fmt: GroupsFormat = typer.Option(GroupsFormat.text, "--format", "-f", help="text, json or jsonl."),
+    fmt: ListingFormat = typer.Option(ListingFormat.text, "--format", "-f", help="text, json or jsonl."),
     output: Path | None = typer.Option(None, "--output", "-o", help="Write here instead of stdout."),
 ) -> None:
     """List every consumer group's committed offsets from the brokers' __consumer_offsets replicas: its
@@ -56,9 +49,9 @@ def groups_command(
     def write(stream, color):
         from auditor.report import groups as render
 
-        if fmt is GroupsFormat.json:
+        if fmt is ListingFormat.json:
             render.write_json(view, stream, problems)
-        elif fmt is GroupsFormat.jsonl:
+        elif fmt is ListingFormat.jsonl:
             render.write_jsonl(view, stream)
         else:
             from auditor.report.terminal import make_console
@@ -107,8 +100,7 @@ def _collect(log_dirs: list[str], group: str | None) -> tuple[list[dict], list[s
             elif kind == "replica":
                 for row in table.to_pylist():
                     row["epochs"] = [{"epoch": e["epoch"], "start_offset": e["start_offset"]} for e in epochs]
-                    if row.get("error"):
-                        problems.append(f"{task.path}: {row['error']}")
+                    problems.extend(replica_warnings(str(task.path), row))
                     inputs.replicas.append(row)
 
     for task in tasks:

@@ -5,18 +5,11 @@ replicas' leader-epoch caches and batches, without Spark."""
 from __future__ import annotations
 
 import sys
-from enum import Enum
 from pathlib import Path
 
 import typer
 
-from auditor.cli.common import fail, fail_all, paths_argument, warn
-
-
-class TimelineFormat(str, Enum):
-    text = "text"
-    json = "json"
-    jsonl = "jsonl"
+from auditor.cli.common import ListingFormat, fail, fail_all, paths_argument, replica_warnings, warn
 
 
 def timeline_command(
@@ -25,7 +18,7 @@ def timeline_command(
     ),
     topic: str | None = typer.Option(None, "--topic", "-t", help="Only this topic."),
     partition: int | None = typer.Option(None, "--partition", "-p", help="Only this partition number."),
-    fmt: TimelineFormat | None = typer.Option(
+    fmt: ListingFormat | None = typer.Option(
         None, "--format", "-f", help="text, json or jsonl (default: text on a terminal, else json)."
     ),
     output: Path | None = typer.Option(None, "--output", "-o", help="Write here instead of stdout."),
@@ -62,14 +55,14 @@ def timeline_command(
     for line in problems:
         warn(line)
     if fmt is None:
-        fmt = TimelineFormat.text if output is None and sys.stdout.isatty() else TimelineFormat.json
+        fmt = ListingFormat.text if output is None and sys.stdout.isatty() else ListingFormat.json
 
     def write(stream, color):
         from auditor.report import timeline as render
 
-        if fmt is TimelineFormat.json:
+        if fmt is ListingFormat.json:
             render.write_json(timelines, stream, problems)
-        elif fmt is TimelineFormat.jsonl:
+        elif fmt is ListingFormat.jsonl:
             render.write_jsonl(timelines, stream)
         else:
             from auditor.report.terminal import make_console
@@ -128,7 +121,7 @@ def collect(log_dirs: list[str], topic: str | None, partition: int | None):
                 elif kind == "batch":
                     _add_batches(per_epoch, table)
                 elif kind == "replica":
-                    problems += [f"{path}: {r['error']}" for r in table.to_pylist() if r.get("error")]
+                    problems += [w for r in table.to_pylist() for w in replica_warnings(path, r)]
         except (ParseError, OSError) as exc:
             problems.append(_problem(path, exc))
         caches.setdefault(task.cluster, {}).setdefault(key, {})[task.broker] = [

@@ -19,7 +19,7 @@ import pyarrow as pa
 from auditor.kafka.recovery import RecoveryTruncation
 from auditor.layout.tasks import PartitionTask
 from auditor.observe import rows
-from auditor.observe.records import logged_batches, logged_rows
+from auditor.observe.records import logged_batches, logged_rows, replica_key
 from parsers.consumer_offsets import decode_offsets_key, decode_offsets_value
 from parsers.errors import ParseError
 
@@ -63,13 +63,7 @@ def offset_commit_rows(
     problems: list[str] = []
     batches = logged_batches(part_dir, valid_batches, truncation, _record_row, problems)
     table = logged_rows(task, batches)
-    key = {
-        "cluster": task.cluster,
-        "topic": task.topic,
-        "partition": task.partition,
-        "broker": task.broker,
-        "log_dir": task.log_dir,
-    }
+    key = replica_key(task)
     table += [{**key, "error": f"{task.dir_name}/{problem}"} for problem in problems]
     return pa.Table.from_pylist(table, schema=rows.COMMIT)
 

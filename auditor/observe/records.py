@@ -169,15 +169,20 @@ def logged_batches(
     return out
 
 
-def logged_rows(task: PartitionTask, batches: list[LoggedBatch]) -> list[dict]:
-    """The rows of ``batches`` with the replica's key and their batch's columns (``rows._LOGGED``)."""
-    key = {
+def replica_key(task: PartitionTask) -> dict[str, Any]:
+    """The key columns of every row of a replica (``rows._KEY``)."""
+    return {
         "cluster": task.cluster,
         "topic": task.topic,
         "partition": task.partition,
         "broker": task.broker,
         "log_dir": task.log_dir,
     }
+
+
+def logged_rows(task: PartitionTask, batches: list[LoggedBatch]) -> list[dict]:
+    """The rows of ``batches`` with the replica's key and their batch's columns (``rows._LOGGED``)."""
+    key = replica_key(task)
     return [
         {
             **key,

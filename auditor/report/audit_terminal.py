@@ -8,19 +8,18 @@ layout of :mod:`auditor.report.terminal`; :func:`auditor.report.render` picks it
 
 from __future__ import annotations
 
-import io
 from collections.abc import Iterable
 from typing import Any
 
 from rich import box
-from rich.console import Console, Group
+from rich.console import Group
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
 from auditor.findings import Severity
 from auditor.report.election import election_table
-from auditor.report.groups import render_groups
+from auditor.report.groups import group_tables
 from auditor.report.model import Report
 from auditor.report.terminal import STYLES, Layout
 from auditor.report.timeline import partition_renderable
@@ -222,11 +221,9 @@ def groups_panel(report: Report) -> list:
     ]
     if not rows:
         return []
-    console = Console(width=200, record=True, file=io.StringIO(), color_system=None)
-    render_groups(rows, console)
     return [
         Panel(
-            Text(console.export_text().rstrip()),
+            Group(*group_tables(rows)),
             title=Text("Consumer groups affected", style="bold"),
             title_align="left",
             box=box.ROUNDED,

@@ -44,16 +44,16 @@ def _costs_cell(costs: Iterable[Mapping[str, Any]]) -> Text:
 
 def election_table(e: Mapping[str, Any]) -> Table:
     """The candidates of one partition, recommended first: broker, last leader epoch, log end offset, records
-    and committed records the other replicas lose, per other replica, recommended and current leader."""
+    and committed records the other replicas lose ("sum": over them, a record two replicas lose counts
+    twice), per other replica, recommended and current leader."""
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 1))
     for head, justify in (
-        ("elect", "right"),
+        ("elect", "left"),
         ("epoch", "right"),
         ("LEO", "right"),
-        ("lost", "right"),
-        ("committed", "right"),
+        ("lost\n(sum)", "right"),
+        ("committed\n(sum)", "right"),
         ("lost on each other replica", "left"),
-        ("", "left"),
     ):
         table.add_column(
             head,
@@ -62,19 +62,19 @@ def election_table(e: Mapping[str, Any]) -> Table:
             min_width=44 if head.startswith("lost on") else None,
         )
     for c in e["candidates"]:
-        marks = []
+        # the marks go under the broker id: a narrow terminal never drops them
+        elect = Text(str(c["broker"]))
         if c["recommended"]:
-            marks.append(Text("recommended", style="bold green"))
+            elect.append("\nrecommended", style="bold green")
         if c["current"]:
-            marks.append(Text("current", style="cyan"))
+            elect.append("\ncurrent", style="cyan")
         table.add_row(
-            str(c["broker"]),
+            elect,
             str(c["last_epoch"]),
             str(c["leo"]),
             str(c["records_lost"]),
             Text(str(c["committed_lost"]), style="bold red" if c["committed_lost"] else ""),
             _costs_cell(c["costs"]),
-            Text("\n").join(marks) if marks else "",
         )
     return table
 

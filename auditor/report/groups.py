@@ -74,14 +74,21 @@ def write_jsonl(view: list[dict[str, Any]], stream: TextIO) -> None:
 
 
 def render_groups(view: list[dict[str, Any]], console) -> None:
-    """A table per group: its ``__consumer_offsets`` partition and coordinator, then one line per
-    topic-partition (committed offset, leader epoch, commit time, replicas holding it, leader LEO and lag)."""
-    from rich.table import Table
-
+    """Print :func:`group_tables` (or that there is no commit)."""
     if not view:
         console.print("No committed offsets found in the __consumer_offsets replicas.")
         return
+    for table in group_tables(view):
+        console.print(table)
+
+
+def group_tables(view: list[dict[str, Any]]) -> list:
+    """A table per group: its ``__consumer_offsets`` partition and coordinator, then one line per
+    topic-partition (committed offset, leader epoch, commit time, replicas holding it, leader LEO and lag)."""
+    from rich.table import Table
     from rich.text import Text
+
+    tables: list = []
 
     by_group: dict[tuple, list[dict[str, Any]]] = {}
     for row in view:
@@ -138,4 +145,5 @@ def render_groups(view: list[dict[str, Any]], console) -> None:
                 lag,
             ]
             table.add_row(*cells)
-        console.print(table)
+        tables.append(table)
+    return tables

@@ -132,7 +132,8 @@ def offset_in_lost_range(g: GroupCommit) -> Iterator[Violation]:
     """
     What it finds: a committed offset past the start of a run of offsets that a replica which will truncate
     holds and the current leader lacks or holds differently (a lost or divergent range): the group consumed
-    records from the old leader that no longer exist.
+    records from the old leader that no longer exist. Records are counted as the loss is (transaction-aware:
+    a run holding only COMMIT/ABORT markers or aborted records gave the group nothing and is not reported).
     Why it matters: the group processed N records that are gone (downstream effects without a source record)
     and, resuming at its committed offset, it will never read the M different records the current leader now
     holds at those offsets.
@@ -144,23 +145,29 @@ def offset_in_lost_range(g: GroupCommit) -> Iterator[Violation]:
     if g.lost_on is not None:
         return
     for span in g.lost:
-        if c.offset <= span.lo:
-            continue
+        if c.offset <= span.lo or span.records == 0:
+            continue  # nothing consumed there, or only transaction markers and aborted records
         last = min(c.offset - 1, span.hi)
-        consumed = last - span.lo + 1
+        offsets = last - span.lo + 1
+        if span.records is None:
+            consumed, what = offsets, f"{offsets} offsets"
+        elif last >= span.hi:
+            consumed, what = span.records, f"{span.records} records"
+        else:
+            consumed = min(offsets, span.records)
+            what = f"up to {consumed} records"
         leo = g.leader_leo
         replaced = max(0, min(c.offset, leo) - span.lo) if leo is not None else None
         skip = (
-            f"will skip the {replaced} different records now at offsets {span.lo}..{span.lo + replaced - 1} "
-            f"on the leader"
+            f"and will skip the {replaced} different records now at offsets "
+            f"{span.lo}..{span.lo + replaced - 1} on the leader"
             if replaced
-            else "the leader holds no records there yet"
+            else "and the leader holds no records at those offsets yet"
         )
         yield Violation(
-            f"{g.where()} committed offset {c.offset}: the group consumed {consumed} offsets "
-            f"({span.lo}..{last}, {span.kind} on broker {span.broker}) that the current leader {g.leader} "
-            f"lacks or holds differently; they are lost when broker {span.broker} truncates, and the group "
-            f"{skip}",
+            f"{g.where()} committed offset {c.offset}: the group consumed {what} (offsets {span.lo}..{last}, "
+            f"{span.kind} on broker {span.broker}) that the current leader {g.leader} lacks or holds "
+            f"differently; they are lost when broker {span.broker} truncates, {skip}",
             broker=span.broker,
             log_dir=span.log_dir,
             peer=g.leader,
