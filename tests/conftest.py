@@ -31,11 +31,3 @@ def spark():
     session = get_spark("local[2]", app_name="kafka-auditor-tests", shuffle_partitions=4)
     yield session
     session.stop()
-
-
-@pytest.fixture(scope="session")
-def consequences_audit(spark, tmp_path_factory):
-    """The one audit of the transactions, consumer groups and election tests (``tests.consequences``)."""
-    from tests.consequences import build
-
-    return build(spark, tmp_path_factory.mktemp("consequences"))

@@ -1,8 +1,8 @@
-"""One audit for the tests of an incident's consequences (transactions, consumer groups, which replica to
-elect): every generated cluster those tests need, each with its own cluster label, audited ONCE in a single
-Spark run (the session ``spark`` fixture) with small offset chunks (``chunk_bits=3``: the comparisons'
-candidate chunks then cut through the transactions) and ``--export-lost``. Each test reads its own
-cluster's slice of the result."""
+"""The clusters of the tests of an incident's consequences (transactions, consumer groups, which replica to
+elect), each with its own cluster label: ``tests/audit/conftest.py`` audits them ONCE, in the same Spark run
+as every simulator scenario (``sim_audit``, small offset chunks: ``chunk_bits=3`` makes the comparisons'
+candidate chunks cut through the transactions; with ``--export-lost``). Each test reads its own cluster's
+slice of the result."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from auditor.simulate import SimOptions, run_scenario
-from auditor.spark.audit import AuditResult, run_audit
+from auditor.spark.audit import AuditResult
 from auditor.spark.inputs import Inputs, discover
 from tests.conftest import CORPUS  # noqa: E402
 
@@ -26,13 +26,14 @@ class ConsequencesAudit:
     exported_table: list[dict]  # lost-records.parquet rows
 
 
-def build(spark, root: Path) -> ConsequencesAudit:
+def add_inputs(inputs: Inputs, root: Path) -> dict[str, dict]:
+    """Write every cluster of the consequence tests under ``root`` and add them to ``inputs`` (one label
+    each); returns the simulator's ground truth of the simulated ones."""
+    from tests.audit.test_election_spark import OFFLINE, SEED, UNCLEAN, offline_cluster
     from tests.audit.test_hanging import write_broker
     from tests.audit.test_txn_loss import _generated, _truncated_txn0
-    from tests.election.test_election_spark import OFFLINE, SEED, UNCLEAN, offline_cluster
     from tests.groups.fixture import lost_commit_cluster
 
-    inputs = Inputs()
     for label, coordinator in (("hang", True), ("nocoord", False)):
         for node in (1, 2):
             write_broker(root / label, node, coordinator)
@@ -49,8 +50,12 @@ def build(spark, root: Path) -> ConsequencesAudit:
     }
     for lab in truths:
         inputs.sources += discover([root / lab], label=lab).sources
-    export = root / "export"
-    result = run_audit(spark, inputs, export_lost=export, chunk_bits=3)
+    return truths
+
+
+def from_result(result: AuditResult, truths: dict[str, dict], export: Path) -> ConsequencesAudit:
+    """The consequence tests' view of an audit that included :func:`add_inputs` (``export``: its
+    ``--export-lost`` directory)."""
     exported: dict[str, list[dict]] = {}
     with open(export / "lost-records.jsonl", encoding="utf-8") as fh:
         for line in fh:

@@ -1,5 +1,6 @@
-"""Fixtures of the audit tests: every simulator scenario (plus random seeds) and the real corpus, each audited
-ONCE in a single Spark run with one cluster label per input (the session ``spark`` fixture of
+"""Fixtures of the audit tests: every simulator scenario (plus random seeds), the consequence tests' clusters
+(``tests.consequences``) and the real corpus, each audited ONCE in a single Spark run with one cluster label
+per input (the session ``spark`` fixture of
 ``tests/conftest.py``); the tests then check their own cluster's slice of the results."""
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from auditor.simulate import SCENARIOS, SimOptions, run_scenario
 from auditor.spark.audit import AuditResult, run_audit
 from auditor.spark.inputs import Inputs, discover
 from tests.audit.handmade import write_cluster
+from tests.consequences import ConsequencesAudit, add_inputs, from_result
 
 RANDOM_SEEDS = tuple(range(1, 9))
 SIM_RUNS = [(name, 1) for name in SCENARIOS if name != "random"] + [("random", s) for s in RANDOM_SEEDS]
@@ -35,6 +37,7 @@ class SimAudit:
     truths: dict[str, dict]
     result: AuditResult
     exported: dict[tuple, dict]
+    consequences: ConsequencesAudit
 
 
 def label(name: str, seed: int) -> str:
@@ -64,14 +67,21 @@ def sim_audit(spark, sim_root, tmp_path_factory) -> SimAudit:
                 extract_log_dir(broker_dir, out)
                 inputs.sources += discover([out], label=f"{lab}@parquet").sources
     inputs.sources += discover([write_cluster(tmp_path_factory.mktemp("handmade"))], label="handmade").sources
+    consequence_truths = add_inputs(inputs, tmp_path_factory.mktemp("consequences"))
     export = tmp_path_factory.mktemp("export")
-    result = run_audit(spark, inputs, export_lost=export)
+    result = run_audit(spark, inputs, export_lost=export, chunk_bits=3)
     exported = {}
     with open(export / "lost-records.jsonl", encoding="utf-8") as fh:
         for line in fh:
             d = json.loads(line)
             exported[(d["cluster"], d["topic"], d["partition"], d["offset"])] = d
-    return SimAudit(root, truths, result, exported)
+    return SimAudit(root, truths, result, exported, from_result(result, consequence_truths, export))
+
+
+@pytest.fixture(scope="session")
+def consequences_audit(sim_audit) -> ConsequencesAudit:
+    """The consequence tests' clusters (``tests.consequences``) in the one ``sim_audit`` run."""
+    return sim_audit.consequences
 
 
 @pytest.fixture(scope="session")
