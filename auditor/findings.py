@@ -174,6 +174,18 @@ _DICT_ORDER = ("code", "name", "severity", "message", *(f.name for f in fields(F
 _CAMEL = {"log_dir": "logDir", "offset_start": "offsetStart", "offset_end": "offsetEnd"}
 
 
+def optional_int(value: Any) -> int | None:
+    """An optional integer from a Spark/pandas value (None and NaN are missing)."""
+    if value is None:
+        return None
+    try:
+        if value != value:  # NaN
+            return None
+    except TypeError:
+        pass
+    return int(value)
+
+
 def jsonable(value: Any) -> Any:
     """Evidence values as JSON-ready data: tuples to lists, bytes to hex, sets sorted, numpy scalars to
     int, exceptions to one line (type and first message line)."""

@@ -314,3 +314,23 @@ def replica_warnings(path: str, row: dict[str, Any]) -> list[str]:
             f"{row.get('tail_position')} ({row.get('tail_message') or 'no detail'}); {cut}"
         )
     return out
+
+
+def listed_log_dirs(roots: list[Path], output: Path | None, missing: str) -> list:
+    """The log dirs under ``roots`` for a listing command (``groups``, ``timeline``): one error line and
+    exit 2 when none is given or one is refused, skipped folders as warnings, and an ``--output`` inside the
+    evidence refused."""
+    from auditor.layout.discover import discover
+    from auditor.report.output import check_output_path
+
+    if not roots:
+        raise fail(missing)
+    found = discover(roots)
+    if found.problems:
+        raise fail_all(found.problems)
+    for line in found.skipped:
+        warn(line)
+    problem = check_output_path(output, found.log_dirs)
+    if problem:
+        raise fail(problem)
+    return found.log_dirs

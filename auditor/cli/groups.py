@@ -7,7 +7,14 @@ from pathlib import Path
 
 import typer
 
-from auditor.cli.common import ListingFormat, fail, fail_all, paths_argument, replica_warnings, warn
+from auditor.cli.common import (
+    ListingFormat,
+    fail,
+    listed_log_dirs,
+    paths_argument,
+    replica_warnings,
+    warn,
+)
 
 
 def groups_command(
@@ -26,21 +33,11 @@ def groups_command(
 
     Exit status: 0 listed, 2 for usage errors or input that cannot be read.
     """
-    from auditor.layout.discover import discover
-    from auditor.report.output import check_output_path, emit
+    from auditor.report.output import emit
 
-    if not roots:
-        raise fail("give at least one broker log directory (ROOT...)")
-    found = discover(roots)
-    if found.problems:
-        raise fail_all(found.problems)
-    for line in found.skipped:
-        warn(line)
-    problem = check_output_path(output, found.log_dirs)
-    if problem:
-        raise fail(problem)
+    log_dirs = listed_log_dirs(roots, output, "give at least one broker log directory (ROOT...)")
     try:
-        view, problems = _collect(found.log_dirs, group)
+        view, problems = _collect(log_dirs, group)
     except OSError as exc:
         raise fail(f"{getattr(exc, 'filename', None) or ''}: {exc.strerror or exc}") from None
     for line in problems:

@@ -9,7 +9,14 @@ from pathlib import Path
 
 import typer
 
-from auditor.cli.common import ListingFormat, fail, fail_all, paths_argument, replica_warnings, warn
+from auditor.cli.common import (
+    ListingFormat,
+    fail,
+    listed_log_dirs,
+    paths_argument,
+    replica_warnings,
+    warn,
+)
 
 
 def timeline_command(
@@ -33,23 +40,13 @@ def timeline_command(
 
     Exit status: 0 shown, 2 for usage errors or input that cannot be read.
     """
-    from auditor.layout.discover import discover
-    from auditor.report.output import check_output_path, emit
+    from auditor.report.output import emit
 
-    if not roots:
-        raise fail("give at least one log directory (ROOT...)")
-    if partition is not None and partition < 0:
+    if roots and partition is not None and partition < 0:
         raise fail(f"--partition must be 0 or more, not {partition}")
-    found = discover(roots)
-    if found.problems:
-        raise fail_all(found.problems)
-    for line in found.skipped:
-        warn(line)
-    problem = check_output_path(output, found.log_dirs)
-    if problem:
-        raise fail(problem)
+    log_dirs = listed_log_dirs(roots, output, "give at least one log directory (ROOT...)")
     try:
-        timelines, problems = collect(found.log_dirs, topic, partition)
+        timelines, problems = collect(log_dirs, topic, partition)
     except OSError as exc:
         raise fail(f"{getattr(exc, 'filename', None) or ''}: {exc.strerror or exc}") from None
     for line in problems:

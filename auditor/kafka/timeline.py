@@ -21,6 +21,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from auditor.findings import optional_int as _int
 from auditor.kafka.epochs import NO_LEADER
 from auditor.kafka.kraft import (
     MIN_INSYNC_REPLICAS,
@@ -32,17 +33,6 @@ from auditor.kafka.kraft import (
 )
 
 _NOT_CONTENT = frozenset({"cluster", "node", "log_dir", "seq", "end_offset", "from_snapshot"})
-
-
-def _int(value: Any) -> int | None:
-    if value is None:
-        return None
-    try:
-        if value != value:  # NaN
-            return None
-    except TypeError:
-        pass
-    return int(value)
 
 
 def reference_node(metadata: Iterable[Mapping[str, Any]]) -> int | None:

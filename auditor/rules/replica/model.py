@@ -16,24 +16,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from auditor.findings import optional_int as _int
 from auditor.kafka.epochs import follower_truncation, loaded_cache
 from auditor.kafka.hw import clamp_high_watermark
 from auditor.kafka.kraft import PartitionState, config_events, replay_partitions
 from auditor.kafka.timeline import node_rows, reference_node
 from auditor.kafka.topics import METADATA_TOPIC
 from auditor.rules.registry import Violation
-
-
-def _int(value: Any) -> int | None:
-    """An optional integer from a Spark/pandas value (None and NaN are missing)."""
-    if value is None:
-        return None
-    try:
-        if value != value:  # NaN
-            return None
-    except TypeError:
-        pass
-    return int(value)
 
 
 @dataclass(frozen=True)
