@@ -62,7 +62,7 @@ class Finding:
     """One problem (or fact) found by a rule, located as precisely as the evidence allows.
 
     ``offset_start``/``offset_end`` are an inclusive range of Kafka offsets; ``position`` is a byte position
-    in ``file``; ``epoch`` a leader epoch; ``evidence`` holds at least ``expected`` and ``found`` when the
+    in ``file``; ``epoch`` a leader epoch; ``time`` the capture time of history evidence; ``evidence`` holds at least ``expected`` and ``found`` when the
     rule
     compares two values, plus whatever else explains the finding (JSON-serialisable values only).
     ``related`` lists other locations involved (e.g. the same offset on another replica), each a dict with
@@ -84,6 +84,8 @@ class Finding:
     epoch: int | None = None
     evidence: dict[str, Any] = field(default_factory=dict)
     related: list[dict[str, Any]] = field(default_factory=list)
+    time: str | None = None
+    """When the evidence was captured (ISO-8601 UTC), for findings over checkpoint history (``report``)."""
 
     # ------------------------------------------------------------------------------- identity
 
@@ -109,6 +111,7 @@ class Finding:
                 self.offset_start,
                 self.offset_end,
                 self.epoch,
+                *(() if self.time is None else (self.time,)),
             )
         )
         # surrogatepass: a file name with undecodable bytes (PEP 383) still has a fingerprint
@@ -169,7 +172,13 @@ class Finding:
         return cls(**values, evidence=dict(evidence or {}), related=list(related or []))
 
 
-_DICT_ORDER = ("code", "name", "severity", "message", *(f.name for f in fields(Finding)[4:-2]))
+_DICT_ORDER = (
+    "code",
+    "name",
+    "severity",
+    "message",
+    *(f.name for f in fields(Finding)[4:] if f.name not in ("evidence", "related")),
+)
 """The plain fields of a finding (all but evidence and related) in the order of :meth:`Finding.to_dict`."""
 _CAMEL = {"log_dir": "logDir", "offset_start": "offsetStart", "offset_end": "offsetEnd"}
 

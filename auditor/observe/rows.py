@@ -248,6 +248,7 @@ FINDING = pa.schema(
         pa.field("bytes", pa.int64()),
         pa.field("message", pa.string()),
         pa.field("evidence", pa.string()),  # JSON object
+        pa.field("time", pa.string()),  # capture time (ISO-8601 UTC) of history findings (``report``)
     ]
 )
 """Findings of the cross-replica comparisons, as a Spark DataFrame and in ``--save`` Parquet; ``evidence``

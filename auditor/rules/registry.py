@@ -21,6 +21,10 @@ Check signatures by ``scope``:
 * ``lag``:       ``check(lag: LagRow)``, once per follower behind the leader, after Spark counted the lag;
 * ``loss``:      ``check(run: LostRun)``, once per run of lost follower batches counted by Spark;
 * ``cluster``:   ``check(cluster: ClusterLeaders)``, once per cluster of ``audit``;
+* ``history``:   ``check(h: History)``, once per chunk of whole partitions of a warehouse (``report``, on
+  Spark): vectorised over the chunk's checkpoint series (``auditor.rules.history.model``);
+* ``fleet``:     ``check(h: History)``, once per ``report``, over the captures and brokers only;
+* ``ingest``:    ``check(h: History)``, once per ``report``, over the problems recorded by ``ingest``;
 * ``engine``:    emitted by the scan engine itself (unreadable files, a check that failed), no ``check``.
 
 ``python -m auditor.rules.registry --markdown`` prints the README's table of checks.
@@ -48,8 +52,10 @@ FAMILIES: dict[str, str] = {
     "KA5": "inventory",
     "KA6": "replication",
     "KA7": "replication",
+    "KA8": "history",
 }
-"""Code prefix -> family. KA6xx-KA7xx are reserved for the cross-replica checks of ``audit``."""
+"""Code prefix -> family. KA6xx-KA7xx are reserved for the cross-replica checks of ``audit``, KA8xx for the
+checks of ``report`` over the checkpoint history of an ingest warehouse."""
 
 RULE_MODULES: list[str] = [
     "auditor.rules.engine",
@@ -68,12 +74,18 @@ RULE_MODULES: list[str] = [
     "auditor.rules.replica.transactions",
     "auditor.rules.replica.groups",
     "auditor.rules.replica.timeline",
+    "auditor.rules.history.offsets",
+    "auditor.rules.history.epochs",
+    "auditor.rules.history.fleet",
 ]
 """Modules that register rules when imported."""
 
 AUDIT_SCOPES = ("replicas", "lag", "loss", "txn", "groups", "cluster")
 """The scopes of ``audit``'s cross-replica rules (KA6xx/KA7xx), run by ``auditor.spark.partition_rules``."""
-SCOPES = ("segment", "partition", "logdir", *AUDIT_SCOPES, "engine")
+HISTORY_SCOPES = ("history", "fleet", "ingest")
+"""The scopes of ``report``'s rules over an ingest warehouse (KA8xx): ``history`` (per chunk of partitions,
+on Spark), ``fleet`` (captures and brokers, once per report) and ``ingest`` (problems recorded at ingest)."""
+SCOPES = ("segment", "partition", "logdir", *AUDIT_SCOPES, *HISTORY_SCOPES, "engine")
 LIFECYCLES = ("stable", "preview", "deprecated")
 DOC_SECTIONS = ("What it finds", "Why it matters", "What to do", "References")
 _CODE = re.compile(r"KA[0-9]{3}")

@@ -1,0 +1,1 @@
+"""KA8xx history checks (offsets)."""
