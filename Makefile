@@ -9,7 +9,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 DEMO   ?= $(CURDIR)/out/demo
 
-.PHONY: install demo test lint bench clean
+.PHONY: install demo demo-history test lint bench clean
 
 $(STAMP): pyproject.toml
 	@test -n "$(PYTHON)" || { echo "no Python 3.10-3.12 with venv on PATH: install one or set PYTHON=/path/to/python3.12" >&2; exit 2; }
@@ -25,6 +25,17 @@ demo: $(STAMP)
 	$(BIN)/kafka-auditor simulate unclean-election --out $(DEMO)/cluster --seed 7
 	$(BIN)/kafka-auditor audit $(DEMO)/cluster --export-lost $(DEMO)/lost --exit-zero
 	@echo "The committed records the unclean election lost: $(DEMO)/lost/lost-records.jsonl"
+
+# The nightly flow of the README on a simulated month: dumps of 6 brokers (folders and archives), ingest,
+# report (text: the regressions found), then the HTML page and the Prometheus textfile of the whole month.
+demo-history: $(STAMP)
+	rm -rf $(DEMO)-history
+	$(BIN)/kafka-auditor simulate history --out $(DEMO)-history/dumps --days 30 --seed 7
+	$(BIN)/kafka-auditor ingest $(DEMO)-history/dumps/archives --into $(DEMO)-history/warehouse
+	$(BIN)/kafka-auditor report --warehouse $(DEMO)-history/warehouse --exit-zero
+	$(BIN)/kafka-auditor report --warehouse $(DEMO)-history/warehouse --all -f html -o $(DEMO)-history/report.html --exit-zero
+	$(BIN)/kafka-auditor report --warehouse $(DEMO)-history/warehouse --all -f prometheus -o $(DEMO)-history/kafka_auditor.prom --exit-zero
+	@echo "The month's HTML report: $(DEMO)-history/report.html; the textfile: $(DEMO)-history/kafka_auditor.prom"
 
 test: $(STAMP)
 	$(BIN)/ruff check auditor parsers tests bench fixtures

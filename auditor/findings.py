@@ -62,9 +62,9 @@ class Finding:
     """One problem (or fact) found by a rule, located as precisely as the evidence allows.
 
     ``offset_start``/``offset_end`` are an inclusive range of Kafka offsets; ``position`` is a byte position
-    in ``file``; ``epoch`` a leader epoch; ``time`` the capture time of history evidence; ``evidence`` holds at least ``expected`` and ``found`` when the
-    rule
-    compares two values, plus whatever else explains the finding (JSON-serialisable values only).
+    in ``file``; ``epoch`` a leader epoch; ``time`` the capture time of history evidence; ``evidence`` holds
+    at least ``expected`` and ``found`` when the rule compares two values, plus whatever else explains the
+    finding (JSON-serialisable values only).
     ``related`` lists other locations involved (e.g. the same offset on another replica), each a dict with
     the same location keys as :meth:`to_dict`.
     """

@@ -13,8 +13,9 @@ import sys
 import typer
 
 from auditor import __version__
-from auditor.cli import audit, dump, extract, scan, simulate
+from auditor.cli import audit, dump, extract, ingest, scan, simulate
 from auditor.cli import groups as groups_cli
+from auditor.cli import report as report_cli
 from auditor.cli import timeline as timeline_cli
 from auditor.cli.common import internal_error_line
 from auditor.errors import DEBUG_ENV
@@ -52,6 +53,8 @@ app.command("audit")(audit.audit_command)
 app.command("extract")(extract.extract_command)
 app.command("groups")(groups_cli.groups_command)
 app.command("timeline")(timeline_cli.timeline_command)
+app.command("ingest")(ingest.ingest_command)
+app.command("report")(report_cli.report_command)
 
 
 def main() -> None:

@@ -8,24 +8,26 @@ Same report options, rule selection (``--select``/``--ignore``/``--explain``/``-
 from __future__ import annotations
 
 import os
-import sys
-import threading
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import typer
 
-from auditor.cli.common import PROG, ReportOptions, fail, fail_all, paths_argument, report_options, warn
-from auditor.report.model import EXIT_ERROR, Report
+from auditor.cli.common import (
+    ReportOptions,
+    absolute_path,
+    checked_master,
+    fail,
+    fail_all,
+    is_spark_error,
+    paths_argument,
+    report_options,
+    start_spark,
+    warn,
+)
+from auditor.report.model import Report
 from auditor.rules.registry import AUDIT_SCOPES
-
-REGISTRATION_ENV = "KAFKA_AUDITOR_MASTER_TIMEOUT"
-REGISTRATION_SECONDS = 30.0
-"""How long, once the driver's JVM is up, a standalone (``spark://``) or Mesos master may take to accept the
-application before the audit gives up with exit 2 (``KAFKA_AUDITOR_MASTER_TIMEOUT`` overrides). Spark's own
-client retries its registration 3 times 20 s apart (``StandaloneAppClient``), then fails with a Java stack;
-registering with a live master takes well under a second."""
 
 ROOTS_HELP = (
     "Broker and controller log directories (meta.properties), folders holding several of them, and/or "
@@ -45,90 +47,6 @@ AUDIT_COLUMNS = [
     ("lagRecords", "behind"),
     ("incompleteFrom", "incomplete from"),
 ]
-
-
-def _absolute(path: Path | None) -> Path | None:
-    """``path`` made absolute against the driver's working directory (``-`` stays stdout)."""
-    return path if path is None or str(path) == "-" else Path(os.path.abspath(path))
-
-
-def _registration_seconds() -> float:
-    text = os.environ.get(REGISTRATION_ENV)
-    if not text:
-        return REGISTRATION_SECONDS
-    try:
-        value = float(text)
-    except ValueError:
-        raise fail(f"{REGISTRATION_ENV}={text!r} is not a number of seconds") from None
-    if not value > 0:
-        raise fail(f"{REGISTRATION_ENV}={text!r} must be positive")
-    return value
-
-
-def _checked_master(url: str | None):
-    """The parsed ``--master`` (or ``$KAFKA_AUDITOR_SPARK_MASTER``, else ``local[*]``); exit 2 when Spark
-    would refuse it."""
-    from auditor.spark.master import MasterError, parse_master
-    from auditor.spark.session import default_master
-
-    text = url if url is not None else default_master()
-    try:
-        return parse_master(text)
-    except MasterError as exc:
-        raise fail(str(exc)) from None
-
-
-def _is_spark_error(exc: BaseException) -> bool:
-    """An error raised by py4j or pyspark (a Java exception, the gateway exiting): reported in one line."""
-    return any(
-        (type(e).__module__ or "").split(".")[0] in ("py4j", "pyspark") for e in (exc, exc.__cause__) if e
-    )
-
-
-def _start_spark(master):
-    """A SparkSession on ``master``, or exit 2 with one line: no Java, a Py4J/Java error (never its stack),
-    or a standalone/Mesos master that accepted the connection but did not register the application within
-    :func:`_registration_seconds` (the process then exits at once: the JVM is still waiting)."""
-    from auditor.errors import describe_error
-    from auditor.spark.session import JavaNotFound, get_spark
-
-    started = threading.Event()
-    if master.kind in ("spark", "mesos"):
-        limit = _registration_seconds()
-        threading.Thread(
-            target=_watch_registration, args=(master.url, limit, started), name="registration", daemon=True
-        ).start()
-    try:
-        return get_spark(master.url)
-    except JavaNotFound as exc:
-        raise fail(str(exc)) from None
-    except Exception as exc:
-        if not _is_spark_error(exc):
-            raise
-        raise fail(f"cannot start Spark on --master {master.url}: {describe_error(exc)}") from None
-    finally:
-        started.set()
-
-
-def _watch_registration(url: str, limit: float, started: threading.Event) -> None:
-    """Exit 2 (at once: the JVM is still waiting on the master) when no session has started ``limit`` seconds
-    after the driver's JVM came up (pyspark's ``SparkContext._gateway``; JVM start-up is not counted, it
-    takes long on a loaded machine)."""
-    while not started.wait(0.2):
-        context = sys.modules.get("pyspark.context")
-        if context is not None and getattr(context.SparkContext, "_gateway", None) is not None:
-            break
-    else:
-        return
-    if started.wait(limit):
-        return
-    sys.stderr.write(
-        f"{PROG}: error: --master {url}: the master accepted the connection but no Spark session "
-        f"started within {limit:g} s; check that it is a Spark master and its log (or raise "
-        f"{REGISTRATION_ENV})\n"
-    )
-    sys.stderr.flush()
-    os._exit(EXIT_ERROR)
 
 
 def partition_rows(result) -> list[dict[str, Any]]:
@@ -276,7 +194,7 @@ def audit_command(
 
     Exit status: 0 clean, 1 when a finding reaches --fail-on, 2 for usage errors or unreadable input.
     """
-    from auditor.report.output import check_output_path, enclosing
+    from auditor.report.output import enclosing
     from auditor.spark.inputs import check_inputs, discover
     from auditor.spark.master import MasterError, probe
 
@@ -284,10 +202,10 @@ def audit_command(
     if not roots:
         raise fail("missing ROOT (log directories or Parquet extracts); see `kafka-auditor audit --help`")
     selection = options.selection()
-    spark_master = _checked_master(master)
+    spark_master = checked_master(master)
     # every path absolute before anything reaches an executor (they run in their own working directory)
-    save, export_lost = _absolute(save), _absolute(export_lost)
-    options = replace(options, output=_absolute(options.output))
+    save, export_lost = absolute_path(save), absolute_path(export_lost)
+    options = replace(options, output=absolute_path(options.output))
     inputs = discover(roots)
     problems = inputs.problems or check_inputs(inputs)
     if problems:
@@ -295,7 +213,7 @@ def audit_command(
     for line in inputs.skipped:
         warn(f"{line} (skipped: a log dir inside it is not audited)")
     evidence = [s.path for s in inputs.raw] + [os.path.abspath(r) for r in roots if Path(r).is_dir()]
-    problem = check_output_path(options.output, evidence)
+    problem = options.check_outputs(evidence)
     if problem:
         raise fail(problem)
     for option, path in (("--save", save), ("--export-lost", export_lost)):
@@ -310,11 +228,11 @@ def audit_command(
     from auditor.errors import describe_error
     from auditor.spark.audit import run_audit
 
-    spark = _start_spark(spark_master)
+    spark = start_spark(spark_master)
     try:
         result = run_audit(spark, inputs, save=save, export_lost=export_lost)
     except Exception as exc:
-        if not _is_spark_error(exc):
+        if not is_spark_error(exc):
             raise
         raise fail(f"the Spark job failed: {describe_error(exc)}") from None
     options.write(build_report(result, selection, inputs, options))

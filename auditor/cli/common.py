@@ -1,5 +1,6 @@
-"""What the commands share: the one error line, the unexpected-error line, and the report options of every
-reporting command (``scan``, ``audit``) with the rule selection and the writing of the report.
+"""What the commands share: the one error line, the unexpected-error line, the report options of every
+reporting command (``scan``, ``audit``, ``report``) with the rule selection, the baseline and the writing of
+the report, and the start of Spark for the commands that run on it (``audit``, ``ingest``, ``report``).
 
 Exit codes are those of :mod:`auditor.report.model` (0 clean, 1 findings at ``--fail-on``, 2 usage errors or
 unreadable input). Command modules import this module only; ``auditor.cli`` registers them.
@@ -9,9 +10,12 @@ from __future__ import annotations
 
 import functools
 import inspect
+import os
+import sys
+import threading
 import typing
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 from typing import Any, NoReturn
@@ -89,6 +93,12 @@ class ReportOptions:
     color: bool | None = None
     show_partitions: bool = False
     scopes: tuple[str, ...] = ()
+    baseline: Path | None = None
+    known: frozenset[str] = frozenset()
+    """The fingerprints of ``--baseline`` (read before any work)."""
+    write_baseline: Path | None = None
+    command_line: str = field(default="", compare=False)
+    """The command as typed (:func:`command_line`), for the report's header."""
 
     def selection(self, also: Iterable[str] = ()) -> Selection:
         """The enabled rules of the command's scopes (``--select``/``--ignore``), plus the rules ``also``
@@ -112,17 +122,51 @@ class ReportOptions:
             fail_on=self.fail_on,
             exit_zero=self.exit_zero,
             partition_columns=columns if self.show_partitions else [],
+            command_line=self.command_line,
             **fields,
         )
 
-    def write(self, report: Report) -> NoReturn:
-        """Write ``report`` to stdout or ``--output`` and exit with its exit code."""
+    def check_outputs(self, protected: Iterable[str | os.PathLike]) -> str | None:
+        """A usage-error message when ``--output`` or ``--write-baseline`` would land inside one of the
+        ``protected`` directories (the evidence) or cannot be written; None when both are fine."""
+        from auditor.report.output import check_output_path
+
+        problem = check_output_path(self.output, protected)
+        if problem is None and self.write_baseline is not None:
+            problem = check_output_path(self.write_baseline, protected)
+            if problem:
+                problem = problem.replace("--output", "--write-baseline", 1).replace("the report", "it")
+        return problem
+
+    def finish(self, report: Report) -> Report:
+        """Write ``--write-baseline`` (every finding of ``report``), then drop the findings of
+        ``--baseline`` (counted in ``stats["suppressed"]``): the report every format renders."""
+        from auditor.report.baseline import apply_baseline, write_baseline
+
+        if self.write_baseline is not None:
+            try:
+                write_baseline(self.write_baseline, report.findings)
+            except OSError as exc:
+                problem = exc.strerror or exc
+                raise fail(f"cannot write --write-baseline {self.write_baseline}: {problem}") from None
+        if self.baseline is not None:
+            report = apply_baseline(report, self.known)
+        return report
+
+    def emit(self, report: Report) -> None:
+        """Write ``report`` as it is to stdout or ``--output`` (exit 2 with one line when that fails)."""
         from auditor.report.output import write_report
 
         try:
             write_report(report, self.fmt, self.output, color=self.color)
         except OSError as exc:
             raise fail(f"cannot write {self.output}: {exc.strerror or exc}") from None
+
+    def write(self, report: Report) -> NoReturn:
+        """Apply the baseline options (:meth:`finish`), write ``report`` to stdout or ``--output`` and exit
+        with its exit code."""
+        report = self.finish(report)
+        self.emit(report)
         raise typer.Exit(report.exit_code)
 
 
@@ -219,6 +263,27 @@ def _report_parameters(scopes: Callable[[], Iterable[str]]) -> list[inspect.Para
             ),
         ),
         (
+            "baseline",
+            Path | None,
+            typer.Option(
+                None,
+                "--baseline",
+                metavar="FILE",
+                help="Do not report the findings listed in FILE (written by --write-baseline); they are "
+                "counted as suppressed.",
+            ),
+        ),
+        (
+            "write_baseline",
+            Path | None,
+            typer.Option(
+                None,
+                "--write-baseline",
+                metavar="FILE",
+                help="Write the fingerprints of this run's findings to FILE (atomically), for --baseline.",
+            ),
+        ),
+        (
             "list_rules",
             bool,
             typer.Option(
@@ -248,6 +313,50 @@ def _report_parameters(scopes: Callable[[], Iterable[str]]) -> list[inspect.Para
     ]
 
 
+CONTEXT = "report_context"
+"""The parameter through which typer hands the command's context to :func:`report_options`' wrapper."""
+
+
+def _read_baseline(path: Path | None) -> frozenset[str]:
+    """The fingerprints of ``--baseline`` (none given: empty); exit 2 with one line when it is unusable."""
+    if path is None:
+        return frozenset()
+    from auditor.report.baseline import BaselineError, read_baseline
+
+    try:
+        return read_baseline(path)
+    except BaselineError as exc:
+        raise fail(f"--baseline {exc}") from None
+
+
+def command_line(ctx: typer.Context | None) -> str:
+    """The running command as typed, rebuilt from what the user set (options and arguments given on the
+    command line or in the environment), quoted for a shell; ``kafka-auditor`` alone without a context."""
+    import shlex
+
+    if ctx is None:
+        return PROG
+    words = [PROG, ctx.info_name or ""]
+    for param in ctx.command.params:
+        name = param.name or ""
+        source = ctx.get_parameter_source(name)
+        if source is None or source.name not in ("COMMANDLINE", "ENVIRONMENT"):
+            continue
+        value = ctx.params.get(name)
+        values = list(value) if isinstance(value, (list, tuple)) else [value]
+        if param.param_type_name == "argument":
+            words += [str(getattr(v, "value", v)) for v in values]
+            continue
+        long = max(param.opts, key=len)
+        if getattr(param, "is_flag", False):
+            secondary = param.secondary_opts
+            words.append(long if value or not secondary else max(secondary, key=len))
+            continue
+        for v in values:
+            words += [long, str(getattr(v, "value", v))]
+    return shlex.join(w for w in words if w)
+
+
 def report_options(scopes: Callable[[], Iterable[str]]):
     """Decorate a reporting command: add the shared report options to its typer signature and pass them as
     one :class:`ReportOptions` in its ``options`` parameter. ``scopes`` returns the rule scopes of the
@@ -263,11 +372,18 @@ def report_options(scopes: Callable[[], Iterable[str]]):
         shared = _report_parameters(scopes)
         names = [p.name for p in shared]
 
+        context = inspect.Parameter(CONTEXT, inspect.Parameter.KEYWORD_ONLY, annotation=typer.Context)
+
         @functools.wraps(command)
         def wrapper(**kwargs: Any) -> None:
+            ctx = kwargs.pop(CONTEXT, None)
             given = {name: kwargs.pop(name) for name in names}
             fail_on = given["fail_on"].value
             kwargs["options"] = ReportOptions(
+                baseline=given["baseline"],
+                known=_read_baseline(given["baseline"]),
+                write_baseline=given["write_baseline"],
+                command_line=command_line(ctx),
                 fmt=given["fmt"].value,
                 output=given["output"],
                 fail_on=None if fail_on == "never" else Severity.parse(fail_on),
@@ -280,7 +396,7 @@ def report_options(scopes: Callable[[], Iterable[str]]):
             )
             command(**kwargs)
 
-        parameters = [*own, *shared]
+        parameters = [*own, *shared, context]
         wrapper.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
         wrapper.__annotations__ = {p.name: p.annotation for p in parameters}
         return wrapper
@@ -334,3 +450,98 @@ def listed_log_dirs(roots: list[Path], output: Path | None, missing: str) -> lis
     if problem:
         raise fail(problem)
     return found.log_dirs
+
+
+# ------------------------------------------------------------------------ Spark (audit, ingest, report)
+
+REGISTRATION_ENV = "KAFKA_AUDITOR_MASTER_TIMEOUT"
+REGISTRATION_SECONDS = 30.0
+"""How long, once the driver's JVM is up, a standalone (``spark://``) or Mesos master may take to accept the
+application before the command (``audit``, ``ingest``, ``report``) gives up with exit 2
+(``KAFKA_AUDITOR_MASTER_TIMEOUT`` overrides). Spark's own client retries its registration 3 times 20 s apart
+(``StandaloneAppClient``), then fails with a Java stack; registering with a live master takes well under a
+second."""
+
+
+def absolute_path(path: Path | None) -> Path | None:
+    """``path`` made absolute against the driver's working directory (``-`` stays stdout)."""
+    return path if path is None or str(path) == "-" else Path(os.path.abspath(path))
+
+
+def _registration_seconds() -> float:
+    text = os.environ.get(REGISTRATION_ENV)
+    if not text:
+        return REGISTRATION_SECONDS
+    try:
+        value = float(text)
+    except ValueError:
+        raise fail(f"{REGISTRATION_ENV}={text!r} is not a number of seconds") from None
+    if not value > 0:
+        raise fail(f"{REGISTRATION_ENV}={text!r} must be positive")
+    return value
+
+
+def checked_master(url: str | None):
+    """The parsed ``--master`` (or ``$KAFKA_AUDITOR_SPARK_MASTER``, else ``local[*]``); exit 2 when Spark
+    would refuse it."""
+    from auditor.spark.master import MasterError, parse_master
+    from auditor.spark.session import default_master
+
+    text = url if url is not None else default_master()
+    try:
+        return parse_master(text)
+    except MasterError as exc:
+        raise fail(str(exc)) from None
+
+
+def is_spark_error(exc: BaseException) -> bool:
+    """An error raised by py4j or pyspark (a Java exception, the gateway exiting): reported in one line."""
+    return any(
+        (type(e).__module__ or "").split(".")[0] in ("py4j", "pyspark") for e in (exc, exc.__cause__) if e
+    )
+
+
+def start_spark(master):
+    """A SparkSession on ``master``, or exit 2 with one line: no Java, a Py4J/Java error (never its stack),
+    or a standalone/Mesos master that accepted the connection but did not register the application within
+    :func:`_registration_seconds` (the process then exits at once: the JVM is still waiting)."""
+    from auditor.errors import describe_error
+    from auditor.spark.session import JavaNotFound, get_spark
+
+    started = threading.Event()
+    if master.kind in ("spark", "mesos"):
+        limit = _registration_seconds()
+        threading.Thread(
+            target=_watch_registration, args=(master.url, limit, started), name="registration", daemon=True
+        ).start()
+    try:
+        return get_spark(master.url)
+    except JavaNotFound as exc:
+        raise fail(str(exc)) from None
+    except Exception as exc:
+        if not is_spark_error(exc):
+            raise
+        raise fail(f"cannot start Spark on --master {master.url}: {describe_error(exc)}") from None
+    finally:
+        started.set()
+
+
+def _watch_registration(url: str, limit: float, started: threading.Event) -> None:
+    """Exit 2 (at once: the JVM is still waiting on the master) when no session has started ``limit`` seconds
+    after the driver's JVM came up (pyspark's ``SparkContext._gateway``; JVM start-up is not counted, it
+    takes long on a loaded machine)."""
+    while not started.wait(0.2):
+        context = sys.modules.get("pyspark.context")
+        if context is not None and getattr(context.SparkContext, "_gateway", None) is not None:
+            break
+    else:
+        return
+    if started.wait(limit):
+        return
+    sys.stderr.write(
+        f"{PROG}: error: --master {url}: the master accepted the connection but no Spark session "
+        f"started within {limit:g} s; check that it is a Spark master and its log (or raise "
+        f"{REGISTRATION_ENV})\n"
+    )
+    sys.stderr.flush()
+    os._exit(EXIT_ERROR)

@@ -101,7 +101,6 @@ def scan_command(
     Exit status: 0 clean, 1 when a finding reaches --fail-on, 2 for usage errors or unreadable input.
     """
     from auditor.layout.discover import discover
-    from auditor.report.output import check_output_path
     from auditor.scan import scan
 
     if not logdirs:
@@ -114,7 +113,7 @@ def scan_command(
         raise fail_all(problems)
     for line in discovery.skipped:
         warn(f"{line} (skipped: a log dir inside it is not scanned)")
-    problem = check_output_path(options.output, [*found, *logdirs])
+    problem = options.check_outputs([*found, *logdirs])
     if problem:
         raise fail(problem)
     show_progress = progress if progress is not None else sys.stderr.isatty()

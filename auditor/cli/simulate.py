@@ -13,11 +13,12 @@ from auditor.cli.common import fail
 def _list(value: bool) -> None:
     if not value:
         return
-    from auditor.simulate import SCENARIOS
+    from auditor.simulate import DUMP_SCENARIOS, SCENARIOS
 
-    width = max(len(name) for name in SCENARIOS)
-    for name, scenario in SCENARIOS.items():
-        typer.echo(f"{name:<{width}}  {scenario.description}")
+    described = {name: s.description for name, s in SCENARIOS.items()} | DUMP_SCENARIOS
+    width = max(len(name) for name in described)
+    for name, description in described.items():
+        typer.echo(f"{name:<{width}}  {description}")
     raise typer.Exit()
 
 
@@ -27,9 +28,15 @@ def simulate_command(
         None, "--out", "-o", help="Output directory (must not exist or be empty)."
     ),
     seed: int = typer.Option(0, "--seed", help="Random seed; the same seed writes the same bytes."),
-    brokers: int = typer.Option(3, "--brokers", help="Number of brokers."),
-    topics: int = typer.Option(1, "--topics", help="Number of topics."),
-    partitions: int = typer.Option(1, "--partitions", help="Partitions per topic."),
+    brokers: int | None = typer.Option(None, "--brokers", help="Number of brokers [default: 3; history: 6]."),
+    topics: int | None = typer.Option(None, "--topics", help="Number of topics [default: 1; history: 4]."),
+    partitions: int | None = typer.Option(
+        None, "--partitions", help="Partitions per topic [default: 1; history: 8]."
+    ),
+    days: int = typer.Option(30, "--days", help="history: nights of checkpoint dumps."),
+    dump_format: str = typer.Option(
+        "both", "--format", help="history: write the dumps as folders, archives (.tgz) or both."
+    ),
     records: int = typer.Option(
         1000,
         "--records",
@@ -50,19 +57,22 @@ def simulate_command(
     """Simulate Kafka replication (leader epochs, HW/LEO, ISR, truncation, crashes) and write real Kafka 4.0
     log directories for each broker plus ground-truth.json. SCENARIO is one of the names shown by --list.
     """
-    from auditor.simulate import SCENARIOS, SimOptions, run_scenario
+    from auditor.simulate import DUMP_SCENARIOS, SCENARIOS, SimOptions, run_scenario
 
     if scenario is None:
         raise fail("missing SCENARIO (see `kafka-auditor simulate --list`)")
-    if scenario not in SCENARIOS:
-        raise fail(f"unknown scenario {scenario!r}; known: {', '.join(SCENARIOS)}")
+    if scenario not in SCENARIOS and scenario not in DUMP_SCENARIOS:
+        raise fail(f"unknown scenario {scenario!r}; known: {', '.join([*SCENARIOS, *DUMP_SCENARIOS])}")
     if out is None:
         raise fail("--out DIR is required")
+    if scenario == "history":
+        _history(out, seed, _or(brokers, 6), _or(topics, 4), _or(partitions, 8), days, dump_format)
+        return
     options = SimOptions(
         seed=seed,
-        brokers=brokers,
-        topics=topics,
-        partitions=partitions,
+        brokers=_or(brokers, 3),
+        topics=_or(topics, 1),
+        partitions=_or(partitions, 1),
         records=records,
         segment_bytes=segment_bytes or (1 << 20 if scale else 16384),
         compression=compression,
@@ -79,3 +89,25 @@ def simulate_command(
     typer.echo(f"wrote {out} ({scenario}, seed {seed}); ground truth: {out / 'ground-truth.json'}")
     if summary:
         typer.echo(json.dumps(summary, indent=2))
+
+
+def _or(value: int | None, default: int) -> int:
+    """An option's value, or the scenario's default when it was not given."""
+    return default if value is None else value
+
+
+def _history(out: Path, seed: int, brokers: int, topics: int, partitions: int, days: int, fmt: str) -> None:
+    """``simulate history``: nightly checkpoint dumps and their ground truth."""
+    from auditor.simulate.history import HistoryOptions, run_history
+
+    options = HistoryOptions(
+        seed=seed, brokers=brokers, topics=topics, partitions=partitions, days=days, format=fmt
+    )
+    try:
+        truth = run_history(out, options)
+    except ValueError as exc:
+        raise fail(str(exc)) from None
+    except OSError as exc:
+        raise fail(f"cannot write {out}: {exc.strerror or exc}") from None
+    typer.echo(f"wrote {out} (history, seed {seed}); ground truth: {out / 'ground-truth.json'}")
+    typer.echo(json.dumps(truth["summary"], indent=2))

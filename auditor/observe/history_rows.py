@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-WAREHOUSE_VERSION = 1
+from auditor.layout.warehouse import WAREHOUSE_VERSION as WAREHOUSE_VERSION  # with the on-disk layout
 
 TIMESTAMP = pa.timestamp("ms", tz="UTC")
 PARTITION_COLUMNS = ("cluster", "captureDate")
@@ -39,7 +39,7 @@ PARTITION_COLUMNS = ("cluster", "captureDate")
 
 CAPTURE_KEY = [
     pa.field("captureId", pa.string(), nullable=False),  # SHA-256 (hex) of the dump's files and contents
-    pa.field("cluster", pa.string(), nullable=False),  # cluster.id of meta.properties (or the --cluster label)
+    pa.field("cluster", pa.string(), nullable=False),  # cluster.id (or --cluster)
     pa.field("broker", pa.int32()),  # node.id (broker.id) of meta.properties, or the manifest's
     pa.field("logDir", pa.string()),  # the log dir as captured (manifest, else the dump's path)
     pa.field("captureTime", TIMESTAMP, nullable=False),

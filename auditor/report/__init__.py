@@ -35,6 +35,10 @@ def _layout(report: Report):
         from auditor.report.audit_terminal import AUDIT_LAYOUT
 
         return AUDIT_LAYOUT
+    if report.command == "report":
+        from auditor.report.history import HISTORY_LAYOUT
+
+        return HISTORY_LAYOUT
     from auditor.report.terminal import PLAIN
 
     return PLAIN

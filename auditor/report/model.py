@@ -18,6 +18,18 @@ TOOL_URI = "https://github.com/kafka-auditor/kafka-auditor"
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
 
+@dataclass(frozen=True)
+class Gauge:
+    """One sample of a Prometheus gauge a command adds to its report (the ``prometheus`` format writes it
+    after the finding counts; samples sharing a ``name`` form one family, ``help`` taken from the first).
+    ``name`` must match ``[a-zA-Z_:][a-zA-Z0-9_:]*``; ``labels`` values may hold anything (escaped)."""
+
+    name: str
+    help: str
+    value: float
+    labels: dict[str, Any] = field(default_factory=dict)
+
+
 def exit_code(
     findings: list[Finding], fail_on: Severity | None, *, exit_zero: bool = False, incomplete: bool = False
 ) -> int:
@@ -58,6 +70,10 @@ class Report:
     ``timelines``), JSON-ready with camelCase keys; the JSON report holds each under its name."""
     views: dict[str, Any] = field(default_factory=dict)
     """The same results as the people's renderers draw them (text and HTML; never serialised)."""
+    gauges: list[Gauge] = field(default_factory=list)
+    """Extra Prometheus gauges of the command (``report``: the last capture per broker, the last ingest)."""
+    command_line: str = ""
+    """The command line as given (options the user set), shown in the HTML page's header."""
 
     @property
     def exit_code(self) -> int:

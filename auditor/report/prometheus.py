@@ -6,12 +6,17 @@ node_exporter never reads half a file.
 
 from __future__ import annotations
 
+import math
+import re
 from collections import Counter
 from typing import IO
 
 from auditor.findings import Severity
-from auditor.report.model import Report
+from auditor.report.model import Gauge, Report
 from auditor.text import visible
+
+METRIC_NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
+"""A valid metric name of the text exposition format."""
 
 
 def _escape(value: object) -> str:
@@ -70,4 +75,40 @@ def render_prometheus(report: Report, out: IO[str]) -> None:
             f"# TYPE {name} gauge",
             f"{name}{_labels(command=cmd)} {value}",
         ]
+    written = {line.split()[2] for line in lines if line.startswith("# TYPE")}
+    lines += _gauge_lines(cmd, report.gauges, written)
     out.write("\n".join(lines) + "\n")
+
+
+def _help(text: str) -> str:
+    """HELP text as the format wants it: backslash and line feed escaped."""
+    return visible(text).replace("\\", "\\\\").replace("\n", "\\n")
+
+
+def _value(value: float) -> str:
+    if isinstance(value, bool):
+        return str(int(value))
+    if isinstance(value, int):
+        return str(value)
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "+Inf" if value > 0 else "-Inf"
+    return repr(float(value))
+
+
+def _gauge_lines(command: str, gauges: list[Gauge], taken: set[str]) -> list[str]:
+    """The report's extra gauges (:attr:`Report.gauges`), one family per name in order of first appearance,
+    each sample labelled with the command; a name already written above or not a valid metric name is a
+    programming error."""
+    families: dict[str, list[Gauge]] = {}
+    for g in gauges:
+        if not METRIC_NAME.fullmatch(g.name) or g.name in taken:
+            raise ValueError(f"gauge name {g.name!r} is invalid or already used")
+        families.setdefault(g.name, []).append(g)
+    lines: list[str] = []
+    for name, samples in families.items():
+        lines += [f"# HELP {name} {_help(samples[0].help)}", f"# TYPE {name} gauge"]
+        for g in samples:
+            lines.append(f"{name}{_labels(command=command, **g.labels)} {_value(g.value)}")
+    return lines

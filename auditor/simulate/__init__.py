@@ -10,6 +10,11 @@ Public API (used by ``kafka-auditor simulate``)::
                                                     # ground-truth.json; returns the ground truth
 
 ``ValueError`` means bad input (unknown scenario, invalid options, non-empty output directory).
+
+``DUMP_SCENARIOS`` lists the scenarios that write nightly checkpoint dumps instead of log directories
+(``history``: :func:`auditor.simulate.history.run_history` with
+:class:`~auditor.simulate.history.HistoryOptions`); they are not in ``SCENARIOS``, whose scenarios all
+write one cluster's log directories.
 """
 
 from __future__ import annotations
@@ -19,9 +24,13 @@ import json
 from pathlib import Path
 
 from auditor.simulate.config import SimOptions
+from auditor.simulate.history import HISTORY_DESCRIPTION
 from auditor.simulate.scenarios import SCENARIOS, Scenario
 
-__all__ = ["SCENARIOS", "Scenario", "SimOptions", "run_scenario", "GROUND_TRUTH_FILE"]
+__all__ = ["SCENARIOS", "DUMP_SCENARIOS", "Scenario", "SimOptions", "run_scenario", "GROUND_TRUTH_FILE"]
+
+DUMP_SCENARIOS: dict[str, str] = {"history": HISTORY_DESCRIPTION}
+"""Scenarios writing nightly checkpoint dumps (name -> description for ``simulate --list``)."""
 
 GROUND_TRUTH_FILE = "ground-truth.json"
 

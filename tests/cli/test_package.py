@@ -23,6 +23,8 @@ COMMANDS = {
     "auditor.cli.dump",
     "auditor.cli.extract",
     "auditor.cli.groups",
+    "auditor.cli.ingest",
+    "auditor.cli.report",
     "auditor.cli.scan",
     "auditor.cli.simulate",
     "auditor.cli.timeline",

@@ -13,6 +13,7 @@ from auditor.findings import Finding, Severity
 from auditor.rules.registry import (
     AUDIT_SCOPES,
     DOC_SECTIONS,
+    HISTORY_SCOPES,
     REGISTRY,
     Location,
     Rule,
@@ -54,6 +55,9 @@ def test_codes_and_names_are_unique_and_families_match():
     for r in rules:
         if r.scope in AUDIT_SCOPES:  # cross-replica checks of `audit`
             assert re.fullmatch(r"KA[67]\d\d", r.code) and r.check is not None, r.code
+        elif r.scope in HISTORY_SCOPES:  # checks of `report` over an ingest warehouse
+            assert re.fullmatch(r"KA8\d\d", r.code) and r.check is not None, r.code
+            assert r.name.startswith("history."), r.code
         else:
             assert re.fullmatch(r"KA[0-5]\d\d", r.code), "KA6xx-KA7xx are reserved for audit"
             assert r.scope in ("segment", "partition", "logdir", "engine")

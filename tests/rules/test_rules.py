@@ -1,19 +1,22 @@
 """One parametrised test drives every rule: each fixture of ``cases.FIRE`` must make its code fire, each
 fixture of ``cases.SILENT`` must leave it silent; every registered rule, scan's and audit's cross-replica
-ones (``cases_replica``, run through ``auditor.spark.partition_rules`` without Spark), has both."""
+ones (``cases_replica``, run through ``auditor.spark.partition_rules`` without Spark) and report's history
+ones (``cases_history``, small checkpoint histories run through ``auditor.rules.history.model.run_rules``),
+has both."""
 
 from __future__ import annotations
 
 import pytest
 
 from auditor.findings import Severity
-from auditor.rules.registry import AUDIT_SCOPES, REGISTRY, all_rules
+from auditor.rules.registry import AUDIT_SCOPES, HISTORY_SCOPES, REGISTRY, all_rules
 from auditor.scan import SCAN_SCOPES, scan
 from tests.rules.cases import ALL_CODES, FIRE, SILENT
 from tests.rules.cases_replica import Audit, audit_findings
 
 SCAN_RULES = sorted(r.code for r in all_rules() if r.scope in SCAN_SCOPES)
 AUDIT_RULES = sorted(r.code for r in all_rules() if r.scope in AUDIT_SCOPES)
+HISTORY_RULES = sorted(r.code for r in all_rules() if r.scope in HISTORY_SCOPES)
 
 
 def _params(table: dict, expect: str) -> list:
@@ -35,7 +38,7 @@ def _findings(subject, code: str) -> list[tuple[str, str]]:
         for row in rows:
             if row["code"] == code:
                 assert row["message"] and Severity.parse(row["severity"]), row
-                assert rule.scope in AUDIT_SCOPES and row["cluster"] == "c", row
+                assert rule.scope in (*AUDIT_SCOPES, *HISTORY_SCOPES) and row["cluster"] == "c", row
         return [(row["code"], row["message"]) for row in rows]
     result = scan(subject, jobs=1)
     for f in result.findings:
@@ -56,9 +59,10 @@ def test_rule_fixture(code, case, expect, tmp_path, monkeypatch):
 
 
 def test_every_rule_has_fixtures():
-    rules = SCAN_RULES + AUDIT_RULES
+    rules = SCAN_RULES + AUDIT_RULES + HISTORY_RULES
     assert sorted(ALL_CODES) == sorted(rules), "cases.ALL_CODES must list exactly the registered rules"
     assert AUDIT_RULES and all(REGISTRY[c].check is not None for c in AUDIT_RULES)
+    assert HISTORY_RULES and all(REGISTRY[c].check is not None for c in HISTORY_RULES)
     missing_fire = [c for c in rules if not FIRE.get(c)]
     missing_silent = [c for c in rules if not SILENT.get(c)]
     assert not missing_fire, f"rules without a firing fixture: {missing_fire}"

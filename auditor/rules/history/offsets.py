@@ -1,1 +1,447 @@
-"""KA8xx history checks (offsets)."""
+"""KA801-KA803, KA806-KA808, KA814: the offset checkpoints and the partition directories of a broker over
+time (high watermark, log start offset, recovery point, replica lag, partitions appearing and vanishing,
+topic ids).
+
+Every check is vectorised over a chunk of whole partitions (``auditor.rules.history.model``): the series
+are compared in pandas, and only the flagged rows become :class:`Violation` objects.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+import pandas as pd
+
+from auditor.findings import Severity
+from auditor.kafka.history import restart_evidence
+from auditor.rules.history.model import (
+    BROKER,
+    SERIES,
+    TP,
+    History,
+    broker_captures,
+    capture_ref,
+    iso,
+    presence,
+    replica_series,
+    topic_ids,
+)
+from auditor.rules.registry import Violation, rule
+
+HW_FILE = "replication-offset-checkpoint"
+LSO_FILE = "log-start-offset-checkpoint"
+RP_FILE = "recovery-point-offset-checkpoint"
+
+
+def _backwards(h: History, table: str) -> pd.DataFrame:
+    s = replica_series(h, table)
+    return s[(s["prevT"] >= 0) & (s["offset"] < s["prevOffset"])]
+
+
+def _pair(h: History, r, name: str) -> dict:
+    """The evidence of a value that changed between two captures of one broker."""
+    before = {**capture_ref(h, r.cluster, r.broker, r.prevT), name: int(r.prevOffset)}
+    after = {**capture_ref(h, r.cluster, r.broker, r.t), name: int(r.offset)}
+    return {"cluster": r.cluster, "time": iso(r.t), "before": before, "after": after, "line": int(r.line)}
+
+
+@rule(
+    "KA801",
+    "history.hw-backwards",
+    Severity.ERROR,
+    "A partition's high watermark on a broker went backwards between two captures",
+    scope="history",
+)
+def hw_backwards(h: History) -> Iterator[Violation]:
+    """
+    What it finds: a partition whose high watermark in a broker's replication-offset-checkpoint is lower than
+    at the broker's previous capture (two consecutive captures of the broker, both holding the partition, the
+    same topic id). Offsets between the two values had been committed: the replica truncated below its high
+    watermark.
+    Why it matters: the high watermark only moves forward while a replica keeps its log: records below it
+    were replicated to the whole ISR and acknowledged to acks=all producers. A lower value later means the
+    replica truncated committed records, which Kafka does only when it follows a leader whose log diverged
+    from its own: an unclean leader election, or a leader that lost data it had acknowledged. The segments
+    alone no longer show it once the replicas agree again; the history does.
+    What to do: find the leader election between the two capture times (controller log, KRaft metadata
+    PartitionChangeRecord with leaderRecoveryState RECOVERING), check unclean.leader.election.enable, and
+    compare the lost offset range with what producers and consumers recorded; run `audit` on copies of the
+    replicas taken before they truncate.
+    References: KIP-101, KIP-279 (epoch-based truncation), KIP-966, spec §11.2.
+    """
+    for r in _backwards(h, "high_watermarks").itertuples(index=False):
+        yield Violation(
+            f"high watermark of {r.topic}-{r.partition} on broker {r.broker} went back from {r.prevOffset} "
+            f"to {r.offset} between the captures of {iso(r.prevT)} and {iso(r.t)}: committed offsets "
+            f"{r.offset}..{r.prevOffset - 1} were truncated (truncation below the high watermark)",
+            topic=r.topic,
+            partition=r.partition,
+            broker=r.broker,
+            log_dir=r.logDir,
+            file=HW_FILE,
+            offset_start=int(r.offset),
+            offset_end=int(r.prevOffset) - 1,
+            expected=f">= {r.prevOffset}",
+            found=int(r.offset),
+            evidence=_pair(h, r, "highWatermark"),
+        )
+
+
+@rule(
+    "KA802",
+    "history.log-start-backwards",
+    Severity.WARNING,
+    "A partition's log start offset on a broker went backwards between two captures",
+    scope="history",
+)
+def log_start_backwards(h: History) -> Iterator[Violation]:
+    """
+    What it finds: a partition whose log start offset in a broker's log-start-offset-checkpoint is lower
+    than at the broker's previous capture (consecutive captures, both listing the partition in that file,
+    same topic id). The file lists only partitions whose log start offset is above their first segment's
+    base offset, so a partition absent from it at either capture is not compared.
+    Why it matters: the log start offset only moves forward (retention, DeleteRecords, a follower following
+    the leader's log start): records below it are gone. A lower value means the log was replaced by an older
+    copy (a restored disk or backup), the checkpoint was reset, or a follower re-fetched from a leader with
+    an older log start: consumers may read records again that were deleted, and DeleteRecords did not hold.
+    What to do: check whether the log dir was restored from a backup or moved between the captures, and
+    whether DeleteRecords requests (compliance deletions) must be repeated.
+    References: KIP-107 (DeleteRecords), KAFKA-16146, spec §11.2.
+    """
+    for r in _backwards(h, "log_start_offsets").itertuples(index=False):
+        yield Violation(
+            f"log start offset of {r.topic}-{r.partition} on broker {r.broker} went back from "
+            f"{r.prevOffset} to {r.offset} between the captures of {iso(r.prevT)} and {iso(r.t)}",
+            topic=r.topic,
+            partition=r.partition,
+            broker=r.broker,
+            log_dir=r.logDir,
+            file=LSO_FILE,
+            offset_start=int(r.offset),
+            offset_end=int(r.prevOffset) - 1,
+            expected=f">= {r.prevOffset}",
+            found=int(r.offset),
+            evidence=_pair(h, r, "logStartOffset"),
+        )
+
+
+@rule(
+    "KA803",
+    "history.recovery-point-backwards",
+    Severity.WARNING,
+    "A partition's recovery point on a broker went backwards with no restart in between",
+    scope="history",
+)
+def recovery_point_backwards(h: History) -> Iterator[Violation]:
+    """
+    What it finds: a partition whose recovery point in a broker's recovery-point-offset-checkpoint is lower
+    than at the broker's previous capture, with no evidence of a restart between the two captures (neither
+    capture taken after a clean shutdown, .kafka_cleanshutdown; the same broker start time when the manifest
+    records it). With a restart in between it stays silent: at startup Kafka recovers logs and may truncate
+    them (a follower truncating to its leader's epoch end offset lowers the recovery point with the log end
+    offset), and an unreadable checkpoint is reset to 0 at load (KAFKA-1758), so a lower value is expected.
+    Why it matters: the recovery point only moves forward in a running broker (flushes), except when the log
+    is truncated: data below it is known to be on disk. A running broker whose recovery point went back
+    truncated its log under flushed data (follower truncation below what it had), or the checkpoint file was
+    replaced: after a crash, recovery starts lower than it should, or the file lies.
+    What to do: look for log truncation messages of the partition on that broker between the two capture
+    times ("Truncating partition"), and for a changed log dir; compare with KA801/KA805 for the same
+    partition.
+    References: KAFKA-1758, KIP-101, spec §11.2, spec §12.3.
+    """
+    s = _backwards(h, "recovery_points")
+    if s.empty:
+        return
+    bc = broker_captures(h)[[*BROKER, "t", "clean", "started"]]
+    s = s.merge(bc, on=[*BROKER, "t"], how="left")
+    s = s.merge(
+        bc.rename(columns={"t": "prevT", "clean": "prevClean", "started": "prevStarted"}),
+        on=[*BROKER, "prevT"],
+        how="left",
+    )
+    for r in s.itertuples(index=False):
+        started = None if pd.isna(r.started) or r.started < 0 else int(r.started)
+        prev_started = None if pd.isna(r.prevStarted) or r.prevStarted < 0 else int(r.prevStarted)
+        if restart_evidence(bool(r.prevClean), bool(r.clean), prev_started, started):
+            continue
+        yield Violation(
+            f"recovery point of {r.topic}-{r.partition} on broker {r.broker} went back from {r.prevOffset} "
+            f"to {r.offset} between the captures of {iso(r.prevT)} and {iso(r.t)}, with no restart in "
+            "between: the log was truncated under flushed data or the checkpoint was replaced",
+            topic=r.topic,
+            partition=r.partition,
+            broker=r.broker,
+            log_dir=r.logDir,
+            file=RP_FILE,
+            offset_start=int(r.offset),
+            offset_end=int(r.prevOffset) - 1,
+            expected=f">= {r.prevOffset}",
+            found=int(r.offset),
+            evidence=_pair(h, r, "recoveryPoint"),
+        )
+
+
+# ------------------------------------------------------------------------------------------ lag
+
+
+def lag_spread(h: History) -> pd.DataFrame:
+    """The high-watermark spread of every partition at each capture time of it: one row per ``cluster,
+    topic, partition, t`` with ``low``/``high`` (the lowest and highest HW across replicas), ``lagging``
+    (the broker with the lowest, the lowest id on a tie), ``replicas`` (how many had a value).
+
+    A replica's value at ``t`` is its HW at its latest capture at or before ``t``, as long as that capture
+    is its broker's latest (a later capture of the broker without the partition ends it: the replica moved
+    away); after the broker's last capture, for ``settings.missing_after_ms`` (a broker no longer captured
+    is KA811's, not lag)."""
+    columns = ["tp", *TP, "t", "low", "high", "lagging", "replicas"]
+    s = replica_series(h, "high_watermarks")[[*SERIES, "c", "t", "offset"]]
+    if s.empty:
+        return pd.DataFrame(columns=columns)
+    bc = broker_captures(h)[[*BROKER, "t", "nextT"]]
+    s = s.merge(bc, on=[*BROKER, "t"], how="left")
+    s["nextT"] = s["nextT"].fillna(-1).astype("int64")
+    times = s[["tp", "t"]].drop_duplicates()
+    replicas = s[SERIES].drop_duplicates()
+    grid = times.merge(replicas, on="tp").sort_values("t", kind="stable")
+    values = s.drop(columns=["c"]).rename(columns={"t": "valueT"}).sort_values("valueT", kind="stable")
+    grid = pd.merge_asof(
+        grid,
+        values,
+        left_on="t",
+        right_on="valueT",
+        by=SERIES,
+        direction="backward",
+        allow_exact_matches=True,
+    )
+    grid = grid[grid["valueT"].notna()]
+    last = grid["nextT"] < 0
+    stale = grid["t"] - grid["valueT"] > h.settings.missing_after_ms
+    grid = grid[(~last & (grid["t"] < grid["nextT"])) | (last & ~stale)]
+    grid = grid.sort_values(["tp", "t", "offset", "broker"], kind="stable")
+    if grid.empty:
+        return pd.DataFrame(columns=columns)
+    g = grid.groupby(["tp", "t"], sort=True)
+    out = pd.DataFrame(
+        {
+            "low": g["offset"].first(),
+            "high": g["offset"].last(),
+            "lagging": g["broker"].first(),
+            "replicas": g["broker"].size(),
+        }
+    ).reset_index()
+    names = replica_series(h, "high_watermarks")[["tp", *TP]].drop_duplicates("tp")
+    return out.merge(names, on="tp", how="left")[columns]
+
+
+@rule(
+    "KA806",
+    "history.replica-lag",
+    Severity.WARNING,
+    "The high watermarks of a partition's replicas stayed far apart for a long time",
+    scope="history",
+)
+def replica_lag(h: History) -> Iterator[Violation]:
+    """
+    What it finds: a partition whose high-watermark spread across its replicas (each broker's latest value
+    as of each capture time) stayed above --lag-records (settings.lag_records) at every capture of a run
+    lasting at least --lag-duration (settings.lag_duration_ms, first to last capture of the run). One
+    finding per run, at the capture where the run reached the duration, naming the lowest replica.
+    Why it matters: a follower's high watermark trails the leader's by one fetch round trip; a spread of many
+    records sustained over captures means a follower that does not keep up (slow disk, throttled
+    replication, a stuck fetcher) and is likely out of the ISR: the partition runs with fewer in-sync copies
+    than configured, and a leader failure then forces an unclean election or unavailability.
+    What to do: check the lagging broker's replica fetcher metrics (MaxLag, isr-shrinks), its disk and
+    network, replication throttles (leader/follower.replication.throttled.rate), and under-replicated
+    partitions; raise the threshold if the topic's producers are bursty and the lag is expected.
+    References: KIP-73 (replication quotas), KIP-966, spec §11.2.
+    """
+    spread = lag_spread(h)
+    if spread.empty:
+        return
+    st = h.settings
+    spread = spread.sort_values(["tp", "t"], kind="stable").reset_index(drop=True)
+    above = ((spread["high"] - spread["low"]) > st.lag_records) & (spread["replicas"] >= 2)
+    key_change = spread["tp"].shift(1) != spread["tp"]
+    run = (key_change | (above != above.shift(1))).cumsum()
+    start = spread["t"].groupby(run).transform("first")
+    qualifies = above & (spread["t"] - start >= st.lag_duration_ms)
+    hits = spread[qualifies].assign(run=run[qualifies], start=start[qualifies]).drop_duplicates("run")
+    for r in hits.itertuples(index=False):
+        lag = int(r.high - r.low)
+        yield Violation(
+            f"high watermarks of {r.topic}-{r.partition} {lag} records apart (over {st.lag_records}) at "
+            f"every capture since {iso(r.start)}, {(r.t - r.start) / 3_600_000:.1f} h by {iso(r.t)}: broker "
+            f"{r.lagging} lags at {r.low}, the highest replica is at {r.high}",
+            topic=r.topic,
+            partition=int(r.partition),
+            broker=int(r.lagging),
+            log_dir=None,
+            file=HW_FILE,
+            offset_start=int(r.low),
+            offset_end=int(r.high) - 1,
+            expected=f"<= {st.lag_records}",
+            found=lag,
+            records=lag,
+            evidence={
+                "cluster": r.cluster,
+                "time": iso(r.t),
+                "since": iso(r.start),
+                "durationMs": int(r.t - r.start),
+                "lagRecords": st.lag_records,
+                "lagDurationMs": st.lag_duration_ms,
+                "lowest": int(r.low),
+                "highest": int(r.high),
+                "replicas": int(r.replicas),
+            },
+        )
+
+
+# ------------------------------------------------------------------------------------------ presence
+
+
+def _presence_changes(h: History) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(vanished, appeared): presence rows whose broker's next capture lacks the partition (while it holds
+    the log dir the partition was in), and rows whose broker's previous capture lacked it."""
+    p = presence(h)
+    bc = broker_captures(h)[[*BROKER, "t", "prevT", "nextT"]]
+    p = p.merge(bc, on=[*BROKER, "t"], how="inner")
+    seen = p[[*SERIES, "t"]].assign(_seen=True)
+    nxt = p.merge(seen.rename(columns={"t": "nextT"}), on=[*SERIES, "nextT"], how="left")
+    vanished = _captured_dir(h, nxt[(nxt["nextT"] >= 0) & nxt["_seen"].isna()], "nextT")
+    prv = p.merge(seen.rename(columns={"t": "prevT"}), on=[*SERIES, "prevT"], how="left")
+    appeared = _captured_dir(h, prv[(prv["prevT"] >= 0) & prv["_seen"].isna()], "prevT")
+    return vanished, appeared
+
+
+def _captured_dir(h: History, rows: pd.DataFrame, other: str) -> pd.DataFrame:
+    """``rows`` whose log dir was captured at the broker's capture ``other`` (a log dir missing from a
+    capture says nothing about its partitions)."""
+    if rows.empty:
+        return rows
+    dirs = broker_captures(h)[[*BROKER, "t", "logDirs"]].rename(columns={"t": other, "logDirs": "otherDirs"})
+    rows = rows.merge(dirs, on=[*BROKER, other], how="left")
+    keep = [
+        isinstance(dirs_, list) and log_dir in dirs_
+        for log_dir, dirs_ in zip(rows["logDir"], rows["otherDirs"], strict=True)
+    ]
+    return rows[np.asarray(keep, dtype=bool)]
+
+
+@rule(
+    "KA807",
+    "history.partition-vanished",
+    Severity.WARNING,
+    "A partition present at a broker's capture is absent from its next capture",
+    scope="history",
+)
+def partition_vanished(h: History) -> Iterator[Violation]:
+    """
+    What it finds: a partition that a broker held at one capture (a partition directory in the dump, or an
+    entry of the log dir's replication-offset-checkpoint) and that is absent from the broker's next capture,
+    although that capture holds the log dir the partition was in (a log dir missing from a capture says
+    nothing about its partitions).
+    Why it matters: a replica leaves a broker when it is reassigned away, when its topic is deleted, or when
+    Kafka renames it aside (a stray log in KRaft, a log dir that failed): unless a reassignment or a deletion
+    was planned, the partition lost a replica, and in the stray case the data sits in a -stray directory.
+    What to do: check the reassignments and topic deletions between the two capture times
+    (kafka-reassign-partitions, the KRaft metadata), look for -stray or -delete directories in the log dir,
+    and for a failed log dir in the broker's log.
+    References: KIP-858 (log dir failures, JBOD), KIP-455 (reassignment), spec §13.
+    """
+    vanished, _ = _presence_changes(h)
+    for r in vanished.itertuples(index=False):
+        yield Violation(
+            f"{r.topic}-{r.partition} was on broker {r.broker} (log dir {r.logDir}) at {iso(r.t)} and is "
+            f"gone from its capture of {iso(r.nextT)}",
+            topic=r.topic,
+            partition=int(r.partition),
+            broker=int(r.broker),
+            log_dir=r.logDir,
+            evidence={
+                "cluster": r.cluster,
+                "time": iso(r.nextT),
+                "before": capture_ref(h, r.cluster, r.broker, r.t),
+                "after": capture_ref(h, r.cluster, r.broker, r.nextT),
+            },
+        )
+
+
+@rule(
+    "KA808",
+    "history.partition-appeared",
+    Severity.INFO,
+    "A partition absent from a broker's capture is present at its next capture",
+    scope="history",
+)
+def partition_appeared(h: History) -> Iterator[Violation]:
+    """
+    What it finds: a partition that a broker did not hold at one capture and holds at its next one (not at
+    the broker's first capture, where everything is new; not when the earlier capture lacks the log dir the
+    partition is in).
+    Why it matters: a replica arrives on a broker when a partition is created or reassigned onto it, or when
+    a log dir comes back; it starts empty and fetches the leader's log, so until it is in the ISR the
+    partition has one copy fewer than it seems. Worth knowing next to lag and vanished partitions.
+    What to do: nothing if a topic was created or a reassignment was planned; otherwise check who moved it
+    (kafka-reassign-partitions, the KRaft metadata) and whether the replica caught up.
+    References: KIP-455 (reassignment), spec §13.
+    """
+    _, appeared = _presence_changes(h)
+    for r in appeared.itertuples(index=False):
+        yield Violation(
+            f"{r.topic}-{r.partition} appeared on broker {r.broker} (log dir {r.logDir}) at {iso(r.t)}; its "
+            f"capture of {iso(r.prevT)} did not hold it",
+            topic=r.topic,
+            partition=int(r.partition),
+            broker=int(r.broker),
+            log_dir=r.logDir,
+            evidence={
+                "cluster": r.cluster,
+                "time": iso(r.t),
+                "before": capture_ref(h, r.cluster, r.broker, r.prevT),
+                "after": capture_ref(h, r.cluster, r.broker, r.t),
+            },
+        )
+
+
+@rule(
+    "KA814",
+    "history.topic-id-changed",
+    Severity.WARNING,
+    "The topic id of a partition on a broker changed between captures",
+    scope="history",
+)
+def topic_id_changed(h: History) -> Iterator[Violation]:
+    """
+    What it finds: a partition whose partition.metadata topic id on a broker differs from the one the broker
+    held at its previous capture of the partition.
+    Why it matters: a topic id names one incarnation of a topic (KIP-516): a new id under the same name
+    means the topic was deleted and created again, and everything the old topic held is gone (its offsets
+    restart, consumers' committed offsets point into another log). The backwards checks of this partition
+    compare nothing across the change.
+    What to do: find who deleted and recreated the topic between the two captures (the KRaft metadata's
+    RemoveTopicRecord and TopicRecord, admin audit logs), reset the consumer groups of the topic, and check
+    that producers did not write into the old topic until its deletion.
+    References: KIP-516 (topic ids), spec §12.1.
+    """
+    ids = topic_ids(h)
+    changed = ids[ids["prevTopicId"].notna() & (ids["prevTopicId"] != ids["topicId"])]
+    for r in changed.itertuples(index=False):
+        yield Violation(
+            f"topic id of {r.topic}-{r.partition} on broker {r.broker} changed from {r.prevTopicId} to "
+            f"{r.topicId} between the captures of {iso(r.prevT)} and {iso(r.t)}: the topic was deleted and "
+            "recreated",
+            topic=r.topic,
+            partition=int(r.partition),
+            broker=int(r.broker),
+            log_dir=r.logDir,
+            file=f"{r.topic}-{r.partition}/partition.metadata",
+            expected=r.prevTopicId,
+            found=r.topicId,
+            evidence={
+                "cluster": r.cluster,
+                "time": iso(r.t),
+                "before": {**capture_ref(h, r.cluster, r.broker, r.prevT), "topicId": r.prevTopicId},
+                "after": {**capture_ref(h, r.cluster, r.broker, r.t), "topicId": r.topicId},
+            },
+        )

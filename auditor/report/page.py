@@ -1,0 +1,337 @@
+"""A self-contained HTML page built from sections as data: inline CSS, a few lines of inline script (a
+severity filter and a text search over the findings), no external resource (a Content-Security-Policy
+forbids any).
+
+The builders return :class:`Markup` (HTML known to be safe); every other string handed to them is text and
+is escaped (:func:`esc`: control and bidi characters made visible, then ``&<>"'`` escaped), so a topic or
+file name from the evidence can never become markup. A page is a :class:`Page` of :class:`Section` objects;
+:func:`report_page` gives the sections every reporting command shares (inputs, summary, findings with the
+rule's explanation, errors) and takes the command's own (``report``: the history charts,
+:mod:`auditor.report.history`). Void elements are written self-closed (``<meta ... />``), so the page
+reads back as balanced tags.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from auditor.findings import Finding, Severity
+from auditor.report.escape import escaped
+from auditor.report.model import TOOL_NAME, Report
+from auditor.text import visible
+
+
+class Markup(str):
+    """A string of HTML that is safe as it is (built here, or by :mod:`auditor.report.svg`)."""
+
+    __slots__ = ()
+
+
+def esc(value: object) -> Markup:
+    """``value`` as HTML text: :class:`Markup` as is, anything else made visible and escaped."""
+    if isinstance(value, Markup):
+        return value
+    return Markup(html.escape(visible("" if value is None else str(value)), quote=True))
+
+
+def join(parts: Iterable[object]) -> Markup:
+    return Markup("".join(esc(p) for p in parts))
+
+
+VOID = frozenset({"meta", "input", "br", "hr", "img", "link"})
+
+
+def tag(element: str, /, *content: object, **attrs: object) -> Markup:
+    """``<element attrs>content</element>`` (a void element self-closed). Attribute names lose a trailing
+    ``_`` (``class_``) and turn ``_`` into ``-`` (``data_severity``); None and False drop the attribute,
+    True writes it bare."""
+    parts = [element]
+    for key, value in attrs.items():
+        if value is None or value is False:
+            continue
+        attr = key.rstrip("_").replace("_", "-")
+        parts.append(attr if value is True else f'{attr}="{esc(value)}"')
+    head = " ".join(parts)
+    if element in VOID:
+        return Markup(f"<{head} />")
+    return Markup(f"<{head}>{join(content)}</{element}>")
+
+
+def table(
+    headers: Sequence[object],
+    rows: Iterable[Sequence[object]],
+    *,
+    class_: str | None = None,
+    row_class: Callable[[int], str | None] | None = None,
+) -> Markup:
+    """A table: ``headers`` and ``rows`` of cells (text, or :class:`Markup`)."""
+    head = tag("thead", tag("tr", *(tag("th", h) for h in headers)))
+    body = [
+        tag("tr", *(tag("td", c) for c in row), class_=row_class(i) if row_class else None)
+        for i, row in enumerate(rows)
+    ]
+    return tag("table", head, tag("tbody", *body), class_=class_)
+
+
+def definition_list(items: Iterable[tuple[object, object]]) -> Markup:
+    return tag("dl", *(join([tag("dt", k), tag("dd", v)]) for k, v in items if v not in (None, "")))
+
+
+@dataclass
+class Section:
+    """One part of a page: a heading and its blocks (text or :class:`Markup`), in order."""
+
+    title: str
+    blocks: list[object] = field(default_factory=list)
+    id: str = ""
+
+
+@dataclass
+class Page:
+    """A page: its title, the header's facts (label, value) and its sections."""
+
+    title: str
+    facts: list[tuple[str, object]] = field(default_factory=list)
+    sections: list[Section] = field(default_factory=list)
+
+
+CSS = """
+:root{--critical:#8b0000;--error:#c62828;--warning:#a06000;--info:#00639b;--line:#d0d7de;--muted:#57606a}
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Helvetica,Arial,sans-serif;margin:0;color:#1f2328}
+header{background:#f6f8fa;border-bottom:1px solid var(--line);padding:16px 24px}
+header h1{margin:0 0 8px;font-size:20px}
+main{padding:8px 24px 40px;max-width:1200px}
+h2{font-size:17px;border-bottom:1px solid var(--line);padding-bottom:4px;margin-top:28px}
+h3{font-size:15px;margin:18px 0 6px}
+dl{display:grid;grid-template-columns:max-content 1fr;gap:2px 14px;margin:6px 0}
+dt{color:var(--muted)}dd{margin:0;overflow-wrap:anywhere}
+table{border-collapse:collapse;margin:6px 0 12px}
+th,td{border:1px solid var(--line);padding:3px 8px;text-align:left;vertical-align:top}
+th{background:#f6f8fa}td.num,th.num{text-align:right}
+code,.mono{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:12.5px}
+.sev{display:inline-block;min-width:62px;padding:1px 6px;border-radius:10px;color:#fff;font-size:12px;
+text-align:center}
+.sev-critical{background:var(--critical)}.sev-error{background:var(--error)}
+.sev-warning{background:var(--warning)}.sev-info{background:var(--info)}
+.finding{border:1px solid var(--line);border-left:5px solid var(--line);border-radius:4px;padding:8px 12px;
+margin:10px 0}
+.finding.critical{border-left-color:var(--critical)}.finding.error{border-left-color:var(--error)}
+.finding.warning{border-left-color:var(--warning)}.finding.info{border-left-color:var(--info)}
+.finding .message{font-weight:600;margin:4px 0}
+details{margin-top:6px}summary{cursor:pointer;color:var(--muted)}
+.filters{position:sticky;top:0;background:#fff;padding:8px 0;border-bottom:1px solid var(--line)}
+.filters label{margin-right:12px}.filters input[type=search]{width:280px;margin-left:8px}
+tr.changed td{background:#fff4ce}tr.drop td{background:#ffe1e1}
+mark{background:#ffe08a}del{color:var(--error)}.fork{outline:2px solid var(--error)}
+.muted{color:var(--muted)}svg.chart{max-width:100%;height:auto;display:block;margin:8px 0}
+"""
+
+SCRIPT = """
+(function(){
+  var boxes=document.querySelectorAll('.filters input[type=checkbox]');
+  var search=document.getElementById('search');var shown=document.getElementById('shown');
+  function apply(){
+    var on={};boxes.forEach(function(b){on[b.value]=b.checked;});
+    var q=(search.value||'').toLowerCase();var n=0;
+    document.querySelectorAll('.finding').forEach(function(f){
+      var ok=on[f.dataset.severity]&&(!q||f.textContent.toLowerCase().indexOf(q)>=0);
+      f.hidden=!ok;if(ok){n++;}
+    });
+    shown.textContent=n;
+  }
+  boxes.forEach(function(b){b.addEventListener('change',apply);});
+  search.addEventListener('input',apply);apply();
+})();
+"""
+
+CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:"
+
+
+def render_page(page: Page) -> str:
+    """The whole document."""
+    head = join(
+        [
+            tag("meta", charset="utf-8"),
+            tag("meta", http_equiv="Content-Security-Policy", content=CSP),
+            tag("meta", name="viewport", content="width=device-width, initial-scale=1"),
+            tag("title", page.title),
+            tag("style", Markup(CSS)),
+        ]
+    )
+    header = tag("header", tag("h1", page.title), definition_list(page.facts))
+    sections = [
+        tag("section", tag("h2", s.title), *s.blocks, id=s.id or None) for s in page.sections if s.blocks
+    ]
+    body = tag("body", header, tag("main", *sections), tag("script", Markup(SCRIPT)))
+    return "<!DOCTYPE html>\n" + tag("html", tag("head", head), body, lang="en") + "\n"
+
+
+# ------------------------------------------------------------------------------ report sections
+
+
+def severity_badge(severity: Severity) -> Markup:
+    return tag("span", severity.label, class_=f"sev sev-{severity.label}")
+
+
+def report_facts(report: Report) -> list[tuple[str, object]]:
+    """The header's facts: tool and version, generation time, command line, inputs, exit code."""
+    return [
+        ("tool", f"{TOOL_NAME} {report.tool_version}"),
+        ("generated", report.iso_time()),
+        ("command line", tag("code", report.command_line or f"{TOOL_NAME} {report.command}")),
+        *(("input", describe_input(row)) for row in report.inputs),
+        ("exit code", report.exit_code),
+    ]
+
+
+def describe_input(row: dict[str, Any]) -> str:
+    """One input in a line: its kind and path, then its other non-empty fields."""
+    head = " ".join(str(row[k]) for k in ("kind", "path") if row.get(k) is not None)
+    rest = [f"{k} {v}" for k, v in row.items() if k not in ("kind", "path") and v not in (None, "", [], {})]
+    return head + (f" ({', '.join(rest)})" if rest else "")
+
+
+def _cell(value: Any) -> object:
+    if isinstance(value, (dict, list)):
+        return tag("code", json.dumps(value, ensure_ascii=False, default=str))
+    return "" if value is None else value
+
+
+def inputs_section(report: Report) -> Section:
+    """One row per input, with every key any input has."""
+    keys: list[str] = []
+    for row in report.inputs:
+        keys += [k for k in row if k not in keys]
+    blocks: list[object] = []
+    if report.inputs:
+        blocks.append(table(keys, ([_cell(row.get(k)) for k in keys] for row in report.inputs)))
+    if report.stats:
+        blocks.append(definition_list((k, _cell(v)) for k, v in report.stats.items()))
+    return Section("Inputs and statistics", blocks, id="inputs")
+
+
+def summary_section(report: Report) -> Section:
+    """Counts by severity and by check."""
+    summary = report.summary()
+    by_sev = table(
+        ["severity", "findings"],
+        [[severity_badge(Severity.parse(s)), n] for s, n in summary["bySeverity"].items()],
+    )
+    titles = {r.code: r.title for r in report.rules}
+    first: dict[str, str] = {}
+    for f in sorted(report.findings, key=finding_order):
+        first.setdefault(f.code, f.fingerprint())
+    blocks: list[object] = [by_sev]
+    if summary["byCode"]:
+        rows = [
+            [tag("a", code, href=f"#f-{first[code]}"), info["name"]]
+            + [severity_badge(Severity.parse(info["severity"])), info["count"], titles.get(code, "")]
+            for code, info in summary["byCode"].items()
+        ]
+        blocks.append(table(["code", "check", "severity", "count", "meaning"], rows))
+    else:
+        blocks.append(tag("p", "No findings.", class_="muted"))
+    return Section("Summary", blocks, id="summary")
+
+
+def finding_order(f: Finding) -> tuple:
+    """Most severe first, then by location (partition, broker, time, file, offset)."""
+    return (
+        -int(f.severity),
+        f.topic is None,
+        f.topic or "",
+        f.partition if f.partition is not None else -1,
+        f.broker if f.broker is not None else -1,
+        f.time or "",
+        f.log_dir or "",
+        f.file or "",
+        f.position if f.position is not None else -1,
+        f.offset_start if f.offset_start is not None else -1,
+        f.code,
+    )
+
+
+def finding_location(f: Finding) -> list[tuple[str, object]]:
+    offsets = None
+    if f.offset_start is not None:
+        end = f.offset_end if f.offset_end not in (None, f.offset_start) else None
+        offsets = f"{f.offset_start}" + (f"..{end}" if end is not None else "")
+    return [
+        ("broker", f.broker),
+        ("partition", f.partition_key),
+        ("log dir", f.log_dir),
+        (
+            "file",
+            None if f.file is None else f.file + (f" @ byte {f.position}" if f.position is not None else ""),
+        ),
+        ("offsets", offsets),
+        ("leader epoch", f.epoch),
+        ("captured", f.time),
+    ]
+
+
+def rule_explanation(report: Report, code: str) -> Markup:
+    rule = next((r for r in report.rules if r.code == code), None)
+    if rule is None:
+        return Markup("")
+    paras = [tag("p", tag("strong", f"{name}: "), text) for name, text in rule.sections.items()]
+    return tag("details", tag("summary", f"{rule.code} {rule.name}: {rule.title}"), *paras)
+
+
+def finding_block(report: Report, f: Finding) -> Markup:
+    """One finding: severity, code and check, message, location, evidence, related, explanation."""
+    parts: list[object] = [
+        tag("div", severity_badge(f.severity), " ", tag("code", f.code), " ", f.name),
+        tag("div", f.message, class_="message"),
+        definition_list(finding_location(f)),
+    ]
+    if f.evidence:
+        parts.append(table(["evidence", "value"], ([k, _cell(v)] for k, v in f.evidence.items())))
+    if f.related:
+        parts.append(definition_list(("related", _cell(r)) for r in f.related))
+    parts.append(rule_explanation(report, f.code))
+    return tag(
+        "div",
+        *parts,
+        class_=f"finding {f.severity.label}",
+        id=f"f-{f.fingerprint()}",
+        data_severity=f.severity.label,
+    )
+
+
+def filters() -> Markup:
+    boxes = [
+        tag("label", tag("input", type="checkbox", value=s.label, checked=True), " ", s.label)
+        for s in sorted(Severity, reverse=True)
+    ]
+    search = tag(
+        "label", "search ", tag("input", type="search", id="search", placeholder="topic, code, text")
+    )
+    shown = tag("span", tag("span", "", id="shown"), " shown", class_="muted")
+    return tag("div", *boxes, search, " ", shown, class_="filters")
+
+
+def findings_section(report: Report) -> Section:
+    """Every finding, most severe first, behind the severity filter and the search box."""
+    ordered = sorted(report.findings, key=finding_order)
+    if not ordered:
+        return Section("Findings", [tag("p", "No findings.", class_="muted")], id="findings")
+    return Section("Findings", [filters(), *(finding_block(report, f) for f in ordered)], id="findings")
+
+
+def errors_section(report: Report) -> Section:
+    return Section("Errors", [tag("ul", *(tag("li", e) for e in report.errors))] if report.errors else [])
+
+
+def report_page(report: Report, extra: Callable[[Report], list[Section]] | None = None) -> Page:
+    """The page of ``report``: header, errors, summary, findings, then ``extra``'s sections, then inputs."""
+    report = escaped(report)
+    sections = [errors_section(report), summary_section(report), findings_section(report)]
+    if extra is not None:
+        sections += extra(report)
+    sections.append(inputs_section(report))
+    return Page(f"{TOOL_NAME} {report.command}", report_facts(report), sections)
