@@ -548,9 +548,8 @@ def test_dump_id_ignores_order_mtime_and_source_but_not_content() -> None:
     files = as_files(standard_dump())
     same = [DumpFile(f.name, f.mtime_ms + 86_400_000, f.data) for f in reversed(files)]
     assert dump_id(files) == dump_id(same)
-    assert (
-        capture(parse(files))["captureId"] == capture(parse(same, source=f"/elsewhere/{NIGHT}", root="x"))["captureId"]
-    )
+    elsewhere = parse(same, source=f"/elsewhere/{NIGHT}", root="x")
+    assert capture(parse(files))["captureId"] == capture(elsewhere)["captureId"]
     changed = files[:-1] + [DumpFile(files[-1].name, 0, files[-1].data + b"\n")]
     renamed = files[:-1] + [DumpFile("orders-9/partition.metadata", 0, files[-1].data)]
     assert len({dump_id(files), dump_id(changed), dump_id(renamed)}) == 3
