@@ -507,7 +507,7 @@ def test_generated_checkpoints_exercise_both_paths() -> None:
     """The generator above reaches the fast path, the reference path, and errors (else it proves little)."""
     seen = {"fast": 0, "reference": 0, "error": 0}
 
-    @settings(max_examples=200, deadline=None, database=None)
+    @settings(max_examples=200, deadline=None, database=None, derandomize=True)  # the same 200 every run
     @given(checkpoint_texts())
     def count(data: bytes) -> None:
         entries, error = reference(data)

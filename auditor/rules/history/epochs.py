@@ -12,11 +12,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import numpy as np
-import pandas as pd
 
 from auditor.findings import Severity
 from auditor.kafka.history import cache_rewrite, first_disagreement
-from auditor.rules.history.model import Caches, History, caches, capture_ref, iso
+from auditor.rules.history.model import Caches, History, caches, capture_ref, iso, pd
 from auditor.rules.registry import Violation, rule
 
 EPOCH_FILE = "leader-epoch-checkpoint"

@@ -8,10 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-import pandas as pd
-
 from auditor.findings import Severity
-from auditor.rules.history.model import History, broker_captures, capture_ref, iso, ms
+from auditor.rules.history.model import History, broker_captures, capture_ref, iso, ms, pd
 from auditor.rules.registry import Violation, rule
 
 META = "meta.properties"

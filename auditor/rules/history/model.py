@@ -17,14 +17,34 @@ checks of one scope and turns their violations into findings dated by their evid
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from auditor.findings import Finding, Location
 from auditor.observe.history_rows import TABLES
+
+
+class _OnFirstUse:
+    """A module imported on first attribute access: every command loads the rule registry, and registering
+    the history rules must not cost pandas' import (time, and memory in every scan worker)."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+        self._module: ModuleType | None = None
+
+    def __getattr__(self, attr: str) -> Any:
+        if self._module is None:
+            self._module = importlib.import_module(self._name)
+        return getattr(self._module, attr)
+
+
+pd: Any = _OnFirstUse("pandas")
+"""pandas, for the history rules (``from auditor.rules.history.model import pd``)."""
 
 
 def empty_frame(table: str) -> pd.DataFrame:

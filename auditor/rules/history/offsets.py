@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import numpy as np
-import pandas as pd
 
 from auditor.findings import Severity
 from auditor.kafka.history import restart_evidence
@@ -23,6 +22,7 @@ from auditor.rules.history.model import (
     broker_captures,
     capture_ref,
     iso,
+    pd,
     presence,
     replica_series,
     topic_ids,
