@@ -97,7 +97,8 @@ class Finding:
         return f"{self.topic}-{self.partition}" if self.partition is not None else self.topic
 
     def fingerprint(self) -> str:
-        """A stable id (code + location, not the message): equal findings of two runs share it."""
+        """A stable id (code + location, not the message; plus the capture time and the cluster when the
+        finding has them): equal findings of two runs share it."""
         key = "|".join(
             str(v)
             for v in (
@@ -112,6 +113,8 @@ class Finding:
                 self.offset_end,
                 self.epoch,
                 *(() if self.time is None else (self.time,)),
+                # two clusters may share broker ids and topic names (history, audit)
+                *(() if self.evidence.get("cluster") is None else (f"cluster={self.evidence['cluster']}",)),
             )
         )
         # surrogatepass: a file name with undecodable bytes (PEP 383) still has a fingerprint

@@ -184,7 +184,9 @@ def report_command(
         "capture in the warehouse, not the clock) or since an ISO-8601 date/time.",
     ),
     show_all: bool = typer.Option(
-        False, "--all", help="Show every finding, also those a previous report already showed."
+        False,
+        "--all",
+        help="Show every finding, also those a previous report already showed (and mark none as shown).",
     ),
     lag_records: int = typer.Option(
         _DEFAULTS.lag_records,
@@ -203,6 +205,12 @@ def report_command(
         "--missing-after",
         metavar="DURATION",
         help="KA811: a broker whose newest capture is this much older than its cluster's is missing.",
+    ),
+    capture_skew: str = typer.Option(
+        _hours(_DEFAULTS.capture_skew_ms),
+        "--capture-skew",
+        metavar="DURATION",
+        help="KA806: captures of one night's brokers this close together are compared as one round.",
     ),
     master: str | None = typer.Option(
         None, "--master", help="Spark master URL (default local[*]; e.g. spark://host:7077, yarn, k8s://...)."
@@ -224,6 +232,7 @@ def report_command(
         lag_records=lag_records,
         lag_duration_ms=parse_duration(lag_duration, "--lag-duration"),
         missing_after_ms=parse_duration(missing_after, "--missing-after"),
+        capture_skew_ms=parse_duration(capture_skew, "--capture-skew"),
     )
     window = parse_since(since)
     spark_master = checked_master(master)
@@ -271,7 +280,9 @@ def report_command(
         report = with_history(report, result, last_ingest.get("endMs") if last_ingest else None)
         options.emit(report)
         try:
-            record(wh, report, [f.fingerprint() for f in report.findings])
+            # an --all report (the HTML page, the textfile of the cron lines) shows what others may not have
+            # shown yet: only the default report marks findings as reported
+            record(wh, report, [] if show_all else [f.fingerprint() for f in report.findings])
         except (WarehouseError, OSError) as exc:
             raise fail(f"the report was written but the warehouse state was not updated: {exc}") from None
     raise typer.Exit(report.exit_code)

@@ -97,13 +97,19 @@ def restart_evidence(
     clean_after: bool | None,
     start_before: int | None,
     start_after: int | None,
+    formatted: bool = False,
 ) -> str | None:
     """Why the broker restarted between two captures, or None: a capture taken while it was stopped
-    (``.kafka_cleanshutdown`` present, spec §12.3), or a different broker start time."""
+    (``.kafka_cleanshutdown`` present, spec §12.3), a different broker start time, or a log dir of the
+    broker whose directory.id changed (``formatted``: the log dir was formatted again or replaced, which
+    a running broker does not do: its meta.properties are written at format time and loaded at startup,
+    spec §12.2)."""
     if clean_before:
         return "the earlier capture was taken after a clean shutdown"
     if clean_after:
         return "the later capture was taken after a clean shutdown"
     if start_before is not None and start_after is not None and start_before != start_after:
         return "the broker start time changed"
+    if formatted:
+        return "a log dir of the broker was formatted again (its directory.id changed)"
     return None

@@ -440,14 +440,34 @@ class Warehouse:
         missing = [k for k in ("id", "startMs", "endMs") if k not in summary]
         if missing:
             raise ValueError(f"ingest summary lacks {', '.join(missing)}")
-        runs = self.read_state("ingests").get("ingests", [])
+        runs = self._ingests()
         runs = [*runs, dict(summary)][-INGESTS_KEPT:]
         self.write_state("ingests", {"ingests": runs})
 
     def last_ingest(self) -> dict[str, Any] | None:
         """The newest run of state ``ingests``, or None."""
-        runs = self.read_state("ingests").get("ingests") or []
+        runs = self._ingests()
         return runs[-1] if runs else None
+
+    def _ingests(self) -> list[dict[str, Any]]:
+        """State ``ingests``: a list of runs, each an object whose ``id`` is a string and whose ``startMs``
+        and ``endMs`` are integers; anything else is refused in one line naming the file."""
+        runs = self.read_state("ingests").get("ingests", [])
+        path = self._state_path("ingests")
+        if not isinstance(runs, list):
+            raise WarehouseError(f'{path}: "ingests" is not a list')
+        for i, run in enumerate(runs):
+            ok = (
+                isinstance(run, dict)
+                and isinstance(run.get("id"), str)
+                and all(
+                    isinstance(run.get(k), int) and not isinstance(run.get(k), bool)
+                    for k in ("startMs", "endMs")
+                )
+            )
+            if not ok:
+                raise WarehouseError(f"{path}: ingest run {i} is not an object with id, startMs and endMs")
+        return runs
 
 
 def _atomic_write(path: Path, text: str) -> None:

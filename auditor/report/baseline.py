@@ -16,9 +16,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import tempfile
 from collections.abc import Iterable
-from pathlib import Path
 
 from auditor.findings import Finding
 from auditor.report.model import TOOL_NAME, Gauge, Report
@@ -86,29 +84,12 @@ def baseline_document(findings: Iterable[Finding]) -> dict:
     return {"tool": TOOL_NAME, "version": BASELINE_VERSION, "fingerprints": entries}
 
 
-def _umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
 def write_baseline(path: str | os.PathLike, findings: Iterable[Finding]) -> None:
-    """Write the baseline of ``findings`` to ``path`` atomically (a temporary file beside it, flushed to
-    disk, renamed into place), with the mode a new file gets from the umask."""
-    target = Path(os.path.abspath(os.fspath(path)))
-    text = json.dumps(baseline_document(findings), indent=1, ensure_ascii=True) + "\n"
-    fd, tmp = tempfile.mkstemp(prefix=".kafka-auditor-", suffix=".tmp", dir=target.parent)
-    try:
-        os.fchmod(fd, 0o666 & ~_umask())
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    """Write the baseline of ``findings`` to ``path`` (:func:`auditor.report.output.write_file`: atomic, the
+    mode from the umask)."""
+    from auditor.report.output import write_file
+
+    write_file(path, json.dumps(baseline_document(findings), indent=1, ensure_ascii=True) + "\n")
 
 
 def suppress(report: Report, fingerprints: frozenset[str] | set[str], *, reason: str, stat: str) -> Report:

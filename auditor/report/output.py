@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import os
+import stat
 import sys
 import tempfile
 from collections.abc import Callable, Iterable
@@ -61,16 +62,54 @@ def emit(
         return
     buf = io.StringIO()
     write(buf, False if color is None else color)
+    write_file(output, buf.getvalue())
+
+
+def umask() -> int:
+    """The process's umask (read without changing it for longer than the call)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def write_file(output: str | os.PathLike, text: str) -> None:
+    """``text`` into ``output`` the way a daemon on the same host can read it: a temporary file beside it with
+    the mode a new file gets from the umask (``0666 & ~umask``; node_exporter runs as its own user), written,
+    fsynced, renamed into place (atomic: a reader never sees half a file), then the directory fsynced. A
+    target that exists and is not a regular file (``/dev/null``, a FIFO, ``/dev/stdout``) is written to
+    directly, never replaced."""
     target = os.path.abspath(os.fspath(output))
-    fd, tmp = tempfile.mkstemp(prefix=".kafka-auditor-", suffix=".tmp", dir=os.path.dirname(target))
     try:
+        special = not stat.S_ISREG(os.stat(target).st_mode)
+    except FileNotFoundError:
+        special = False
+    if special:
+        with open(target, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        return
+    directory = os.path.dirname(target)
+    fd, tmp = tempfile.mkstemp(prefix=".kafka-auditor-", suffix=".tmp", dir=directory)
+    try:
+        os.fchmod(fd, 0o666 & ~umask())
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(buf.getvalue())
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
         os.replace(tmp, target)
     except BaseException:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+    try:
+        dir_fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(dir_fd)
+    except OSError:
+        pass  # some filesystems refuse fsync on a directory; the rename is done
+    finally:
+        os.close(dir_fd)
 
 
 def write_report(report: Report, fmt: str, output: Path | None, *, color: bool | None = None) -> None:

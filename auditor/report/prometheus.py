@@ -36,12 +36,14 @@ def render_prometheus(report: Report, out: IO[str]) -> None:
         "# HELP kafka_auditor_findings Findings of the last run, by severity and check.",
         "# TYPE kafka_auditor_findings gauge",
     ]
-    counts = Counter((f.broker, f.code, f.name, f.severity.label) for f in report.findings)
-    for (broker, code, name, sev), n in sorted(counts.items(), key=lambda kv: (str(kv[0][0]), kv[0][1])):
-        lines.append(
-            f"kafka_auditor_findings"
-            f"{_labels(command=cmd, broker=broker, code=code, name=name, severity=sev)} {n}"
-        )
+    counts = Counter(
+        (f.evidence.get("cluster"), f.broker, f.code, f.name, f.severity.label) for f in report.findings
+    )
+    for (cluster, broker, code, name, sev), n in sorted(
+        counts.items(), key=lambda kv: (str(kv[0][0]), str(kv[0][1]), kv[0][2])
+    ):
+        labels = _labels(command=cmd, cluster=cluster, broker=broker, code=code, name=name, severity=sev)
+        lines.append(f"kafka_auditor_findings{labels} {n}")
     lines += [
         "# HELP kafka_auditor_findings_by_severity Findings of the last run, by severity.",
         "# TYPE kafka_auditor_findings_by_severity gauge",

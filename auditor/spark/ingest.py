@@ -5,11 +5,15 @@ into the warehouse's Parquet tables (:mod:`auditor.layout.warehouse`, schemas in
 The driver lists only the sources it is given; Spark lists the trees and reads the files:
 
 * Directory sources: Spark's ``binaryFile`` source with ``recursiveFileLookup`` and ``pathGlobFilter`` =
-  :data:`auditor.layout.dumps.DUMP_FILE_GLOB` (only the dumps' small files are read; a segment is never
-  opened), with a small ``spark.sql.files.openCostInBytes`` so that thousands of tiny files pack into few
-  tasks. Each file is keyed by its dump root (a Spark expression on its path: the folder of a top file, the
-  folder above a partition directory); the rows are repartitioned by that key and sorted, and a
-  ``mapInArrow`` groups each dump's files and parses them with :func:`auditor.observe.dumps.parse_dump`.
+  :data:`auditor.layout.dumps.DUMP_FILE_GLOB` lists the dumps' small files (path and mtime only: Spark
+  reads no content; a segment is never opened), with a small ``spark.sql.files.openCostInBytes`` so that
+  thousands of tiny files pack into few tasks. Each file is keyed by its dump root (a Spark expression on
+  its path: the folder of a top file, the folder above a partition directory); the rows are repartitioned
+  by that key and sorted, and a ``mapInArrow`` groups each dump's files, reads them (``lstat`` first: a
+  symbolic link, on the way or the file itself, a special file or a file above
+  ``ArchiveLimits.max_member_bytes`` is a refused ``problems`` row, never read; Hadoop's listing follows
+  links) and parses them with :func:`auditor.observe.dumps.parse_dump`. A failed job's task errors are
+  not logged (the exception carries them; the CLI prints one line).
   Hadoop's listing skips every name starting with ``_`` or ``.``
   (``HadoopFSUtils.shouldFilterOutPathName``): partition directories of internal topics
   (``__consumer_offsets-0``, ``_schemas-0``) and ``.kafka_cleanshutdown``; the executor that parses a dump
@@ -422,13 +426,81 @@ def _mtime_ms(column: pa.ChunkedArray | pa.Array) -> list[int]:
     return pc.divide(pc.cast(pc.cast(column, pa.timestamp("us")), pa.int64()), 1000).to_pylist()
 
 
+def _cap_text(cap: int) -> str:
+    """The member cap in words (``64 MiB``, or bytes when it is not a whole number of MiB)."""
+    mib = 1 << 20
+    return f"{cap // mib} MiB" if cap >= mib and cap % mib == 0 else f"{cap} bytes"
+
+
+def _read_regular(
+    base: str, rel: str, cap: int, dirs: dict[str, str | None]
+) -> tuple[int, bytes] | str | None:
+    """(mtime ms, content) of the regular file ``base/rel``, read without following a symbolic link (none
+    of the folders from ``base`` down to it may be one either: ``dirs`` caches their verdicts); else the
+    reason it is refused (a link, not a regular file, above ``cap`` bytes, unreadable), its content never
+    read; None when it has vanished since the listing."""
+    import stat
+
+    path = base
+    for part in rel.split("/")[:-1]:
+        path = os.path.join(path, part)
+        if path not in dirs:
+            try:
+                mode = os.lstat(path).st_mode
+            except FileNotFoundError:
+                return None
+            except OSError as exc:
+                dirs[path] = f"folder {part} unreadable: {exc.strerror or exc}; not read"
+            else:
+                dirs[path] = (
+                    None
+                    if stat.S_ISDIR(mode)
+                    else f"folder {part} on its path is a symbolic link (not followed); not read"
+                    if stat.S_ISLNK(mode)
+                    else f"folder {part} on its path is not a directory; not read"
+                )
+        if dirs[path]:
+            return dirs[path]
+    path = os.path.join(base, rel)
+    try:
+        st = os.lstat(path)
+        if stat.S_ISLNK(st.st_mode):
+            return "a symbolic link (not followed); not read"
+        if not stat.S_ISREG(st.st_mode):
+            return "not a regular file; not read"
+        if st.st_size > cap:
+            return f"{st.st_size} bytes, larger than the {_cap_text(cap)} cap of a dump file; not read"
+        flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+        fd = os.open(path, flags | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return f"unreadable: {exc.strerror or exc}; not read"
+    try:
+        st = os.fstat(fd)  # the file opened is the one checked (no link, still regular)
+        if not stat.S_ISREG(st.st_mode):
+            return "not a regular file; not read"
+        chunks, size = [], 0
+        while size <= cap and (chunk := os.read(fd, min(1 << 20, cap + 1 - size))):
+            chunks.append(chunk)
+            size += len(chunk)
+    except OSError as exc:
+        return f"unreadable: {exc.strerror or exc}; not read"
+    finally:
+        os.close(fd)
+    if size > cap:  # grew since the check
+        return f"more than {size - 1} bytes, larger than the {_cap_text(cap)} cap of a dump file; not read"
+    return st.st_mtime_ns // 1_000_000, b"".join(chunks)
+
+
 def _hidden_files(run: _Run, order: int, root: str) -> tuple[list, list[Refusal]]:
     """The dump files of ``root`` whose names Hadoop's listing skips (``.kafka_cleanshutdown``, partition
-    directories starting with ``_`` or ``.``), read here; files above the member cap are refused."""
+    directories starting with ``_`` or ``.``), read here as :func:`_read_regular` reads them."""
     from auditor.layout.dumps import PARTITION_FILES, dump_location
     from auditor.observe.dumps import DumpFile
 
-    base = os.path.join(run.sources[order][1], root)
+    source = run.sources[order][1]
+    base = os.path.join(source, root)
     files, refusals = [], []
     try:
         with os.scandir(base) as listing:
@@ -439,44 +511,39 @@ def _hidden_files(run: _Run, order: int, root: str) -> tuple[list, list[Refusal]
     for entry in entries:
         if entry.is_dir(follow_symlinks=False):
             candidates += [f"{entry.name}/{name}" for name in sorted(PARTITION_FILES)]
-        elif entry.is_file(follow_symlinks=False):
+        else:  # a link or a special file among them is refused by _read_regular
             candidates.append(entry.name)
+    dirs: dict[str, str | None] = {}
     for name in sorted(candidates):
         rel = f"{root}/{name}" if root else name
         loc = dump_location(rel)
         if loc is None or loc[0] != root:
             continue
-        path = os.path.join(base, name)
-        cap = run.limits.max_member_bytes
-        try:
-            st = os.stat(path, follow_symlinks=False)
-            if not os.path.isfile(path) or os.path.islink(path):
-                continue  # links are not followed (an archive's are refused)
-            with open(path, "rb") as fh:
-                data = fh.read(cap + 1)
-            if len(data) > cap:
-                refusals.append(Refusal(rel, f"more than {cap} bytes, the cap of a dump file"))
-                continue
-        except FileNotFoundError:
-            continue
-        except OSError as exc:
-            refusals.append(Refusal(rel, f"unreadable: {exc.strerror or exc}"))
-            continue
-        files.append(DumpFile(name, st.st_mtime_ns // 1_000_000, data))
+        got = _read_regular(source, rel, run.limits.max_member_bytes, dirs)
+        if isinstance(got, str):
+            refusals.append(Refusal(rel, got))
+        elif got is not None:
+            files.append(DumpFile(name, *got))
     return files, refusals
 
 
 def _parse_dir_dumps(
     batches: Iterator[pa.RecordBatch], run: _Run, known_ids: Any
 ) -> Iterator[pa.RecordBatch]:
-    """mapInArrow over binaryFile rows sorted by (dump root, path): one dump per run of equal roots; files
-    that are not dump files (:func:`auditor.layout.dumps.dump_location`) are dropped."""
+    """mapInArrow over the listing of the directory sources (path, modificationTime), sorted by (dump root,
+    path): one dump per run of equal roots; files that are not dump files
+    (:func:`auditor.layout.dumps.dump_location`) are dropped; each dump file is read here by
+    :func:`_read_regular` (links, special files and files above ``max_member_bytes`` become ``problems``
+    rows, their content never read)."""
     from auditor.layout.dumps import dump_location
     from auditor.observe.dumps import DumpFile
 
     parser = _Parser(run, known_ids.value, _task_tag("d"))
     key: tuple[int, str] | None = None
     files: list = []
+    refused: list[Refusal] = []
+    listed: list[int] = []
+    dirs: dict[str, str | None] = {}
 
     def finish() -> list[dict[str, Any]]:
         if key is None:
@@ -484,14 +551,14 @@ def _parse_dir_dumps(
         order, root = key
         hidden, refusals = _hidden_files(run, order, root)
         label = run.sources[order][0]
-        out = [parser.dump(order, label, root, files + hidden)]
-        refused = parser.refusals(order, label, refusals, min((f.mtime_ms for f in files), default=0))
-        return out + ([refused] if refused else [])
+        out = [parser.dump(order, label, root, files + hidden)] if files or hidden else []
+        when = min((f.mtime_ms for f in files), default=min(listed, default=0))
+        summary = parser.refusals(order, label, refused + refusals, when)
+        return out + ([summary] if summary else [])
 
     for batch in batches:
         out: list[dict[str, Any]] = []
         paths, mtimes = batch.column("path").to_pylist(), _mtime_ms(batch.column("modificationTime"))
-        content = batch.column("content")
         for i, uri in enumerate(paths):
             where = _locate(run, _local_path(uri))
             loc = dump_location(where[2]) if where is not None else None
@@ -499,8 +566,13 @@ def _parse_dir_dumps(
                 continue
             if (where[0], loc[0]) != key:
                 out += finish()
-                key, files = (where[0], loc[0]), []
-            files.append(DumpFile(loc[1], mtimes[i], content[i].as_py()))
+                key, files, refused, listed = (where[0], loc[0]), [], [], []
+            listed.append(mtimes[i])
+            got = _read_regular(run.sources[where[0]][1], where[2], run.limits.max_member_bytes, dirs)
+            if isinstance(got, str):
+                refused.append(Refusal(where[2], got))
+            elif got is not None:
+                files.append(DumpFile(loc[1], *got))
         if out:
             yield _batch(out)
     tail = finish() + parser.close()
@@ -573,6 +645,24 @@ def _spark_conf(spark, values: dict[str, str]) -> Iterator[None]:
                 spark.conf.set(k, v)
 
 
+@contextmanager
+def _quiet_task_errors(spark) -> Iterator[None]:
+    """Spark's ERROR log of a failed task (the Java and Python stacks, tens of lines on stderr) off for one
+    job: the failure reaches the caller as an exception (the CLI reports it in one line)."""
+    jvm = spark.sparkContext._jvm
+    try:
+        configurator = jvm.org.apache.logging.log4j.core.config.Configurator
+        level = jvm.org.apache.logging.log4j.LogManager.getLogger("org.apache.spark").getLevel()
+        configurator.setLevel("org.apache.spark", jvm.org.apache.logging.log4j.Level.OFF)
+    except Exception:  # noqa: BLE001 - another logging back end: its logs stay as they are
+        yield
+        return
+    try:
+        yield
+    finally:
+        configurator.setLevel("org.apache.spark", level)
+
+
 def _directory_frame(spark, run: _Run, dirs: list[str], known):
     """Summary rows (a DataFrame) of the dumps found in the directory sources."""
     from pyspark.sql import functions as F
@@ -592,7 +682,7 @@ def _directory_frame(spark, run: _Run, dirs: list[str], known):
         F.regexp_extract("path", r"^(.*)/[^/]*/[^/]*$", 1)
     )
     grouped = (
-        files.select("path", "modificationTime", "content", root.alias("dumpRoot"))
+        files.select("path", "modificationTime", root.alias("dumpRoot"))  # content: read by the parser
         .repartition(max(1, spark.sparkContext.defaultParallelism), "dumpRoot")
         .sortWithinPartitions("dumpRoot", "path")
     )
@@ -742,7 +832,8 @@ def _run_jobs(spark, run: _Run, dirs: list[str], archives: list[str], known) -> 
         frame = _archive_frame(spark, run, dirs + archives, known)
         if dirs:
             frame = _directory_frame(spark, run, dirs, known).unionByName(frame)
-        rows = [r.asDict() for r in frame.collect()]
+        with _quiet_task_errors(spark):
+            rows = [r.asDict() for r in frame.collect()]
     large = [(r["paths"][0], r["bytes"]) for r in rows if r["kind"] == TOO_LARGE]
     summaries = [r for r in rows if r["kind"] != TOO_LARGE] + _refuse_large(run, large, known.value)
     return summaries, sum(1 for s in rows if s["kind"] == "archive") + len(large)

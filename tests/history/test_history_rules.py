@@ -19,7 +19,8 @@ from auditor.kafka.history import (
 )
 from auditor.observe.history_rows import TABLES
 from auditor.rules.history import epochs as epoch_rules
-from auditor.rules.history.model import History, caches, iso, run_rules
+from auditor.rules.history.model import History, HistorySettings, caches, formatted_dirs, iso, run_rules
+from auditor.rules.history.offsets import capture_rounds, lag_spread
 from auditor.rules.registry import REGISTRY
 from tests.rules import cases_history as ch
 
@@ -74,6 +75,7 @@ def test_restart_evidence():
     assert restart_evidence(True, False, None, None)
     assert restart_evidence(False, True, None, None)
     assert restart_evidence(False, False, 5, 6) == "the broker start time changed"
+    assert "directory.id" in restart_evidence(False, False, 5, 5, formatted=True)
 
 
 def test_iso_times():
@@ -256,3 +258,55 @@ def test_cluster_id_change_is_one_finding_per_broker():
     found = [f for f in ch.jbod_broker_reformatted(None, None).findings() if f.code == "KA809"]
     assert len(found) == 1 and found[0].broker == 3 and found[0].evidence["logDirs"] == ["/d1", "/d2"]
     assert found[0].time == iso(ch.T0 + 2 * ch.DAY)
+
+
+# ------------------------------------------------------------------------------------------ pairing values
+
+
+def test_capture_rounds_hold_captures_within_the_skew():
+    """A round opens at a capture time and holds the later ones at most --capture-skew after it; each
+    cluster has its own rounds."""
+    caps = [ch.part(b, d + {1: 0, 2: 1 / 48, 3: 0.5}[b], 1000) for d in range(2) for b in (1, 2, 3)]
+    caps += [replace(c, cluster="d") for c in caps if c.broker == 1]
+    h = ch.Story(caps).history()
+    rounds = capture_rounds(h)
+    by = {(int(r.c), int(r.broker), int(r.t)): int(r.round) for r in rounds.itertuples()}
+    c = 0  # cluster "c" sorts first
+    day = [ch.T0 + d * ch.DAY for d in range(2)]
+    assert by[(c, 1, day[0])] == by[(c, 2, day[0] + ch.DAY // 48)]  # 30 minutes apart: one round
+    assert by[(c, 3, day[0] + ch.DAY // 2)] not in (by[(c, 1, day[0])], by[(c, 1, day[1])])
+    assert by[(1, 1, day[0])] != by[(c, 1, day[0])]
+    assert rounds["last"].all()
+    tight = ch.Story(caps, settings=HistorySettings(capture_skew_ms=10 * 60_000)).history()
+    rounds = capture_rounds(tight)
+    assert rounds[rounds["c"] == 0]["round"].nunique() == 6
+
+
+def test_lag_compares_values_of_one_round_only():
+    """Broker 2 captured at 14:00, the others at 02:00, in sync: no spread combines values 12 h apart."""
+    story = ch.replicas_captured_at_other_times_of_day(None, None)
+    spread = lag_spread(story.history())
+    assert set(spread["replicas"]) == {1, 2} and (spread["high"] == spread["low"]).all()
+    assert str(spread["low"].dtype) == "int64" and str(spread["lagging"].dtype) == "int64"
+
+
+def test_lag_message_prints_offsets_as_integers():
+    caps = [c for c in ch.lagging(5, 50_000) if not (c.broker == 3 and c.day == 0)]
+    (f,) = [f for f in ch.Story(caps).findings() if f.code == "KA806"]
+    assert f.message.endswith("broker 3 lags at 250000, the highest replica is at 300000")
+    assert (f.offset_start, f.offset_end, f.broker) == (250_000, 299_999, 3)
+
+
+def test_a_new_directory_id_ends_the_series():
+    """The reformatted log dir: KA810 names the change, the offsets after it are not compared."""
+    story = ch.Story(ch.reformatted_log_dir())
+    h = story.history()
+    assert formatted_dirs(h)[["broker", "t"]].values.tolist() == [[2, ch.T0 + 2 * ch.DAY]]
+    codes = [f.code for f in story.findings()]
+    assert codes == ["KA810"]
+
+
+def test_a_jbod_move_compares_the_high_watermark_only():
+    (f,) = ch.hw_back_across_a_jbod_move(None, None).findings()
+    assert (f.code, f.broker, f.log_dir, f.offset_start) == ("KA801", 1, "/d2", 1500)
+    assert f.evidence["before"]["logDirs"] == ["/d1", "/d2"]

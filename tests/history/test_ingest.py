@@ -339,3 +339,47 @@ def test_a_dump_the_parser_cannot_take_becomes_a_problem(tmp_path, monkeypatch):
     rows = pq.read_table(written[0]["paths"][0]).to_pylist()
     assert len(rows) == 1 and rows[0]["message"] == "dump not ingested: RuntimeError: unexpected"
     assert rows[0]["file"] == "src!broker-1"
+
+
+@pytest.mark.spark
+def test_links_special_and_oversize_files_of_a_folder_are_refused_never_read(spark, tmp_path):
+    secret = tmp_path / "secret"
+    marker = "MARKER-7f3a-not-for-the-warehouse"
+    secret.write_text(f"0\n1\n{marker} 0 1\n")
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "leader-epoch-checkpoint").write_text(f"0\n1\n0 {marker}\n")
+    folder = tmp_path / "dumps"
+    b1 = folder / "2026-01-10T020000Z" / "broker-1"
+    b2 = folder / "2026-01-10T020000Z" / "broker-2"
+    write_tree(b1, {n: d for n, d in dump_files(1, 10).items() if not n.endswith(".log")})
+    write_tree(b2, {n: d for n, d in dump_files(2, 10).items() if not n.endswith(".log")})
+    (b1 / "recovery-point-offset-checkpoint").unlink()
+    (b1 / "recovery-point-offset-checkpoint").symlink_to(secret)
+    (b1 / "orders-7").symlink_to(tmp_path / "elsewhere", target_is_directory=True)  # a linked folder
+    (b1 / "log-start-offset-checkpoint").unlink()
+    os.mkfifo(b1 / "log-start-offset-checkpoint")  # not listed by Hadoop (opening it would block)
+    (b1 / ".kafka_cleanshutdown").symlink_to(secret)  # a hidden name, read by the executor
+    (b2 / "replication-offset-checkpoint").write_bytes(b"0\n0\n" + b"\n" * 5000)  # above the cap
+    warehouse = Warehouse.open(tmp_path / "w", create=True)
+    result = ingest(spark, [folder], warehouse, limits=ArchiveLimits(max_member_bytes=4096))
+    assert result.captures_added == 2 and result.problems == 4
+    problems = pd.read_parquet(warehouse.table_path("problems")).sort_values("file")
+    assert list(problems["kind"]) == ["refused"] * 4
+    names = [".kafka_cleanshutdown", "orders-7/leader-epoch-checkpoint", "recovery-point-offset-checkpoint"]
+    assert list(problems["file"]) == [f"dumps!2026-01-10T020000Z/broker-1/{name}" for name in names] + [
+        "dumps!2026-01-10T020000Z/broker-2/replication-offset-checkpoint"
+    ]
+    messages = list(problems["message"])
+    assert "symbolic link (not followed)" in messages[0] and messages[0] == messages[2]
+    assert messages[1] == "folder orders-7 on its path is a symbolic link (not followed); not read"
+    assert messages[3] == "5004 bytes, larger than the 4096 bytes cap of a dump file; not read"
+    assert sorted(pd.read_parquet(warehouse.table_path("log_start_offsets"))["broker"].unique()) == [2]
+    # the rest of both dumps is in
+    recovery = pd.read_parquet(warehouse.table_path("recovery_points"))
+    assert sorted(recovery["broker"].unique()) == [2]
+    hw = pd.read_parquet(warehouse.table_path("high_watermarks"))
+    assert sorted(hw["broker"].unique()) == [1]
+    assert len(pd.read_parquet(warehouse.table_path("leader_epochs"))) == 2 * 2 * len(PARTITIONS)
+    for table, path in warehouse.tables().items():
+        assert marker not in pd.read_parquet(path).to_csv(), table
+    assert marker not in json.dumps(warehouse.read_state("ingests"))

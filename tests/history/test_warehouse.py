@@ -254,3 +254,16 @@ def test_every_table_schema_has_a_file_schema():
     for table in TABLES:
         names = file_schema(table).names
         assert "cluster" not in names and "captureDate" not in names and "captureId" in names
+
+
+@pytest.mark.parametrize(
+    "content",
+    ['{"ingests": 5}', '{"ingests": [1]}', '{"ingests": [{"id": "x", "startMs": 1, "endMs": "x"}]}'],
+)
+def test_an_ingests_state_of_the_wrong_shape_is_one_line_naming_the_file(tmp_path, content):
+    w = Warehouse.open(tmp_path / "w", create=True)
+    (tmp_path / "w" / "state").mkdir(exist_ok=True)
+    (tmp_path / "w" / "state" / "ingests.json").write_text(content)
+    with pytest.raises(WarehouseError, match="ingests.json") as info:
+        w.last_ingest()
+    assert "\n" not in str(info.value)

@@ -297,6 +297,65 @@ def recovery_point_back_after_clean_shutdown(tmp, mp) -> Story:
     return Story(caps)
 
 
+@silent("KA803")
+def recovery_point_back_when_another_log_dir_was_formatted(tmp, mp) -> Story:
+    """Broker 1's /d2 got a new directory.id between two captures (formatted again, so the broker was
+    down): /d1's recovery point going back is recovery at the restart, not truncation while running."""
+    caps = [
+        part(1, d, 1000 * (d + 1), rp=1200 if d == 2 else 1000 * (d + 1), log_dir="/d1", directory_id="a1")
+        for d in range(3)
+    ]
+    caps += [Capture(1, d, log_dir="/d2", directory_id="b1" if d < 2 else "b2") for d in range(3)]
+    return Story(caps)
+
+
+def reformatted_log_dir() -> list[Capture]:
+    """Broker 2's only log dir was formatted again between the second and third capture (a new
+    directory.id, KA810's) with no clean shutdown captured and no start time recorded: the replica it holds
+    afterwards is a new one, still fetching from scratch (HW, recovery point, cache all lower)."""
+    caps = steady(days=2)
+    caps += [part(b, 2, 3000, rp=3000) for b in (1, 3)]
+    caps += [part(2, 2, 1200, [(0, 0)], rp=900, directory_id="new-disk")]
+    return caps
+
+
+@fire("KA810")
+@silent("KA801", "KA802", "KA803", "KA805")
+def reformatted_log_dir_refetching(tmp, mp) -> Story:
+    return Story(reformatted_log_dir())
+
+
+def jbod_move(rp_after: int, hw_after: int, lso_after: int = 400) -> list[Capture]:
+    """Broker 1 has two log dirs (distinct directory.ids); ``ule-0`` lives in /d1 (log start offset 400),
+    and by the third capture it was moved to /d2 (the promoted -future log), holding HW ``hw_after``,
+    recovery point ``rp_after`` and log start offset ``lso_after`` there; brokers 2 and 3 keep it in their
+    one log dir."""
+    caps = [c for c in steady(days=3) if c.broker != 1]
+    for d in range(3):
+        moved = d == 2
+        hw, rp, lso = (hw_after, rp_after, lso_after) if moved else (1000 * (d + 1), 1000 * (d + 1), 400)
+        held = part(1, d, hw, rp=rp, lso=lso, log_dir="/d2" if moved else "/d1")
+        held = replace(held, directory_id="d2-id" if moved else "d1-id")
+        empty = Capture(1, d, log_dir="/d1" if moved else "/d2", directory_id="d1-id" if moved else "d2-id")
+        caps += [held, empty]
+    return caps
+
+
+@silent("KA801", "KA802", "KA803", "KA807", "KA808")
+def jbod_move_lowers_the_recovery_point(tmp, mp) -> Story:
+    """A recovery point (and log start offset) belong to one log: the promoted -future log in /d2 has a
+    lower recovery point and log start offset than the log /d1 held; the partition's high watermark goes
+    on."""
+    return Story(jbod_move(rp_after=1500, hw_after=3000, lso_after=300))
+
+
+@fire("KA801")
+@silent("KA803")
+def hw_back_across_a_jbod_move(tmp, mp) -> Story:
+    """The high watermark is the partition's: a move between log dirs of one broker is compared."""
+    return Story(jbod_move(rp_after=1500, hw_after=1500))
+
+
 # ------------------------------------------------------------------------------------------ KA804/KA805
 
 
@@ -411,6 +470,28 @@ def lag_with_short_settings(tmp, mp) -> Story:
     caps = [part(1, d / 24, 10_000 * (d + 1)) for d in range(4)]
     caps += [part(2, d / 24, 10_000 * (d + 1) - 2_000) for d in range(4)]
     return Story(caps, settings=HistorySettings(lag_records=1000, lag_duration_ms=2 * 3600 * 1000))
+
+
+def in_sync(broker: int, day: float) -> Capture:
+    """A replica exactly in sync at its capture time: 100,000 records a day."""
+    hw = 100_000 * (1 + int(day * 24) / 24)
+    return part(broker, day, int(hw), rp=int(hw))
+
+
+@silent("KA806")
+def replicas_captured_at_other_times_of_day(tmp, mp) -> Story:
+    """Broker 2 is captured at 14:00, the others at 02:00; the replicas are in sync: values captured 12 h
+    apart differ by 12 h of records, which is no lag."""
+    return Story([in_sync(b, d + (0.5 if b == 2 else 0)) for d in range(6) for b in (1, 2, 3)])
+
+
+@fire("KA806")
+def follower_lags_captured_a_little_later(tmp, mp) -> Story:
+    """Broker 3 is captured 30 minutes after the others (one round: within --capture-skew) and lags
+    50,000 records for days."""
+    caps = [c for c in lagging(5, 50_000) if c.broker != 3]
+    caps += [replace(c, day=c.day + 1 / 48) for c in lagging(5, 50_000) if c.broker == 3]
+    return Story(caps)
 
 
 # ------------------------------------------------------------------------------------------ KA807/KA808

@@ -121,6 +121,8 @@ def directory_id_changed(h: History) -> Iterator[Violation]:
     tracks which replicas live in which directory. A new id at the same path means the directory was
     formatted again or a new disk was mounted there: the replicas it held are gone from this broker, and
     the controller treats the directory as a new one.
+    The replicas in it afterwards are new ones: the history checks (KA801-KA803, KA805) compare nothing
+    of theirs across the change, and it counts as a restart of the broker.
     What to do: check the broker's disk history (replaced or remounted volume, a reformat), confirm the
     partitions it held were re-replicated, and that the old directory is not mounted elsewhere.
     References: KIP-858, spec §12.2.

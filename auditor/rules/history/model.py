@@ -9,10 +9,11 @@ per-partition frames are empty. Frames rebuilt on Spark (``auditor.spark.history
 ``captureDate`` of the per-partition frames null (the checks name captures through ``captures``) and add a
 ``tp`` column, the partition key hashed by Spark; without it the views hash (cluster, topic, partition).
 
-The views (:func:`broker_captures`, :func:`replica_series`, :func:`topic_ids`, :func:`presence`,
-:func:`caches`) are computed once per chunk and shared by the checks; they sort and join on integer keys
-(:data:`SERIES`, :data:`BROKER`) and carry the names only for the findings. :func:`run_rules` runs the
-checks of one scope and turns their violations into findings dated by their evidence's capture time.
+The views (:func:`broker_captures`, :func:`replica_series`, :func:`topic_ids`, :func:`formatted_dirs`,
+:func:`presence`, :func:`caches`) are computed once per chunk and shared by the checks; they sort and join
+on integer keys (:data:`SERIES`, :data:`BROKER`) and carry the names only for the findings.
+:func:`run_rules` runs the checks of one scope and turns their violations into findings dated by their
+evidence's capture time.
 """
 
 from __future__ import annotations
@@ -63,6 +64,10 @@ class HistorySettings:
     missing_after_ms: int = 12 * 3600 * 1000
     """KA811: a broker whose latest capture is older than its cluster's latest by more than this is
     missing."""
+    capture_skew_ms: int = 3600 * 1000
+    """KA806: the most two captures of one round (one night's captures of a cluster's brokers) may differ
+    by: replicas' high watermarks are compared only within a round, captured within this of each
+    other."""
 
 
 @dataclass
@@ -92,6 +97,11 @@ SERIES = ["tp", "broker"]
 """The key of one replica's series of checkpoint values (one broker; its log dirs together): ``tp`` is an
 int64 hash of (cluster, topic, partition) (a per-partition frame's own ``tp`` column when it has one, as
 the Spark union does), so that the views sort and join on integers."""
+PER_DIR_TABLES = frozenset({"recovery_points", "log_start_offsets"})
+"""The offset-checkpoint tables whose values belong to one log (one log dir of a broker), not to the
+partition: a partition moved between log dirs of a broker (JBOD; the promoted ``-future`` log) has its own
+recovery point and log start offset there. Their series are kept per log dir; the high watermark's (the
+partition's) runs across the broker's log dirs."""
 BROKER = ["c", "broker"]
 """The key of a broker across the warehouse: ``c`` is the cluster's index in the sorted clusters."""
 
@@ -214,13 +224,62 @@ def capture_ref(h: History, cluster: str, broker: int, t: int) -> dict:
     return out
 
 
+def formatted_dirs(h: History) -> pd.DataFrame:
+    """``c, broker, logDir, t``: the captures of a broker log dir whose meta.properties directory.id differs
+    from the one of the log dir's previous capture (KA810's event: the log dir was formatted again or
+    another disk took its place; the replicas in it after that are new ones, fetched from scratch)."""
+    cached = h._views.get("formatted_dirs")
+    if cached is not None:
+        return cached
+    b = h.brokers[h.brokers["broker"].notna() & h.brokers["directoryId"].notna()]
+    frame = pd.DataFrame(
+        {
+            "c": cluster_codes(h, b["cluster"]),
+            "broker": b["broker"].astype("int64"),
+            "logDir": b["logDir"].astype(object).fillna(""),
+            "t": ms(b["captureTime"]),
+            "directoryId": b["directoryId"].astype(str),
+        }
+    )
+    frame = frame.sort_values(["c", "broker", "logDir", "t"], kind="stable")
+    frame = frame.drop_duplicates(["c", "broker", "logDir", "t"]).reset_index(drop=True)
+    same = _same_as_previous(frame, ["c", "broker", "logDir"])
+    ids = frame["directoryId"].to_numpy()
+    changed = same.copy()
+    if len(frame) > 1:
+        changed[1:] &= ids[1:] != ids[:-1]
+    out = frame.loc[changed, ["c", "broker", "logDir", "t"]].reset_index(drop=True)
+    h._views["formatted_dirs"] = out
+    return out
+
+
+def _formatted_at(h: History, rows: pd.DataFrame, log_dir: str = "logDir") -> np.ndarray:
+    """For rows keyed ``c, broker, t`` and a log dir column: True where that log dir's directory.id changed
+    at ``t`` (see :func:`formatted_dirs`)."""
+    marks = formatted_dirs(h)
+    if marks.empty or rows.empty:
+        return np.zeros(len(rows), dtype=bool)
+    marks = marks.rename(columns={"logDir": log_dir}).assign(_formatted=True)
+    merged = rows[["c", "broker", log_dir, "t"]].merge(marks, on=["c", "broker", log_dir, "t"], how="left")
+    return merged["_formatted"].notna().to_numpy()
+
+
+def _new_replica(h: History, frame: pd.DataFrame) -> np.ndarray:
+    """For series rows sorted by key and time, each with the log dir of the row before it as ``prevDir``:
+    True where the replica is a new one at ``t`` (the topic id changed, or the log dir it is in or was in
+    had its directory.id changed: formatted again, the replica fetched from scratch)."""
+    return new_log(h, frame).to_numpy() | _formatted_at(h, frame) | _formatted_at(h, frame, "prevDir")
+
+
 def replica_series(h: History, table: str) -> pd.DataFrame:
     """One replica's values of an offset-checkpoint table over time: one row per ``cluster, topic,
     partition, broker, t`` (the largest value when a partition shows in two log dirs of one capture, e.g. a
-    ``-future`` log being moved) with ``offset``, ``logDir``, ``line`` and, when the broker's previous
-    capture also holds the partition in that table, ``prevT``/``prevOffset`` (else -1). Comparisons across
-    a broker capture that lacks the partition, or across a change of the partition's topic id (a new log:
-    the topic was deleted and recreated), are not made (``prevT`` -1)."""
+    ``-future`` log being moved; one row per log dir as well for :data:`PER_DIR_TABLES`) with ``offset``,
+    ``logDir``, ``line`` and, when the broker's previous capture also holds the partition in that table (in
+    the same log dir for :data:`PER_DIR_TABLES`), ``prevT``/``prevOffset`` (else -1). Comparisons across a
+    broker capture that lacks the partition, across a change of the partition's topic id (a new log: the
+    topic was deleted and recreated), or across a change of the directory.id of the log dir the replica is
+    or was in (a new replica: the log dir was formatted again) are not made (``prevT`` -1)."""
     cached = h._views.get(f"series:{table}")
     if cached is not None:
         return cached
@@ -230,19 +289,21 @@ def replica_series(h: History, table: str) -> pd.DataFrame:
         offset=lambda f: f["offset"].astype("int64"),
         line=lambda f: f["line"].fillna(-1).astype("int64"),
     )
-    frame = frame.sort_values([*SERIES, "t", "offset"], kind="stable")
-    frame = frame.drop_duplicates([*SERIES, "t"], keep="last")
+    key = [*SERIES, "logDir"] if table in PER_DIR_TABLES else SERIES
+    frame = frame.sort_values([*key, "t", "offset"], kind="stable")
+    frame = frame.drop_duplicates([*key, "t"], keep="last")
     bc = broker_captures(h)[[*BROKER, "t", "prevT"]].rename(columns={"prevT": "brokerPrevT"})
     frame = frame.merge(bc, on=[*BROKER, "t"], how="left")
     frame["brokerPrevT"] = frame["brokerPrevT"].fillna(-1).astype("int64")
-    same = _same_as_previous(frame, SERIES)
+    same = _same_as_previous(frame, key)
     prev_t = frame["t"].shift(1).fillna(-1).astype("int64")
     prev_off = frame["offset"].shift(1).fillna(-1).astype("int64")
+    frame["prevDir"] = frame["logDir"].shift(1).fillna("")
     ok = same & (prev_t == frame["brokerPrevT"]).to_numpy() & (frame["brokerPrevT"] >= 0).to_numpy()
-    ok &= ~new_log(h, frame).to_numpy()
+    ok &= ~_new_replica(h, frame)
     frame["prevT"] = prev_t.where(ok, -1)
     frame["prevOffset"] = prev_off.where(ok, -1)
-    out = frame.drop(columns=["brokerPrevT"]).reset_index(drop=True)
+    out = frame.drop(columns=["brokerPrevT", "prevDir"]).reset_index(drop=True)
     h._views[f"series:{table}"] = out
     return out
 
@@ -337,7 +398,8 @@ class Caches:
     differ only by ``truncateFromStart``), ``hw`` (the high watermark of that capture, -1 when the
     replication-offset-checkpoint lacks the partition), ``begin`` (row of its first entry in ``epochs`` /
     ``starts``), ``prevRow`` (the row of the broker's previous capture of the partition when it is the
-    broker's previous capture and the topic id did not change, else -1).
+    broker's previous capture, the topic id did not change and neither log dir's directory.id changed,
+    else -1).
     """
 
     states: pd.DataFrame
@@ -406,9 +468,10 @@ def caches(h: History) -> Caches:
     same = _same_as_previous(states, SERIES)
     prev_t = np.append(-1, states["t"].to_numpy()[:-1]) if len(states) else np.zeros(0, dtype=np.int64)
     ok = same & (prev_t == states["brokerPrevT"].to_numpy()) & (states["brokerPrevT"].to_numpy() >= 0)
-    ok &= ~new_log(h, states).to_numpy()
+    states["prevDir"] = states["logDir"].shift(1).fillna("")
+    ok &= ~_new_replica(h, states)
     states["prevRow"] = np.where(ok, np.arange(len(states)) - 1, -1)
-    states = states.drop(columns=["brokerPrevT"])
+    states = states.drop(columns=["brokerPrevT", "prevDir"])
     out = Caches(states, epochs, starts)
     h._views["caches"] = out
     return out

@@ -21,6 +21,7 @@ from auditor.rules.history.model import (
     History,
     broker_captures,
     capture_ref,
+    formatted_dirs,
     iso,
     pd,
     presence,
@@ -57,8 +58,10 @@ def hw_backwards(h: History) -> Iterator[Violation]:
     """
     What it finds: a partition whose high watermark in a broker's replication-offset-checkpoint is lower than
     at the broker's previous capture (two consecutive captures of the broker, both holding the partition, the
-    same topic id). Offsets between the two values had been committed: the replica truncated below its high
-    watermark.
+    same topic id; the high watermark is the partition's, so a move between log dirs of the broker is
+    compared, unless the directory.id of either log dir changed: a log dir formatted again holds a new
+    replica fetched from scratch, KA810's). Offsets between the two values had been committed: the replica
+    truncated below its high watermark.
     Why it matters: the high watermark only moves forward while a replica keeps its log: records below it
     were replicated to the whole ISR and acknowledged to acks=all producers. A lower value later means the
     replica truncated committed records, which Kafka does only when it follows a leader whose log diverged
@@ -97,10 +100,12 @@ def hw_backwards(h: History) -> Iterator[Violation]:
 )
 def log_start_backwards(h: History) -> Iterator[Violation]:
     """
-    What it finds: a partition whose log start offset in a broker's log-start-offset-checkpoint is lower
-    than at the broker's previous capture (consecutive captures, both listing the partition in that file,
-    same topic id). The file lists only partitions whose log start offset is above their first segment's
-    base offset, so a partition absent from it at either capture is not compared.
+    What it finds: a partition whose log start offset in a log dir's log-start-offset-checkpoint is lower
+    than at the broker's previous capture (consecutive captures, both listing the partition in that log
+    dir's file, same topic id, the same directory.id of the log dir: a partition moved to another log dir,
+    or a log dir formatted again, holds another log). The file lists only partitions whose log start offset
+    is above their first segment's base offset, so a partition absent from it at either capture is not
+    compared.
     Why it matters: the log start offset only moves forward (retention, DeleteRecords, a follower following
     the leader's log start): records below it are gone. A lower value means the log was replaced by an older
     copy (a restored disk or backup), the checkpoint was reset, or a follower re-fetched from a leader with
@@ -135,12 +140,16 @@ def log_start_backwards(h: History) -> Iterator[Violation]:
 )
 def recovery_point_backwards(h: History) -> Iterator[Violation]:
     """
-    What it finds: a partition whose recovery point in a broker's recovery-point-offset-checkpoint is lower
-    than at the broker's previous capture, with no evidence of a restart between the two captures (neither
-    capture taken after a clean shutdown, .kafka_cleanshutdown; the same broker start time when the manifest
-    records it). With a restart in between it stays silent: at startup Kafka recovers logs and may truncate
-    them (a follower truncating to its leader's epoch end offset lowers the recovery point with the log end
-    offset), and an unreadable checkpoint is reset to 0 at load (KAFKA-1758), so a lower value is expected.
+    What it finds: a partition whose recovery point in a log dir's recovery-point-offset-checkpoint is lower
+    than at the broker's previous capture of that log dir, with no evidence of a restart between the two
+    captures (neither capture taken after a clean shutdown, .kafka_cleanshutdown; the same broker start
+    time when the manifest records it; no log dir of the broker with a new directory.id). A recovery point
+    belongs to one log: a partition moved to another log dir of the broker (JBOD; the promoted -future log
+    may have a lower one) is not compared, nor a replica in a log dir formatted again (KA810's: a new
+    replica fetched from scratch). With a restart in between it stays silent: at startup Kafka recovers
+    logs and may truncate them (a follower truncating to its leader's epoch end offset lowers the recovery
+    point with the log end offset), and an unreadable checkpoint is reset to 0 at load (KAFKA-1758), so a
+    lower value is expected.
     Why it matters: the recovery point only moves forward in a running broker (flushes), except when the log
     is truncated: data below it is known to be on disk. A running broker whose recovery point went back
     truncated its log under flushed data (follower truncation below what it had), or the checkpoint file was
@@ -155,6 +164,9 @@ def recovery_point_backwards(h: History) -> Iterator[Violation]:
         return
     bc = broker_captures(h)[[*BROKER, "t", "clean", "started"]]
     s = s.merge(bc, on=[*BROKER, "t"], how="left")
+    formatted = formatted_dirs(h)[[*BROKER, "t"]].drop_duplicates().assign(formatted=True)
+    s = s.merge(formatted, on=[*BROKER, "t"], how="left")
+    s["formatted"] = s["formatted"].notna()
     s = s.merge(
         bc.rename(columns={"t": "prevT", "clean": "prevClean", "started": "prevStarted"}),
         on=[*BROKER, "prevT"],
@@ -163,7 +175,7 @@ def recovery_point_backwards(h: History) -> Iterator[Violation]:
     for r in s.itertuples(index=False):
         started = None if pd.isna(r.started) or r.started < 0 else int(r.started)
         prev_started = None if pd.isna(r.prevStarted) or r.prevStarted < 0 else int(r.prevStarted)
-        if restart_evidence(bool(r.prevClean), bool(r.clean), prev_started, started):
+        if restart_evidence(bool(r.prevClean), bool(r.clean), prev_started, started, bool(r.formatted)):
             continue
         yield Violation(
             f"recovery point of {r.topic}-{r.partition} on broker {r.broker} went back from {r.prevOffset} "
@@ -185,52 +197,64 @@ def recovery_point_backwards(h: History) -> Iterator[Violation]:
 # ------------------------------------------------------------------------------------------ lag
 
 
-def lag_spread(h: History) -> pd.DataFrame:
-    """The high-watermark spread of every partition at each capture time of it: one row per ``cluster,
-    topic, partition, t`` with ``low``/``high`` (the lowest and highest HW across replicas), ``lagging``
-    (the broker with the lowest, the lowest id on a tie), ``replicas`` (how many had a value).
+def capture_rounds(h: History) -> pd.DataFrame:
+    """``c, broker, t, round, last``: every broker capture with the round of captures it belongs to (an int,
+    increasing with time) and ``last`` (True for the broker's latest capture of that round).
 
-    A replica's value at ``t`` is its HW at its latest capture at or before ``t``, as long as that capture
-    is its broker's latest (a later capture of the broker without the partition ends it: the replica moved
-    away); after the broker's last capture, for ``settings.missing_after_ms`` (a broker no longer captured
-    is KA811's, not lag)."""
+    The rounds of a cluster split its capture times in order: a round opens at a capture time and holds
+    every later one at most ``settings.capture_skew_ms`` after it (a night's collection of every broker);
+    the next capture time opens the next round. Values of one round are comparable: captured at most that
+    far apart."""
+    cached = h._views.get("capture_rounds")
+    if cached is not None:
+        return cached
+    bc = broker_captures(h)[[*BROKER, "t"]]
+    times = bc[["c", "t"]].drop_duplicates().sort_values(["c", "t"], kind="stable")
+    skew = h.settings.capture_skew_ms
+    rounds = np.empty(len(times), dtype=np.int64)
+    current, opened, cluster = -1, 0, None
+    for i, (c, t) in enumerate(zip(times["c"].tolist(), times["t"].tolist(), strict=True)):
+        if c != cluster or t - opened > skew:
+            current, opened, cluster = current + 1, t, c
+        rounds[i] = current
+    out = bc.merge(times.assign(round=rounds), on=["c", "t"], how="left")
+    out = out.sort_values([*BROKER, "round", "t"], kind="stable").reset_index(drop=True)
+    out["last"] = ~out.duplicated([*BROKER, "round"], keep="last")
+    h._views["capture_rounds"] = out
+    return out
+
+
+def lag_spread(h: History) -> pd.DataFrame:
+    """The high-watermark spread of every partition at each round of captures (:func:`capture_rounds`):
+    one row per ``cluster, topic, partition`` and round, dated ``t`` (the latest capture of the round that
+    holds the partition), with ``low``/``high`` (the lowest and highest HW across replicas), ``lagging``
+    (the broker with the lowest, the lowest id on a tie), ``replicas`` (how many had a value), all int64.
+
+    A replica's value in a round is its HW at its broker's latest capture of the round; a broker whose
+    latest capture of the round lacks the partition has none (the replica moved away), nor has a broker
+    not captured in that round (values of another round were captured too far apart to compare: brokers
+    captured at other times of day are not lag, and a broker no longer captured is KA811's)."""
     columns = ["tp", *TP, "t", "low", "high", "lagging", "replicas"]
-    s = replica_series(h, "high_watermarks")[[*SERIES, "c", "t", "offset"]]
+    s = replica_series(h, "high_watermarks")[[*SERIES, *TP, "c", "t", "offset"]]
     if s.empty:
         return pd.DataFrame(columns=columns)
-    bc = broker_captures(h)[[*BROKER, "t", "nextT"]]
-    s = s.merge(bc, on=[*BROKER, "t"], how="left")
-    s["nextT"] = s["nextT"].fillna(-1).astype("int64")
-    times = s[["tp", "t"]].drop_duplicates()
-    replicas = s[SERIES].drop_duplicates()
-    grid = times.merge(replicas, on="tp").sort_values("t", kind="stable")
-    values = s.drop(columns=["c"]).rename(columns={"t": "valueT"}).sort_values("valueT", kind="stable")
-    grid = pd.merge_asof(
-        grid,
-        values,
-        left_on="t",
-        right_on="valueT",
-        by=SERIES,
-        direction="backward",
-        allow_exact_matches=True,
-    )
-    grid = grid[grid["valueT"].notna()]
-    last = grid["nextT"] < 0
-    stale = grid["t"] - grid["valueT"] > h.settings.missing_after_ms
-    grid = grid[(~last & (grid["t"] < grid["nextT"])) | (last & ~stale)]
-    grid = grid.sort_values(["tp", "t", "offset", "broker"], kind="stable")
-    if grid.empty:
+    rounds = capture_rounds(h)
+    s = s.merge(rounds[rounds["last"]].drop(columns=["last"]), on=[*BROKER, "t"], how="inner")
+    if s.empty:
         return pd.DataFrame(columns=columns)
-    g = grid.groupby(["tp", "t"], sort=True)
+    s = s.astype({"offset": "int64", "broker": "int64", "t": "int64"})
+    s = s.sort_values(["tp", "round", "offset", "broker"], kind="stable")
+    g = s.groupby(["tp", "round"], sort=True)
     out = pd.DataFrame(
         {
+            "t": g["t"].max(),
             "low": g["offset"].first(),
             "high": g["offset"].last(),
             "lagging": g["broker"].first(),
             "replicas": g["broker"].size(),
         }
     ).reset_index()
-    names = replica_series(h, "high_watermarks")[["tp", *TP]].drop_duplicates("tp")
+    names = s[["tp", *TP]].drop_duplicates("tp")
     return out.merge(names, on="tp", how="left")[columns]
 
 
@@ -243,9 +267,10 @@ def lag_spread(h: History) -> pd.DataFrame:
 )
 def replica_lag(h: History) -> Iterator[Violation]:
     """
-    What it finds: a partition whose high-watermark spread across its replicas (each broker's latest value
-    as of each capture time) stayed above --lag-records (settings.lag_records) at every capture of a run
-    lasting at least --lag-duration (settings.lag_duration_ms, first to last capture of the run). One
+    What it finds: a partition whose high-watermark spread across its replicas (their values of one round
+    of captures, captured at most settings.capture_skew_ms apart: values captured hours apart differ by
+    the records written in between) stayed above --lag-records (settings.lag_records) at every round of
+    a run lasting at least --lag-duration (settings.lag_duration_ms, first to last round of the run). One
     finding per run, at the capture where the run reached the duration, naming the lowest replica.
     Why it matters: a follower's high watermark trails the leader's by one fetch round trip; a spread of many
     records sustained over captures means a follower that does not keep up (slow disk, throttled
@@ -268,11 +293,11 @@ def replica_lag(h: History) -> Iterator[Violation]:
     qualifies = above & (spread["t"] - start >= st.lag_duration_ms)
     hits = spread[qualifies].assign(run=run[qualifies], start=start[qualifies]).drop_duplicates("run")
     for r in hits.itertuples(index=False):
-        lag = int(r.high - r.low)
+        lag, low, high = int(r.high - r.low), int(r.low), int(r.high)
         yield Violation(
             f"high watermarks of {r.topic}-{r.partition} {lag} records apart (over {st.lag_records}) at "
             f"every capture since {iso(r.start)}, {(r.t - r.start) / 3_600_000:.1f} h by {iso(r.t)}: broker "
-            f"{r.lagging} lags at {r.low}, the highest replica is at {r.high}",
+            f"{int(r.lagging)} lags at {low}, the highest replica is at {high}",
             topic=r.topic,
             partition=int(r.partition),
             broker=int(r.lagging),
