@@ -20,10 +20,9 @@ from auditor.cli.common import (
     checked_master,
     fail,
     fail_all,
-    is_spark_error,
     paths_argument,
     report_options,
-    start_spark,
+    run_on_spark,
     warn,
 )
 from auditor.report.model import Report
@@ -196,7 +195,6 @@ def audit_command(
     """
     from auditor.report.output import enclosing
     from auditor.spark.inputs import check_inputs, discover
-    from auditor.spark.master import MasterError, probe
 
     # pre-checks first, before Spark loads: a refusal takes about a second
     if not roots:
@@ -220,19 +218,9 @@ def audit_command(
         if path is not None and enclosing(path, evidence):
             raise fail(f"{option} {path} is inside an audited directory; write it elsewhere")
 
-    try:
-        probe(spark_master)
-    except MasterError as exc:
-        raise fail(str(exc)) from None
-
-    from auditor.errors import describe_error
     from auditor.spark.audit import run_audit
 
-    spark = start_spark(spark_master)
-    try:
-        result = run_audit(spark, inputs, save=save, export_lost=export_lost)
-    except Exception as exc:
-        if not is_spark_error(exc):
-            raise
-        raise fail(f"the Spark job failed: {describe_error(exc)}") from None
+    result = run_on_spark(
+        spark_master, lambda spark: run_audit(spark, inputs, save=save, export_lost=export_lost)
+    )
     options.write(build_report(result, selection, inputs, options))

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar
 
 import typer
 
@@ -29,6 +29,7 @@ from auditor.rules.registry import Selection, select_rules
 from auditor.text import visible  # file names may hold control or bidi characters
 
 PROG = "kafka-auditor"
+T = TypeVar("T")
 
 ReportFormat = Enum("ReportFormat", {f: f for f in FORMATS}, type=str)
 """``--format``: every format of :func:`auditor.report.render`."""
@@ -499,6 +500,26 @@ def is_spark_error(exc: BaseException) -> bool:
     return any(
         (type(e).__module__ or "").split(".")[0] in ("py4j", "pyspark") for e in (exc, exc.__cause__) if e
     )
+
+
+def run_on_spark(master, job: Callable[[Any], T]) -> T:
+    """``job(spark)`` on a session of ``master`` (a parsed ``--master``): a master that does not answer, no
+    Java, or a Spark/Py4J error of the job is one line and exit 2 (never a Java stack); any other error of
+    the job is the caller's."""
+    from auditor.errors import describe_error
+    from auditor.spark.master import MasterError, probe
+
+    try:
+        probe(master)
+    except MasterError as exc:
+        raise fail(str(exc)) from None
+    spark = start_spark(master)
+    try:
+        return job(spark)
+    except Exception as exc:
+        if not is_spark_error(exc):
+            raise
+        raise fail(f"the Spark job failed: {describe_error(exc)}") from None
 
 
 def start_spark(master):

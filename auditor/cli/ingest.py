@@ -13,7 +13,7 @@ from pathlib import Path
 
 import typer
 
-from auditor.cli.common import checked_master, fail, is_spark_error, paths_argument, start_spark
+from auditor.cli.common import checked_master, fail, paths_argument, run_on_spark
 
 SOURCES_HELP = (
     "Checkpoint dumps: directory trees or archives (.tar, .tar.gz/.tgz, .zip) holding one or many dumps "
@@ -95,31 +95,22 @@ def ingest_command(
     _check_paths(sources, into)
 
     from auditor.layout.warehouse import Warehouse, WarehouseError
-    from auditor.spark.ingest import IngestError, ingest
-    from auditor.spark.master import MasterError, probe
+    from auditor.spark.ingest import IngestError, IngestResult, ingest
 
     try:
         warehouse = Warehouse.open(into, create=True)
     except WarehouseError as exc:
         raise fail(str(exc)) from None
-    try:
-        probe(spark_master)
-    except MasterError as exc:
-        raise fail(str(exc)) from None
 
-    from auditor.errors import describe_error
+    def job(spark) -> IngestResult:
+        try:
+            return ingest(spark, sources, warehouse, cluster=cluster)
+        except (IngestError, WarehouseError) as exc:
+            raise fail(str(exc)) from None
+        except OSError as exc:
+            raise fail(f"{exc.filename or into}: {exc.strerror or exc}") from None
 
-    spark = start_spark(spark_master)
-    try:
-        result = ingest(spark, sources, warehouse, cluster=cluster)
-    except (IngestError, WarehouseError) as exc:
-        raise fail(str(exc)) from None
-    except OSError as exc:
-        raise fail(f"{exc.filename or into}: {exc.strerror or exc}") from None
-    except Exception as exc:
-        if not is_spark_error(exc):
-            raise
-        raise fail(f"the Spark job failed: {describe_error(exc)}") from None
+    result = run_on_spark(spark_master, job)
     typer.echo(f"kafka-auditor: {result.line()}", err=True)
     if fmt is IngestFormat.json:
         typer.echo(json.dumps(result.to_json(), indent=1, sort_keys=True))

@@ -29,9 +29,8 @@ from auditor.cli.common import (
     absolute_path,
     checked_master,
     fail,
-    is_spark_error,
     report_options,
-    start_spark,
+    run_on_spark,
 )
 from auditor.report.model import Report
 from auditor.rules.history.model import HistorySettings
@@ -248,21 +247,11 @@ def report_command(
         raise fail(problem)
     state = _reports_state(wh)
 
-    from auditor.errors import describe_error
     from auditor.spark.history import run_history
-    from auditor.spark.master import MasterError, probe
 
-    try:
-        probe(spark_master)
-    except MasterError as exc:
-        raise fail(str(exc)) from None
-    spark = start_spark(spark_master)
-    try:
-        result = run_history(spark, tables, settings, selection=selection)
-    except Exception as exc:
-        if not is_spark_error(exc):
-            raise
-        raise fail(f"the Spark job failed: {describe_error(exc)}") from None
+    result = run_on_spark(
+        spark_master, lambda spark: run_history(spark, tables, settings, selection=selection)
+    )
 
     from auditor.report.baseline import suppress
     from auditor.report.history import to_ms

@@ -47,6 +47,24 @@ def _pair(h: History, r, name: str) -> dict:
     return {"cluster": r.cluster, "time": iso(r.t), "before": before, "after": after, "line": int(r.line)}
 
 
+def _went_back(h: History, r, message: str, file: str, name: str) -> Violation:
+    """The violation of a checkpointed offset (``name`` in the evidence) that went back from ``prevOffset``
+    to ``offset`` between two captures of one broker: the offsets in between, both captures."""
+    return Violation(
+        message,
+        topic=r.topic,
+        partition=r.partition,
+        broker=r.broker,
+        log_dir=r.logDir,
+        file=file,
+        offset_start=int(r.offset),
+        offset_end=int(r.prevOffset) - 1,
+        expected=f">= {r.prevOffset}",
+        found=int(r.offset),
+        evidence=_pair(h, r, name),
+    )
+
+
 @rule(
     "KA801",
     "history.hw-backwards",
@@ -74,20 +92,14 @@ def hw_backwards(h: History) -> Iterator[Violation]:
     References: KIP-101, KIP-279 (epoch-based truncation), KIP-966, spec §11.2.
     """
     for r in _backwards(h, "high_watermarks").itertuples(index=False):
-        yield Violation(
+        yield _went_back(
+            h,
+            r,
             f"high watermark of {r.topic}-{r.partition} on broker {r.broker} went back from {r.prevOffset} "
             f"to {r.offset} between the captures of {iso(r.prevT)} and {iso(r.t)}: committed offsets "
             f"{r.offset}..{r.prevOffset - 1} were truncated (truncation below the high watermark)",
-            topic=r.topic,
-            partition=r.partition,
-            broker=r.broker,
-            log_dir=r.logDir,
-            file=HW_FILE,
-            offset_start=int(r.offset),
-            offset_end=int(r.prevOffset) - 1,
-            expected=f">= {r.prevOffset}",
-            found=int(r.offset),
-            evidence=_pair(h, r, "highWatermark"),
+            HW_FILE,
+            "highWatermark",
         )
 
 
@@ -115,19 +127,13 @@ def log_start_backwards(h: History) -> Iterator[Violation]:
     References: KIP-107 (DeleteRecords), KAFKA-16146, spec §11.2.
     """
     for r in _backwards(h, "log_start_offsets").itertuples(index=False):
-        yield Violation(
+        yield _went_back(
+            h,
+            r,
             f"log start offset of {r.topic}-{r.partition} on broker {r.broker} went back from "
             f"{r.prevOffset} to {r.offset} between the captures of {iso(r.prevT)} and {iso(r.t)}",
-            topic=r.topic,
-            partition=r.partition,
-            broker=r.broker,
-            log_dir=r.logDir,
-            file=LSO_FILE,
-            offset_start=int(r.offset),
-            offset_end=int(r.prevOffset) - 1,
-            expected=f">= {r.prevOffset}",
-            found=int(r.offset),
-            evidence=_pair(h, r, "logStartOffset"),
+            LSO_FILE,
+            "logStartOffset",
         )
 
 
@@ -177,20 +183,14 @@ def recovery_point_backwards(h: History) -> Iterator[Violation]:
         prev_started = None if pd.isna(r.prevStarted) or r.prevStarted < 0 else int(r.prevStarted)
         if restart_evidence(bool(r.prevClean), bool(r.clean), prev_started, started, bool(r.formatted)):
             continue
-        yield Violation(
+        yield _went_back(
+            h,
+            r,
             f"recovery point of {r.topic}-{r.partition} on broker {r.broker} went back from {r.prevOffset} "
             f"to {r.offset} between the captures of {iso(r.prevT)} and {iso(r.t)}, with no restart in "
             "between: the log was truncated under flushed data or the checkpoint was replaced",
-            topic=r.topic,
-            partition=r.partition,
-            broker=r.broker,
-            log_dir=r.logDir,
-            file=RP_FILE,
-            offset_start=int(r.offset),
-            offset_end=int(r.prevOffset) - 1,
-            expected=f">= {r.prevOffset}",
-            found=int(r.offset),
-            evidence=_pair(h, r, "recoveryPoint"),
+            RP_FILE,
+            "recoveryPoint",
         )
 
 
