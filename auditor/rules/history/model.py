@@ -27,7 +27,6 @@ from typing import Any
 import numpy as np
 
 from auditor.findings import Finding, Location
-from auditor.observe.history_rows import TABLES
 
 
 class _OnFirstUse:
@@ -50,6 +49,8 @@ pd: Any = _OnFirstUse("pandas")
 
 def empty_frame(table: str) -> pd.DataFrame:
     """An empty frame with ``table``'s columns and dtypes."""
+    from auditor.observe.history_rows import TABLES  # pyarrow: only when a history rule runs
+
     return TABLES[table].empty_table().to_pandas()
 
 
