@@ -94,7 +94,8 @@ def dump_id(files: Sequence[DumpFile], capture_time_ms: int | None = None) -> st
     digest = hashlib.sha256(b"kafka-auditor dump\x00")
     if capture_time_ms is not None:
         digest.update(b"time\x00" + capture_time_ms.to_bytes(8, "big", signed=True))
-    for name, data in sorted((f.name, f.data) for f in files):
+    latest = {f.name: f.data for f in files}  # a name met twice: the later copy, as parse_dump reads it
+    for name, data in sorted(latest.items()):
         encoded = name.encode("utf-8", "surrogatepass")
         digest.update(len(encoded).to_bytes(8, "big"))
         digest.update(encoded)

@@ -551,7 +551,9 @@ def _parse_dir_dumps(
         order, root = key
         hidden, refusals = _hidden_files(run, order, root)
         label = run.sources[order][0]
-        out = [parser.dump(order, label, root, files + hidden)] if files or hidden else []
+        listed_names = {f.name for f in files}  # a hidden entry Spark's listing did show is read once
+        found = files + [f for f in hidden if f.name not in listed_names]
+        out = [parser.dump(order, label, root, found)] if found else []
         when = min((f.mtime_ms for f in files), default=min(listed, default=0))
         summary = parser.refusals(order, label, refused + refusals, when)
         return out + ([summary] if summary else [])

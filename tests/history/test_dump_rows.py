@@ -667,3 +667,9 @@ def test_capture_time_from_a_name_makes_identical_nights_two_captures() -> None:
     assert night1 == capture_id("elsewhere", "2026-01-05T020000Z/broker-1", files)
     tables = parse_dump("src", "2026-01-05T020000Z/broker-1", files, ingest_id="i", ingested_at_ms=0)
     assert tables["captures"].column("captureId").to_pylist() == [night1]
+
+
+def test_a_file_met_twice_counts_once_in_the_id() -> None:
+    """A listing that shows a file twice (a hidden entry read again by the executor) is the same dump."""
+    files = as_files(standard_dump())
+    assert dump_id(files + files[:1]) == dump_id(files)
