@@ -1,8 +1,11 @@
 """``kafka-auditor dump``: decode any Kafka file into a stream of events (no printing here).
 
-Each event is a flat dict with a ``kind`` (``file``, ``batch``, ``record``, ``entry``, ``summary``,
-``stop``) and camelCase field names close to ``kafka-dump-log.sh``'s. ``auditor.dump_render``
-turns the stream into text, JSON or JSON Lines. Files are opened read-only; nothing is created.
+Each event is a flat dict with a ``kind`` (``file``, ``summary``, ``batch``, ``record``, ``entry``,
+``stop``, ``error``; ``auditor.dump_render.guarded`` adds ``failed``) and camelCase field names close to
+``kafka-dump-log.sh``'s; bytes are UTF-8 text or base64 with the encoding named beside them
+(``auditor.text.encode_bytes``); the shape of every event is ``auditor/schemas/dump-events.schema.json``.
+``auditor.dump_render`` turns the stream into text, JSON or JSON Lines. Files are opened read-only;
+nothing is created.
 """
 
 from __future__ import annotations
@@ -10,11 +13,13 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import os
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from auditor.layout.filetypes import classify, kraft_snapshot_id, partition_topic, strip_state_suffix
+from auditor.text import camel, encode_bytes
 from parsers.errors import ParseError
 from parsers.files import open_regular, read_regular, regular_file_problem
 from parsers.record_batch import RecordBatch
@@ -28,7 +33,7 @@ MAX_TEXT_FILE = 64 << 20
 class DumpOptions:
     deep: bool = False
     print_values: bool = False
-    value_format: str = "auto"  # auto | utf8 | hex
+    encoding: str = "auto"  # auto (utf8 when valid UTF-8, else base64) | base64
     max_bytes: int | None = None
     decoder: str = "auto"  # auto | metadata | offsets | transaction-log | none
 
@@ -36,34 +41,57 @@ class DumpOptions:
         self.deep = self.deep or self.print_values
 
 
-def camel(name: str) -> str:
-    head, *rest = name.split("_")
-    return head + "".join(p[:1].upper() + p[1:] for p in rest)
+_BYTES = (bytes, bytearray, memoryview)
 
 
 def to_jsonable(obj):
-    """Dataclasses, bytes and containers to JSON-ready values with camelCase keys."""
+    """Dataclasses, bytes and containers to JSON-ready values with camelCase keys; a bytes field ``name``
+    becomes ``name`` (text) plus ``nameEncoding`` (``utf8``/``base64``), bytes in a list an object
+    ``{"value", "valueEncoding"}``."""
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return {camel(f.name): to_jsonable(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+        return _mapping((camel(f.name), getattr(obj, f.name)) for f in dataclasses.fields(obj))
     if isinstance(obj, dict):
-        return {str(k): to_jsonable(v) for k, v in obj.items()}
+        return _mapping((str(k), v) for k, v in obj.items())
     if isinstance(obj, (list, tuple)):
         return [to_jsonable(v) for v in obj]
-    if isinstance(obj, (bytes, bytearray, memoryview)):
-        return bytes(obj).hex()
+    if isinstance(obj, _BYTES):
+        text, encoding = encode_bytes(obj)
+        return {"value": text, "valueEncoding": encoding}
     return obj
 
 
+def _mapping(items) -> dict:
+    out: dict = {}
+    for key, value in items:
+        if isinstance(value, _BYTES):
+            out[key], out[f"{key}Encoding"] = encode_bytes(value)
+        else:
+            out[key] = to_jsonable(value)
+    return out
+
+
 def render_bytes(data: bytes | None, mode: str) -> tuple[str | None, str | None]:
-    """(text, encoding) for a key or value: UTF-8 when it decodes (``auto``/``utf8``), else hex."""
+    """(text, encoding) for a key or value (``auditor.text.encode_bytes``; ``mode`` ``base64`` forces
+    base64); ``(None, None)`` for a null one."""
     if data is None:
         return None, None
-    if mode != "hex":
-        try:
-            return data.decode("utf-8"), "utf8"
-        except UnicodeDecodeError:
-            pass
-    return data.hex(), "hex"
+    return encode_bytes(data, mode == "base64")
+
+
+def _raw_hex(decoded):
+    """A decoder's result whose undecoded rest is the parsers' ``"raw"`` hex text, with that rest in the
+    one byte encoding instead (``raw`` + ``rawEncoding``)."""
+    if isinstance(decoded, dict) and isinstance(decoded.get("raw"), str):
+        out = dict(decoded)
+        out["raw"], out["rawEncoding"] = encode_bytes(bytes.fromhex(decoded["raw"]))
+        return out
+    return decoded
+
+
+def _pairs_list(raw: dict) -> list[dict]:
+    """A metadata file's own key/value map (``meta.properties``, ``quorum-state``) as ``[{key, value}]``:
+    the file's names kept exactly, every JSON key of the output camelCase."""
+    return [{"key": str(k), "value": v} for k, v in raw.items()]
 
 
 def batch_event(batch: RecordBatch) -> dict:
@@ -176,12 +204,15 @@ class Dumper:
                         records += 1
                     yield rec
         stop = walker.stop
+        # a limit that falls on an entry boundary ends the walk as "end": the rest of the file is unread
+        reason = "max-bytes" if stop.reason == "end" and stop.position < walker.file_size else stop.reason
         yield {
             "kind": "stop",
-            "reason": stop.reason,
+            "reason": reason,
             "position": stop.position,
             "trailingBytes": stop.trailing_bytes,
             "message": stop.message,
+            "fileSize": walker.file_size,
             "batches": batches,
             "validBatches": valid,
             "records": records if opts.deep else None,
@@ -264,7 +295,7 @@ class Dumper:
 
     def _payload(self, rec, decoder: str) -> dict:
         out: dict = {}
-        fmt = self.options.value_format
+        fmt = self.options.encoding
         if decoder == "metadata" and rec.value is not None:
             from parsers.metadata import decode_metadata_record
 
@@ -277,7 +308,8 @@ class Dumper:
                 }
                 if md.raw_hex is not None:
                     out["payload"]["apiKey"] = md.api_key
-                    out["payload"]["raw"] = md.raw_hex
+                    payload = out["payload"]
+                    payload["raw"], payload["rawEncoding"] = encode_bytes(bytes.fromhex(md.raw_hex))
                 return out
             except ParseError as exc:
                 out["decodeError"] = exc.message
@@ -286,9 +318,9 @@ class Dumper:
 
             try:
                 key = decode_offsets_key(rec.key)
-                out["key"] = to_jsonable(key)
+                out["key"] = _raw_hex(to_jsonable(key))
                 value = decode_offsets_value(key, rec.value)
-                out["payload"] = "<DELETE>" if value is None else to_jsonable(value)
+                out["payload"] = "<DELETE>" if value is None else _raw_hex(to_jsonable(value))
                 return out
             except ParseError as exc:
                 out["decodeError"] = exc.message
@@ -298,13 +330,13 @@ class Dumper:
             try:
                 key = txn_log.decode_txn_key(rec.key)
                 # the decoded objects, and kafka-dump-log's own text of them (what text output prints)
-                out["key"] = to_jsonable(key)
+                out["key"] = _raw_hex(to_jsonable(key))
                 out["keyText"] = txn_log.key_text(key)
                 if key.get("data") is None:  # unknown key version: Kafka does not read the value either
-                    out["payload"], out["payloadEncoding"] = render_bytes(rec.value, "hex")
+                    out["payload"], out["payloadEncoding"] = render_bytes(rec.value, fmt)
                     return out
                 value = txn_log.decode_txn_value(rec.value)
-                out["payload"] = "<DELETE>" if value is None else to_jsonable(value)
+                out["payload"] = "<DELETE>" if value is None else _raw_hex(to_jsonable(value))
                 out["payloadText"] = txn_log.value_text(value)
                 return out
             except ParseError as exc:
@@ -313,7 +345,10 @@ class Dumper:
         value, value_enc = render_bytes(rec.value, fmt)
         out.update({"key": key, "keyEncoding": key_enc, "payload": value, "payloadEncoding": value_enc})
         if rec.headers:
-            out["headers"] = [{"key": h.key, "value": render_bytes(h.value, fmt)[0]} for h in rec.headers]
+            out["headers"] = headers = []
+            for h in rec.headers:
+                text, encoding = render_bytes(h.value, fmt)
+                headers.append({"key": h.key, "value": text, "valueEncoding": encoding})
         return out
 
     def _legacy_records(self, entry) -> Iterator[dict]:
@@ -325,7 +360,7 @@ class Dumper:
         except ParseError as exc:
             yield {"kind": "error", "position": entry.position, "message": exc.message}
             return
-        fmt = self.options.value_format
+        fmt = self.options.encoding
         for msg in itertools.chain((first,), inner):
             event = {
                 "kind": "record",
@@ -352,34 +387,111 @@ class Dumper:
         is one window whatever the file size; ``--max-bytes`` limits the bytes read."""
         fd = open_regular(path)
         try:
-            size = os.fstat(fd).st_size
-            if self.options.max_bytes is not None:
-                size = min(size, self.options.max_bytes)
+            file_size = size = os.fstat(fd).st_size
+            limit = self.options.max_bytes
+            if limit is not None and limit < size:  # whole entries only: a cut entry is not corruption
+                size = limit - limit % _INDEX_ENTRY_SIZE[kind]
             if kind == "txn-index":
-                yield from _txn_index_events(lambda pos, n: os.pread(fd, n, pos), size, path)
+                events = _txn_index_events(lambda pos, n: os.pread(fd, n, pos), size, path)
             else:
-                yield from _index_events(fd, size, path, kind)
+                events = _index_events(fd, size, path, kind)
+            yield from _limited(events, size, file_size)
         except ParseError as exc:
             raise exc.at(path=path) from None
         finally:
             os.close(fd)
 
-    def _read_small(self, path: str) -> bytes:
+    def _read_small(self, path: str) -> tuple[bytes, int]:
+        """The file's bytes (up to ``--max-bytes``) and its size."""
         size = os.stat(path).st_size
         limit = self.options.max_bytes
         if limit is None and size > MAX_TEXT_FILE:  # indexes never come here: they are read in windows
             raise ParseError(f"{size} bytes is far too large for this kind of file", path=path, offset=0)
-        return read_regular(path, limit)
+        return read_regular(path, limit), size
 
     def _small_file(self, path: str, kind: str) -> Iterator[dict]:
         if kind in _INDEX_KINDS:
             yield from self._index(path, kind)
             return
-        data = self._read_small(path)
+        data, size = self._read_small(path)
         try:
-            yield from self._decode_small(path, kind, data)
+            if len(data) < size:  # --max-bytes cut it: judged on what the cut leaves whole
+                events = self._decode_cut(path, kind, data, size)
+            else:
+                events = self._decode_small(path, kind, data)
+            yield from _limited(events, len(data), size)
         except ParseError as exc:
             raise exc.at(path=path) from None
+
+    def _decode_cut(self, path: str, kind: str, data: bytes, size: int) -> Iterator[dict]:
+        """Events of a small file of ``size`` bytes of which ``--max-bytes`` read only ``data``.
+
+        What the cut leaves whole is decoded and judged as usual: corruption there still raises. What the
+        cut took (a line, a JSON object, snapshot entries, keys that may come later) cannot be judged, so a
+        failure it explains is no error (the ``stop`` event with reason ``max-bytes`` says the file was cut).
+        """
+        if kind == "producer-snapshot":
+            yield from _cut_producer_snapshot(data, size)
+        elif kind in ("offset-checkpoint", "leader-epoch-checkpoint"):
+            yield from self._cut_checkpoint(path, kind, _whole_lines(data))
+        elif kind == "partition-metadata":
+            whole = _whole_lines(data)
+            try:
+                yield from self._decode_small(path, kind, whole)
+            except ParseError as exc:
+                if exc.offset is None or exc.offset < len(whole):  # a whole line is wrong
+                    raise
+        elif kind == "meta-properties":
+            from parsers.dirfiles import load_java_properties, parse_meta_properties
+
+            whole = _closed_properties(_whole_lines(data))
+            load_java_properties(whole.decode("latin-1"))  # a malformed \uXXXX escape stays malformed
+            try:
+                parsed = parse_meta_properties(whole, path)
+            except ParseError:
+                return  # a missing or wrong key: a later line may add it or override it (the last one wins)
+            entry = to_jsonable(parsed)  # problems are shown, not raised: later lines may settle them
+            entry["raw"] = _pairs_list(entry["raw"])
+            yield {"kind": "entry", **entry}
+        elif kind == "quorum-state" and not _LINE_BREAK.search(data):
+            # Kafka reads the first line only; here it is cut: a JSON object cut short is not corrupt
+            try:
+                yield from self._decode_small(path, kind, data)
+            except ParseError:
+                if not _json_cut_short(data):
+                    raise
+        elif kind == "quorum-state":  # the first line, the one Kafka reads, is whole
+            yield from self._decode_small(path, kind, _whole_lines(data))
+        else:  # .kafka_cleanshutdown: Kafka tolerates any content (no broker epoch), so it never fails
+            yield from self._decode_small(path, kind, data)
+
+    def _cut_checkpoint(self, path: str, kind: str, whole: bytes) -> Iterator[dict]:
+        """A checkpoint's whole lines: a line that does not parse is corrupt; fewer entry lines than the
+        declared count is the cut (the count in the summary stays the declared one)."""
+        try:
+            yield from self._decode_small(path, kind, whole)  # parsed before the first event
+            return
+        except ParseError as exc:
+            error = exc
+        from parsers.checkpoints import _java_parse_int  # Integer.parseInt, as Kafka reads the count
+
+        lines = _LINE_BREAK.split(whole)[:-1]  # whole ends with a line break
+        if len(lines) < 2:
+            raise error
+        count_at = _LINE_BREAK.search(whole).end()
+        count_text = lines[1]
+        declared = _java_parse_int(count_text.decode("utf-8", "replace"))
+        found = len(lines) - 2
+        if error.offset != count_at or declared is None or not found < declared:
+            raise error  # a bad line, or more entries than declared before the cut
+        # the same file with the count of the lines read, zero-padded: every byte position stays
+        padded = str(found).zfill(len(count_text)).encode()
+        for event in self._decode_small(
+            path, kind, whole[:count_at] + padded + whole[count_at + len(padded) :]
+        ):
+            if event["kind"] == "summary":
+                event["count"] = declared
+            yield event
 
     def _decode_small(self, path: str, kind: str, data: bytes) -> Iterator[dict]:
         if kind == "producer-snapshot":
@@ -423,13 +535,128 @@ class Dumper:
                 "clean-shutdown": dirfiles.parse_clean_shutdown,
             }[kind]
             parsed = reader(data, path)
-            yield {"kind": "entry", **to_jsonable(parsed)}
+            entry = to_jsonable(parsed)
+            if isinstance(entry.get("raw"), dict):
+                entry["raw"] = _pairs_list(entry["raw"])
+            yield {"kind": "entry", **entry}
             problems = getattr(parsed, "problems", None)
             if problems:
                 raise ParseError("; ".join(problems), offset=0)
 
 
+_LINE_BREAK = re.compile(rb"\r\n|\r|\n")
+"""``BufferedReader.readLine``'s line terminators (checkpoints, partition.metadata, quorum-state)."""
+
+
+def _whole_lines(data: bytes) -> bytes:
+    """``data`` up to its last line terminator: the lines a cut left whole."""
+    last = data.rfind(b"\n")
+    last = max(last, data.rfind(b"\r"))
+    return data[: last + 1]
+
+
+def _closed_properties(whole: bytes) -> bytes:
+    """Whole lines of a properties file up to the end of its last logical line: a line that a backslash
+    continues onto a line the cut took is dropped (``Properties.LineReader``: a comment is never
+    continued; ISO-8859-1, so one character per byte)."""
+    end, continued = 0, False
+    for line in _PHYSICAL_LINE.finditer(whole.decode("latin-1")):
+        segment = line.group(1).lstrip(" \t\f")
+        if not continued and (not segment or segment[0] in "#!"):
+            end = line.end()
+            continue
+        continued = (len(segment) - len(segment.rstrip("\\"))) % 2 == 1
+        if not continued:
+            end = line.end()
+    return whole[:end]
+
+
+_PHYSICAL_LINE = re.compile(r"([^\r\n]*)(?:\r\n|\r|\n)")
+
+_JSON_CUT_REST = re.compile(r"-|t(r(u)?)?|f(a(l(s)?)?)?|n(u(l)?)?|\.|[eE][+-]?|u[0-9a-fA-F]{0,4}")
+"""What is left where ``json`` stops when a value was cut: part of a literal, a number or a ``\\u`` escape."""
+
+
+def _json_cut_short(data: bytes) -> bool:
+    """Whether ``data`` is the start of a JSON value that a cut ended: it decodes as UTF-8 up to a cut
+    character and ``json`` fails only at the end of it (an unterminated string, or a token cut short)."""
+    import codecs
+    import json
+
+    try:
+        text = codecs.getincrementaldecoder("utf-8")().decode(data, final=False)
+    except UnicodeDecodeError:
+        return False
+    body = text.lstrip(" \t")
+    try:
+        json.JSONDecoder().raw_decode(body)
+    except json.JSONDecodeError as exc:
+        if exc.msg.startswith("Unterminated string"):
+            return True
+        rest = body[exc.pos :].rstrip(" \t")
+        return not rest or _JSON_CUT_REST.fullmatch(rest) is not None
+    except RecursionError:
+        return False
+    return False  # a whole JSON value: what fails is in it
+
+
+def _cut_producer_snapshot(data: bytes, size: int) -> Iterator[dict]:
+    """A producer snapshot of ``size`` bytes cut to ``data``: the header is checked against the file size
+    (Kafka's schema validation and version check), the whole entries read are shown; the CRC covers the
+    whole file, so it is not checked (``computedCrc`` and ``crcValid`` null)."""
+    from parsers import producer_snapshot as ps
+
+    if len(data) < ps.HEADER_SIZE:
+        return  # the header itself is cut
+    version = int.from_bytes(data[:2], "big", signed=True)
+    count = int.from_bytes(data[ps.CRC_START : ps.HEADER_SIZE], "big", signed=True)
+    need = ps.HEADER_SIZE + count * ps.ENTRY_SIZE
+    if count < 0:
+        ps.read_producer_snapshot(data)  # Kafka's message for a negative array size
+    if need > size:
+        raise ParseError(
+            f"Snapshot failed schema validation: Error reading field 'producer_entries': {count} entries "
+            f"of {ps.ENTRY_SIZE} bytes need {need - ps.HEADER_SIZE} bytes, only {size - ps.HEADER_SIZE} "
+            "bytes available",
+            offset=ps.CRC_START,
+        )
+    if need < size:
+        raise ParseError(f"Snapshot has {size - need} trailing bytes after its {count} entries", offset=need)
+    if version != ps.PRODUCER_SNAPSHOT_VERSION:
+        raise ParseError(f"Snapshot contained an unknown file version {version}", offset=0)
+    read = (len(data) - ps.HEADER_SIZE) // ps.ENTRY_SIZE
+    head = data[: ps.CRC_START] + read.to_bytes(4, "big", signed=True)
+    snap = ps.read_producer_snapshot(head + data[ps.HEADER_SIZE : ps.HEADER_SIZE + read * ps.ENTRY_SIZE])
+    yield {"kind": "summary", **_summary(snap, exclude=("entries",)), "computedCrc": None, "crcValid": None}
+    for entry in snap.entries:
+        yield {"kind": "entry", **to_jsonable(entry)}
+
+
 _INDEX_KINDS = ("offset-index", "time-index", "txn-index")
+_INDEX_ENTRY_SIZE = {"offset-index": 8, "time-index": 12, "txn-index": 34}
+"""Bytes per entry (``OffsetIndex``, ``TimeIndex``, ``AbortedTxn``): ``--max-bytes`` reads whole entries."""
+
+
+def _limited(events: Iterator[dict], shown: int, file_size: int) -> Iterator[dict]:
+    """``events`` of a file read up to byte ``shown``, then, when that is short of the whole file
+    (``--max-bytes``), a ``stop`` event saying so; it also precedes an error the cut may have caused."""
+    if shown >= file_size:
+        yield from events
+        return
+    stop = {
+        "kind": "stop",
+        "reason": "max-bytes",
+        "position": shown,
+        "trailingBytes": 0,
+        "message": None,
+        "fileSize": file_size,
+    }
+    try:
+        yield from events
+    except ParseError:
+        yield stop
+        raise
+    yield stop
 
 
 def _index_events(fd: int, size: int, path: str, kind: str) -> Iterator[dict]:

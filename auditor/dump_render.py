@@ -11,7 +11,9 @@ from typing import TextIO
 
 from parsers.errors import ParseError
 
-DUMP_JSON_VERSION = 1
+DUMP_JSON_VERSION = 2
+"""2: bytes as ``utf8``/``base64`` flagged beside them (was ``utf8``/``hex``); ``fileSize`` in ``stop``;
+``failed`` names its byte ``position`` (was ``offset``), as every other event does."""
 
 
 def _bool(value) -> str:
@@ -65,8 +67,8 @@ def _record_line(e: dict) -> str:
             value = e[name]
             if not isinstance(value, str):
                 value = json.dumps(value, separators=(",", ":"))
-            elif e.get(f"{name}Encoding") == "hex":
-                value = "0x" + value
+            elif e.get(f"{name}Encoding") == "base64":
+                value = "base64:" + value
             parts.append(f"{name}: {value}")
     if e.get("headers"):
         parts.append("headers: " + json.dumps(e["headers"], separators=(",", ":")))
@@ -109,7 +111,12 @@ def render_text(events: Iterable[dict], out: TextIO) -> None:
             else:
                 write("# " + _pairs(e) + "\n")
         elif kind == "stop":
-            if e["reason"] not in ("end", "max-bytes"):
+            if e["reason"] == "max-bytes":
+                write(
+                    f"... stopped after {e['position']} bytes (--max-bytes); rest of file not shown: "
+                    f"{e['fileSize'] - e['position']} bytes\n"
+                )
+            elif e["reason"] != "end":
                 marked = True
                 write(
                     f"!! decoding stopped at byte {e['position']}: {e['message']} "
@@ -131,7 +138,7 @@ def render_jsonl(events: Iterable[dict], out: TextIO) -> None:
 
 
 def render_json(events: Iterable[dict], out: TextIO) -> None:
-    """One JSON document ``{"version": 1, "files": [{"path", "fileType", "events": [...], "error"}]}``."""
+    """One JSON document ``{"version": 2, "files": [{"path", "fileType", "events": [...], "error"}]}``."""
     write = out.write
     write(f'{{"version":{DUMP_JSON_VERSION},"files":[')
     first_file = True
@@ -174,8 +181,8 @@ def guarded(paths: list[str], make_events: Callable[[str], Iterator[dict]], erro
         except ParseError as exc:
             exc = exc if exc.path else exc.at(path=path)
             errors.append(exc)
-            yield {"kind": "failed", "path": exc.path, "offset": exc.offset, "message": str(exc)}
+            yield {"kind": "failed", "path": exc.path, "position": exc.offset, "message": str(exc)}
         except OSError as exc:
             err = ParseError(f"cannot read: {exc.strerror or exc}", path=path)
             errors.append(err)
-            yield {"kind": "failed", "path": path, "offset": None, "message": str(err)}
+            yield {"kind": "failed", "path": path, "position": None, "message": str(err)}

@@ -9,10 +9,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import posixpath
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from enum import IntEnum
 from typing import Any
+
+from auditor.text import camel
 
 
 class Severity(IntEnum):
@@ -97,28 +101,40 @@ class Finding:
         return f"{self.topic}-{self.partition}" if self.partition is not None else self.topic
 
     def fingerprint(self) -> str:
-        """A stable id (code + location, not the message; plus the capture time and the cluster when the
-        finding has them): equal findings of two runs share it."""
-        key = "|".join(
-            str(v)
-            for v in (
-                self.code,
-                self.broker,
-                self.log_dir,
-                self.topic,
-                self.partition,
-                self.file,
-                self.position,
-                self.offset_start,
-                self.offset_end,
-                self.epoch,
-                *(() if self.time is None else (self.time,)),
-                # two clusters may share broker ids and topic names (history, audit)
-                *(() if self.evidence.get("cluster") is None else (f"cluster={self.evidence['cluster']}",)),
-            )
-        )
+        """A stable id from the finding's identity (:meth:`identity`), never from the message or an
+        absolute path: equal findings of two runs share it, wherever the evidence was copied."""
+        key = json.dumps(self.identity(), separators=(",", ":"), default=str)
         # surrogatepass: a file name with undecodable bytes (PEP 383) still has a fingerprint
         return hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+    def identity(self) -> list[Any]:
+        """What makes two findings the same, as JSON-ready values: the code, the cluster (evidence
+        ``cluster``), broker, the log dir's base name only when the broker is unknown (the broker id names
+        the log dir: a scan on the broker host and one of a copy under another name agree; the JBOD limit:
+        two log dirs of one broker share the fingerprint of a same-code finding in their root files),
+        topic, partition, the file relative to the log dir (POSIX; its base name when outside it), byte
+        position, offsets, epoch, the peer replica (evidence ``peer``, else the brokers of ``related``) and
+        the capture time. Absolute paths never enter: copying the evidence elsewhere changes nothing."""
+        peer = self.evidence.get("peer")
+        if peer is None:
+            brokers = {r.get("broker") for r in self.related if isinstance(r, dict)} - {None}
+            peer = sorted(brokers, key=str)
+            peer = peer[0] if len(peer) == 1 else peer or None
+        return [
+            self.code,
+            self.evidence.get("cluster"),
+            self.broker,
+            _base_name(self.log_dir) if self.broker is None else None,
+            self.topic,
+            self.partition,
+            relative_file(self.file, self.log_dir),
+            self.position,
+            self.offset_start,
+            self.offset_end,
+            self.epoch,
+            peer,
+            self.time,
+        ]
 
     def sort_key(self) -> tuple:
         """Log dir, partition, file, position, then most severe first."""
@@ -137,18 +153,20 @@ class Finding:
     # ---------------------------------------------------------------------------- serialising
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON form (camelCase keys, severity as its label), the one used by every machine format."""
-        out: dict[str, Any] = {_CAMEL.get(name, name): getattr(self, name) for name in _DICT_ORDER}
+        """JSON form (camelCase keys at every depth, evidence and related included: :func:`camel_keys`;
+        severity as its label), the one used by every machine format."""
+        out: dict[str, Any] = {camel(name): getattr(self, name) for name in _DICT_ORDER}
         out["severity"] = self.severity.label
-        out["evidence"] = jsonable(self.evidence)
-        out["related"] = jsonable(self.related)
+        out["evidence"] = camel_keys(jsonable(self.evidence))
+        out["related"] = camel_keys(jsonable(self.related))
         out["fingerprint"] = self.fingerprint()
         return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Finding:
-        """The inverse of :meth:`to_dict` (the fingerprint is recomputed)."""
-        values = {name: data.get(_CAMEL.get(name, name)) for name in _DICT_ORDER}
+        """The inverse of :meth:`to_dict` (the fingerprint is recomputed; evidence and related keep the
+        camelCase keys of the dict)."""
+        values = {name: data.get(camel(name)) for name in _DICT_ORDER}
         values["name"] = values["name"] or ""
         return cls._of(values, data.get("evidence"), data.get("related"))
 
@@ -175,6 +193,28 @@ class Finding:
         return cls(**values, evidence=dict(evidence or {}), related=list(related or []))
 
 
+def relative_file(file: str | None, log_dir: str | None) -> str | None:
+    """``file`` as a POSIX path relative to ``log_dir`` when it lies under it (``t0-0/0000.log``), a
+    relative ``file`` normalised as given, else its base name; None without a file. Pure string work: no file
+    system access, symlinks are not resolved."""
+    if file is None:
+        return None
+    if log_dir is not None:
+        base, path = os.path.abspath(log_dir), os.path.abspath(file)
+        if path.startswith(base.rstrip(os.sep) + os.sep):
+            return posixpath.join(*os.path.relpath(path, base).split(os.sep))
+    if not os.path.isabs(file):
+        normal = os.path.normpath(file)
+        if normal != os.pardir and not normal.startswith(os.pardir + os.sep):
+            return posixpath.join(*normal.split(os.sep))
+    return os.path.basename(os.path.normpath(file))
+
+
+def _base_name(log_dir: str | None) -> str | None:
+    """The last component of a log dir path (``kafka-logs`` of ``/data/1/kafka-logs/``)."""
+    return None if log_dir is None else os.path.basename(os.path.normpath(log_dir))
+
+
 _DICT_ORDER = (
     "code",
     "name",
@@ -183,7 +223,13 @@ _DICT_ORDER = (
     *(f.name for f in fields(Finding)[4:] if f.name not in ("evidence", "related")),
 )
 """The plain fields of a finding (all but evidence and related) in the order of :meth:`Finding.to_dict`."""
-_CAMEL = {"log_dir": "logDir", "offset_start": "offsetStart", "offset_end": "offsetEnd"}
+def camel_keys(value: Any) -> Any:
+    """``value`` (JSON-ready data) with every dict key at every depth through :func:`camel`."""
+    if isinstance(value, dict):
+        return {camel(k) if isinstance(k, str) else k: camel_keys(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [camel_keys(v) for v in value]
+    return value
 
 
 def optional_int(value: Any) -> int | None:

@@ -17,6 +17,7 @@ it. Small scans (under :data:`INLINE_BYTES` or a single partition) run in-proces
 
 from __future__ import annotations
 
+import logging
 import multiprocessing
 import os
 import time
@@ -51,6 +52,7 @@ INLINE_BYTES = 64 << 20
 """Below this many bytes of segments a scan runs in-process: a pool would cost more than it saves."""
 SCAN_SCOPES = ("segment", "partition", "logdir", "engine")
 
+log = logging.getLogger(__name__)
 ProgressFn = Callable[[int, int, str], None]
 """progress(bytes done, bytes total, label of the partition just finished)."""
 
@@ -419,7 +421,15 @@ def scan(
         view = _view_for(ld, contexts, views)
         ld.topic_view = view
         work += [(partition_task(ld, part, view), part) for part in ld.inventory.partitions]
+    log.info(
+        "%d partition(s) of %d log dir(s), %.1f MiB, %d check(s)",
+        len(work),
+        len(contexts),
+        sum(t.size for t, _part in work) / (1 << 20),
+        len(codes),
+    )
     results, run_info = _run_tasks(work, codes, jobs, progress)
+    log.info("scanned with %s worker(s) (%s)", run_info["workers"], run_info["mode"])
     findings: list[Finding] = []
     unreadable = any(res.incomplete for res in results)
     by_dir: dict[str, list[dict[str, Any]]] = {ld.path: [] for ld in contexts}
@@ -448,7 +458,8 @@ def scan(
         (r.summary for r in results), key=lambda s: (s["logDir"], s["topic"], s["partition"], s["directory"])
     )
     stats = {
-        "startedAt": started,
+        # ISO-8601 UTC like the report's generatedAt (the data contract: timestamps in reports are strings)
+        "startedAt": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
         "seconds": round(time.perf_counter() - t0, 3),
         "logDirs": len(contexts),
         "partitions": len(work),
@@ -456,7 +467,7 @@ def scan(
         "bytes": sum(p["bytes"] for p in partitions),
         "batches": sum(p["batches"] for p in partitions),
         "rules": len(codes),
-        "peakRssMb": round(max([_peak_rss_kb(), *(r.peak_rss_kb for r in results)]) / 1024, 1),
+        "peakRssMiB": round(max([_peak_rss_kb(), *(r.peak_rss_kb for r in results)]) / 1024, 1),
         "version": __version__,
         **run_info,
     }

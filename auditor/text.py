@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
@@ -65,3 +66,34 @@ def visible_data(value: Any) -> Any:
 
 
 _CONTAINERS = (str, dict, list, tuple)
+
+BYTE_ENCODINGS = ("utf8", "base64")
+"""The one encoding of bytes in every JSON output, named in the field beside the value (``keyEncoding``)."""
+
+
+def encode_bytes(data: bytes | bytearray | memoryview, force_base64: bool = False) -> tuple[str, str]:
+    """``(text, encoding)`` for raw bytes (a key, a value, a header value): the UTF-8 text and ``"utf8"``
+    when ``data`` is valid UTF-8, else standard base64 with padding (RFC 4648 §4) and ``"base64"``."""
+    if not force_base64:
+        try:
+            return str(data, "utf-8"), "utf8"
+        except UnicodeDecodeError:
+            pass
+    import base64
+
+    return base64.b64encode(data).decode("ascii"), "base64"
+
+
+_SNAKE = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)+")
+"""A snake_case name (``committed_hw``, ``hash_a``): the only keys :func:`camel` rewrites."""
+
+
+@functools.lru_cache(maxsize=4096)
+def camel(name: str) -> str:
+    """The camelCase form of a snake_case name (``committed_hw`` -> ``committedHw``, ``ua_from`` ->
+    ``uaFrom``), the one spelling of every key the JSON, JSONL and Parquet outputs hold. Any other key is
+    returned as is: camelCase already, a broker id (``"1"``), anything with capitals or a leading ``_``."""
+    if not _SNAKE.fullmatch(name):
+        return name
+    head, *rest = name.split("_")
+    return head + "".join(part[:1].upper() + part[1:] for part in rest)

@@ -145,7 +145,7 @@ else:
     from auditor.scan import scan
     res = scan([root], jobs=jobs)
     out = {{"batches": res.stats["batches"], "findings": [f.code for f in res.findings],
-           "mode": res.stats["mode"], "workers_rss_mb": res.stats["peakRssMb"]}}
+           "mode": res.stats["mode"], "workers_rss_mb": res.stats["peakRssMiB"]}}
 out["seconds"] = time.perf_counter() - t0
 out["maxrss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 out["children_maxrss_mb"] = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024

@@ -62,19 +62,23 @@ def test_text_dump_matches_kafka_dump_log_layout(logdir):
     assert len(lines) == 7
 
 
-def test_deep_print_values_and_hex(logdir):
+def test_deep_print_values_and_base64(logdir):
     res = run("dump", "--print-values", str(logdir / "00000000000000000000.log"))
     assert res.returncode == 0
     recs = [line for line in res.stdout.splitlines() if line.startswith("| offset:")]
     assert len(recs) == 5 and "key: key-0 payload: value-0" in recs[0] and "headerKeys: [h]" in recs[0]
+    assert recs[0].endswith('headers: [{"key":"h","value":"1","valueEncoding":"utf8"}]')
+    res = run("dump", "--print-values", "--encoding", "base64", str(logdir / "00000000000000000000.log"))
+    assert "key: base64:a2V5LTA= payload: base64:dmFsdWUtMA==" in res.stdout
+    assert '"value":"MQ==","valueEncoding":"base64"' in res.stdout
     res = run("dump", "--print-values", "--value-format", "hex", str(logdir / "00000000000000000000.log"))
-    assert "key: 0x6b65792d30" in res.stdout
+    assert res.returncode == 2 and "Traceback" not in res.stderr  # hex is gone: one encoding scheme
 
 
 def test_json_and_jsonl_are_machine_readable(logdir):
     path = str(logdir / "00000000000000000000.log")
     doc = json.loads(run("dump", "--format", "json", "--deep", path).stdout)
-    assert doc["version"] == 1
+    assert doc["version"] == 2
     events = doc["files"][0]["events"]
     assert sum(e["kind"] == "batch" for e in events) == 5 and sum(e["kind"] == "record" for e in events) == 5
     assert doc["files"][0]["error"] is None

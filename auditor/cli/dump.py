@@ -18,10 +18,9 @@ class DumpFormat(str, Enum):
     jsonl = "jsonl"
 
 
-class ValueFormat(str, Enum):
+class Encoding(str, Enum):
     auto = "auto"
-    utf8 = "utf8"
-    hex = "hex"
+    base64 = "base64"
 
 
 class Decoder(str, Enum):
@@ -41,12 +40,13 @@ def dump_command(
     ),
     deep: bool = typer.Option(False, "--deep", help="Decode the records inside each batch."),
     print_values: bool = typer.Option(
-        False, "--print-values", help="Print keys and values (implies --deep)."
+        False, "--print-values", help="Print keys, values and headers (implies --deep)."
     ),
-    value_format: ValueFormat = typer.Option(
-        ValueFormat.auto,
-        "--value-format",
-        help="auto/utf8: UTF-8 text when it decodes, else hex; hex: always hex.",
+    encoding: Encoding = typer.Option(
+        Encoding.auto,
+        "--encoding",
+        help="Keys, values, header values: auto is UTF-8 text when valid UTF-8, else base64 "
+        "(flagged utf8/base64 in JSON, prefixed base64: in text); base64 always base64.",
     ),
     decoder: Decoder = typer.Option(
         Decoder.auto,
@@ -62,7 +62,12 @@ def dump_command(
     ),
     fmt: DumpFormat = typer.Option(DumpFormat.text, "--format", "-f", help="Output format."),
     max_bytes: int | None = typer.Option(
-        None, "--max-bytes", min=0, help="Read at most this many bytes of each file."
+        None,
+        "--max-bytes",
+        min=0,
+        help="Read at most this many bytes of each file; a file cut short ends with a marker line "
+        "(text) or a stop event with reason max-bytes (JSON). A cut is no error: only what it leaves "
+        "whole is judged.",
     ),
 ) -> None:
     """Decode Kafka files, like kafka-dump-log.sh, read-only.
@@ -80,7 +85,7 @@ def dump_command(
     options = DumpOptions(
         deep=deep or print_values,
         print_values=print_values,
-        value_format=value_format.value,
+        encoding=encoding.value,
         max_bytes=max_bytes,
         decoder=decoder.value,
     )

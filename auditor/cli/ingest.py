@@ -13,7 +13,16 @@ from pathlib import Path
 
 import typer
 
-from auditor.cli.common import checked_master, fail, paths_argument, run_on_spark
+from auditor.cli.common import (
+    checked_master,
+    configure_logging,
+    fail,
+    make_stages,
+    paths_argument,
+    progress_option,
+    run_on_spark,
+    verbose_option,
+)
 
 SOURCES_HELP = (
     "Checkpoint dumps: directory trees or archives (.tar, .tar.gz/.tgz, .zip) holding one or many dumps "
@@ -74,6 +83,8 @@ def ingest_command(
         "-f",
         help="text: the summary line on stderr only; json: also on stdout.",
     ),
+    verbose: int = verbose_option(),
+    progress: bool | None = progress_option(),
 ) -> None:
     """Ingest checkpoint dumps into a warehouse of Parquet tables (captures, high_watermarks,
     recovery_points, log_start_offsets, cleaner_offsets, leader_epochs, brokers, partitions, problems),
@@ -89,6 +100,7 @@ def ingest_command(
         )
     if into is None:
         raise fail("missing --into WAREHOUSE (the directory the tables are written to)")
+    configure_logging(verbose)
     _check_cluster(cluster)
     spark_master = checked_master(master)
     into = Path(os.path.abspath(into))
@@ -104,13 +116,15 @@ def ingest_command(
 
     def job(spark) -> IngestResult:
         try:
-            return ingest(spark, sources, warehouse, cluster=cluster)
+            with stages.stage(f"ingesting {len(sources)} source(s)", unit="Spark tasks", poll=True):
+                return ingest(spark, sources, warehouse, cluster=cluster)
         except (IngestError, WarehouseError) as exc:
             raise fail(str(exc)) from None
         except OSError as exc:
             raise fail(f"{exc.filename or into}: {exc.strerror or exc}") from None
 
-    result = run_on_spark(spark_master, job)
+    with make_stages(progress, verbose) as stages:
+        result = run_on_spark(spark_master, job, stages, verbose)
     typer.echo(f"kafka-auditor: {result.line()}", err=True)
     if fmt is IngestFormat.json:
         typer.echo(json.dumps(result.to_json(), indent=1, sort_keys=True))

@@ -249,9 +249,12 @@ def report_command(
 
     from auditor.spark.history import run_history
 
-    result = run_on_spark(
-        spark_master, lambda spark: run_history(spark, tables, settings, selection=selection)
-    )
+    def job(spark):
+        with stages.stage("checking the checkpoint history", unit="Spark tasks", poll=True):
+            return run_history(spark, tables, settings, selection=selection)
+
+    with options.stages() as stages:
+        result = run_on_spark(spark_master, job, stages, options.verbose)
 
     from auditor.report.baseline import suppress
     from auditor.report.history import to_ms
@@ -270,8 +273,10 @@ def report_command(
         options.emit(report)
         try:
             # an --all report (the HTML page, the textfile of the cron lines) shows what others may not have
-            # shown yet: only the default report marks findings as reported
-            record(wh, report, [] if show_all else [f.fingerprint() for f in report.findings])
+            # shown yet: only the default report marks findings as reported, and only those it listed (text
+            # and HTML leave out what --min-severity/-q hide: they stay new for the next report)
+            listed = options.displayed(report).shown
+            record(wh, report, [] if show_all else [f.fingerprint() for f in listed])
         except (WarehouseError, OSError) as exc:
             raise fail(f"the report was written but the warehouse state was not updated: {exc}") from None
     raise typer.Exit(report.exit_code)

@@ -3,12 +3,12 @@ rules."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import typer
 
 from auditor.cli.common import ReportOptions, fail, fail_all, paths_argument, report_options, warn
+from auditor.report.columns import SCAN_COLUMNS
 
 LOGDIRS_HELP = (
     "Kafka log directories (log.dirs / metadata.log.dir), or directories holding several of them "
@@ -16,18 +16,6 @@ LOGDIRS_HELP = (
 )
 SHARED_FIELDS = ("findings", "incomplete", "partitions", "stats")
 """What a :class:`auditor.scan.ScanResult` gives its report under the same name."""
-PARTITION_COLUMNS = [
-    ("broker", "broker"),
-    ("directory", "partition"),
-    ("segments", "segments"),
-    ("logStartOffset", "log start"),
-    ("logEndOffset", "LEO"),
-    ("highWatermark", "HW"),
-    ("recoveryPoint", "recovery pt"),
-    ("latestEpoch", "epoch"),
-    ("findings", "findings"),
-]
-"""``--partitions``: the columns of the table of partition replicas (text and HTML)."""
 
 
 def scan_scopes() -> tuple[str, ...]:
@@ -37,59 +25,12 @@ def scan_scopes() -> tuple[str, ...]:
     return SCAN_SCOPES
 
 
-class _Progress:
-    """A Rich progress bar on stderr, only when stderr is a terminal."""
-
-    def __init__(self, enabled: bool) -> None:
-        self.bar = None
-        self.task = None
-        if not enabled:
-            return
-        from rich.console import Console
-        from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
-
-        self.bar = Progress(
-            TextColumn("scanning"),
-            BarColumn(),
-            DownloadColumn(),
-            TimeRemainingColumn(),
-            TextColumn("{task.description}"),
-            console=Console(file=sys.stderr),
-            transient=True,
-        )
-
-    def __enter__(self) -> _Progress:
-        if self.bar is not None:
-            self.bar.start()
-            self.task = self.bar.add_task("", total=None)
-        return self
-
-    def __exit__(self, *exc) -> None:
-        if self.bar is not None:
-            self.bar.stop()
-
-    def __call__(self, done: int, total: int, label: str) -> None:
-        if self.bar is not None and self.task is not None:
-            from rich.markup import escape
-
-            from auditor.text import visible
-
-            # a partition directory's name is evidence: no control characters, no Rich markup
-            shown = escape(visible(label))
-            self.bar.update(self.task, completed=done, total=total or None, description=shown)
-
-
 @report_options(scan_scopes)
 def scan_command(
     options: ReportOptions,
     logdirs: list[Path] | None = paths_argument("LOGDIR...", LOGDIRS_HELP),
     jobs: int = typer.Option(
         0, "--jobs", "-j", min=0, help="Worker processes (0: one per CPU, in-process for small scans)."
-    ),
-    progress: bool | None = typer.Option(
-        None,
-        "--progress/--no-progress",
-        help="Progress bar on stderr (default: only when stderr is a terminal).",
     ),
     deep: bool = typer.Option(
         False, "--deep", help="Also decode every record of every data batch (check KA111; much slower)."
@@ -116,15 +57,15 @@ def scan_command(
     problem = options.check_outputs([*found, *logdirs])
     if problem:
         raise fail(problem)
-    show_progress = progress if progress is not None else sys.stderr.isatty()
-    with _Progress(show_progress) as bar:
-        result = scan(found, selection=selection, jobs=jobs, progress=bar)
-    found_report = options.report(
-        "scan",
-        selection,
-        PARTITION_COLUMNS,
-        inputs=result.logdirs,
-        errors=result.input_errors,
-        **{name: getattr(result, name) for name in SHARED_FIELDS},
-    )
-    options.write(found_report)
+    with options.stages() as stages:
+        with stages.stage(f"scanning {len(found)} log dir(s)", unit="bytes") as stage:
+            result = scan(found, selection=selection, jobs=jobs, progress=stage.update)
+        found_report = options.report(
+            "scan",
+            selection,
+            SCAN_COLUMNS,
+            inputs=result.logdirs,
+            errors=result.input_errors,
+            **{name: getattr(result, name) for name in SHARED_FIELDS},
+        )
+        options.write(found_report, stages)

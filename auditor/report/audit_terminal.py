@@ -45,10 +45,11 @@ def _partition_groups(rows: Iterable[dict[str, Any]]) -> dict[tuple, list[dict[s
 
 
 def _flagged(report: Report) -> dict[tuple, Severity]:
-    """Partitions with a cross-replica finding above info, with their worst severity."""
+    """Partitions with a cross-replica finding above info that the display lists (``--min-severity``),
+    with their worst severity."""
     out: dict[tuple, Severity] = {}
     for f in report.findings:
-        if f.topic is None or f.severity <= Severity.INFO:
+        if f.topic is None or f.severity <= Severity.INFO or not report.listed(f):
             continue
         key = (f.evidence.get("cluster") or "", f.topic, f.partition)
         out[key] = max(out.get(key, f.severity), f.severity)
@@ -61,10 +62,10 @@ def _cell(value: Any) -> str:
 
 def _incomplete(r: dict[str, Any]) -> Text | str:
     """The offsets of a replica that could not be read (KA691): ``from..last`` or ``from..`` (to the end)."""
-    lo = r.get("incompleteFrom")
+    lo = r.get("unreadableFrom")
     if lo is None:
         return ""
-    hi = r.get("incompleteTo")
+    hi = r.get("unreadableTo")
     return Text(f"{lo}..{hi - 1}" if hi is not None else f"{lo}..", style=STYLES[Severity.ERROR])
 
 
@@ -153,11 +154,12 @@ def timeline(replicas: list[dict[str, Any]], width: int = TIMELINE_WIDTH) -> Tab
 
 
 def diverged_panels(report: Report) -> list:
-    """One panel per partition with a cross-replica finding above info: its replicas and epoch timeline."""
+    """One panel per partition with a cross-replica finding above info: its replicas and epoch timeline;
+    the most severe first, then by partition."""
     flagged = _flagged(report)
     groups = _partition_groups(report.partitions)
     panels: list = []
-    for key in sorted(flagged):
+    for key in sorted(flagged, key=lambda k: (-int(flagged[k]), k)):
         replicas = groups.get(key)
         if not replicas:
             continue

@@ -2,7 +2,7 @@
 
 ``--write-baseline FILE`` writes the findings of a run as JSON::
 
-    {"tool": "kafka-auditor", "version": 1,
+    {"tool": "kafka-auditor", "version": 2,
      "fingerprints": [{"fingerprint": "...", "code": "KA801", "message": "..."}, ...]}
 
 ``--baseline FILE`` reads such a file back: every finding whose :meth:`~auditor.findings.Finding.fingerprint`
@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from auditor.findings import Finding
 from auditor.report.model import TOOL_NAME, Gauge, Report
 
-BASELINE_VERSION = 1
+BASELINE_VERSION = 2
 MAX_BASELINE_BYTES = 256 * 1024 * 1024
 """A larger file is refused rather than read (about two million fingerprints fit)."""
 SUPPRESSED_GAUGE = "kafka_auditor_findings_suppressed"
@@ -34,7 +34,7 @@ class BaselineError(ValueError):
 
 def read_baseline(path: str | os.PathLike) -> frozenset[str]:
     """The fingerprints listed in the baseline at ``path``; :class:`BaselineError` when it is missing,
-    too large, not JSON (with line, column and byte offset) or not a version-1 ``kafka-auditor`` baseline."""
+    too large, not JSON (with line, column and byte offset) or not a version-2 ``kafka-auditor`` baseline."""
     name = os.fspath(path)
     try:
         with open(name, "rb") as fh:
@@ -56,6 +56,11 @@ def read_baseline(path: str | os.PathLike) -> frozenset[str]:
         ) from None
     if not isinstance(doc, dict) or doc.get("tool") != TOOL_NAME:
         raise BaselineError(f'{name}: not a baseline (expected a JSON object with "tool": "{TOOL_NAME}")')
+    if doc.get("version") == 1:
+        raise BaselineError(
+            f"{name}: a version-1 baseline (its fingerprints hashed the evidence's absolute paths); "
+            "write it again with --write-baseline"
+        )
     if doc.get("version") != BASELINE_VERSION:
         raise BaselineError(
             f"{name}: baseline version {doc.get('version')!r} is not supported (expected {BASELINE_VERSION})"

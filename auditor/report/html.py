@@ -1,29 +1,25 @@
-"""HTML: the terminal report recorded by Rich (``Console(record=True)``) and exported as a standalone page
-(``scan``, ``audit``); ``report`` has a page of its own with SVG charts (:mod:`auditor.report.history`)."""
+"""HTML: one self-contained page per report, built from the findings and the command's data (never a
+terminal dump): ``scan`` and ``audit`` by :mod:`auditor.report.findings_page` (``audit`` with its replicas,
+epoch timelines drawn as SVG, KRaft timelines and elections), ``report`` by :mod:`auditor.report.history`
+(the checkpoint history charts). All three share the page of :mod:`auditor.report.page`: inline CSS and
+script, a Content-Security-Policy that forbids any external resource, every evidence string escaped."""
 
 from __future__ import annotations
 
-import io
 from typing import IO
 
-from rich.terminal_theme import DEFAULT_TERMINAL_THEME
-
-from auditor.report.model import TOOL_NAME, Report
-from auditor.report.terminal import PLAIN, Layout, build, make_console
-
-HTML_WIDTH = 140
+from auditor.report.model import Report
+from auditor.report.terminal import PLAIN, Layout
 
 
 def render_html(report: Report, out: IO[str], *, layout: Layout = PLAIN) -> None:
-    """The people's report of ``layout`` (as :func:`auditor.report.terminal.render_text`) as one page;
-    ``report``'s is the page of :mod:`auditor.report.page` with the history charts."""
+    """The page of ``report`` (``layout``, the text report's, is not used: the page has its own sections)."""
+    del layout
     if report.command == "report":
         from auditor.report.history import render_history_html
 
         render_history_html(report, out)
         return
-    console = make_console(io.StringIO(), color=True, width=HTML_WIDTH, record=True)
-    console.print(build(report, layout))
-    page = console.export_html(theme=DEFAULT_TERMINAL_THEME, inline_styles=True)
-    title = f"<title>{TOOL_NAME} {report.command} report</title>"
-    out.write(page.replace("<head>", "<head>\n" + title, 1))
+    from auditor.report.findings_page import render_findings_html
+
+    render_findings_html(report, out)

@@ -10,12 +10,19 @@ from auditor import __version__
 from auditor.findings import Finding, Severity, counts_by_code, counts_by_severity, worst
 from auditor.rules.registry import Rule
 
-SCHEMA_VERSION = 1
-"""Version of the JSON/JSONL/SARIF property layout; bumped on incompatible changes."""
+SCHEMA_VERSION = 2
+"""Version of the JSON/JSONL/SARIF property layout; bumped on incompatible changes (2: camelCase keys at
+every depth, evidence included; the published schemas ``auditor/schemas/*.schema.json``)."""
 TOOL_NAME = "kafka-auditor"
 TOOL_URI = "https://github.com/kafka-auditor/kafka-auditor"
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+
+INCOMPLETE_CODES = frozenset({"KA001", "KA002", "KA691"})
+"""Rules whose findings mean the input could not be fully read, so the run exits 2 (``Report.incomplete``):
+KA001 and KA002, emitted by the scan engine (``auditor.scan._Emitter.engine``), and KA691, a replica ``audit``
+could not read completely (``auditor.spark.audit``: a problem per unreadable span). JUnit writes them as
+``<error>``, every other finding at or above ``fail_on`` as ``<failure>``."""
 
 
 @dataclass(frozen=True)
@@ -74,6 +81,11 @@ class Report:
     """Extra Prometheus gauges of the command (``report``: the last capture per broker, the last ingest)."""
     command_line: str = ""
     """The command line as given (options the user set), shown in the HTML page's header."""
+    min_severity: Severity | None = None
+    """Display only (text, HTML): findings below it are counted in the summary, not listed
+    (``--min-severity``); every other format, the exit code and the summary keep them all."""
+    quiet: bool = False
+    """Display only (text, ``-q``): the summary line, the findings at or above ``fail_on``, the verdict."""
 
     @property
     def exit_code(self) -> int:
@@ -86,6 +98,25 @@ class Report:
             return []
         return [f for f in self.findings if f.severity >= self.fail_on]
 
+    def listed(self, finding: Finding) -> bool:
+        """Whether text and HTML list ``finding`` (display only): at or above ``min_severity`` and, with
+        ``quiet``, at or above ``fail_on`` (``-q --fail-on never`` lists none)."""
+        if self.min_severity is not None and finding.severity < self.min_severity:
+            return False
+        if self.quiet:
+            return self.fail_on is not None and finding.severity >= self.fail_on
+        return True
+
+    @property
+    def shown(self) -> list[Finding]:
+        """The findings text and HTML list (:meth:`listed`), in the report's order."""
+        return [f for f in self.findings if self.listed(f)]
+
+    @property
+    def hidden(self) -> list[Finding]:
+        """The findings text and HTML count but do not list."""
+        return [f for f in self.findings if not self.listed(f)]
+
     def summary(self) -> dict[str, Any]:
         w = worst(self.findings)
         return {
@@ -95,6 +126,16 @@ class Report:
             "worst": w.label if w is not None else None,
             "failing": len(self.failing),
         }
+
+    def suppressed_notes(self) -> list[str]:
+        """One line per kind of finding left out before rendering (``--baseline``; ``report``'s already
+        reported findings), for the people's summaries; empty when none was."""
+        notes = []
+        if self.stats.get("suppressed"):
+            notes.append(f"{self.stats['suppressed']} more suppressed by --baseline")
+        if self.stats.get("alreadyReported"):
+            notes.append(f"{self.stats['alreadyReported']} more already reported (--all shows them)")
+        return notes
 
     def rule_index(self) -> dict[str, int]:
         return {r.code: i for i, r in enumerate(self.rules)}

@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from auditor.findings import Finding, Severity
-from auditor.report.escape import escaped
 from auditor.report.model import TOOL_NAME, Report
 from auditor.text import visible
 
@@ -109,7 +108,7 @@ h2{font-size:17px;border-bottom:1px solid var(--line);padding-bottom:4px;margin-
 h3{font-size:15px;margin:18px 0 6px}
 dl{display:grid;grid-template-columns:max-content 1fr;gap:2px 14px;margin:6px 0}
 dt{color:var(--muted)}dd{margin:0;overflow-wrap:anywhere}
-table{border-collapse:collapse;margin:6px 0 12px}
+table{border-collapse:collapse;margin:6px 0 12px;display:block;max-width:100%;overflow-x:auto}
 th,td{border:1px solid var(--line);padding:3px 8px;text-align:left;vertical-align:top}
 th{background:#f6f8fa}td.num,th.num{text-align:right}
 code,.mono{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:12.5px}
@@ -128,12 +127,26 @@ details{margin-top:6px}summary{cursor:pointer;color:var(--muted)}
 tr.changed td{background:#fff4ce}tr.drop td{background:#ffe1e1}
 mark{background:#ffe08a}del{color:var(--error)}.fork{outline:2px solid var(--error)}
 .muted{color:var(--muted)}svg.chart{max-width:100%;height:auto;display:block;margin:8px 0}
+nav.toc{margin-top:8px}nav.toc a{margin-right:14px}
+.finding>dl{display:flex;flex-wrap:wrap;gap:2px 6px}.finding>dl dd{margin-right:14px}
+.partition{border:1px solid var(--line);border-left:5px solid var(--line);border-radius:4px;padding:4px 14px;
+margin:14px 0}
+.partition.critical{border-left-color:var(--critical)}.partition.error{border-left-color:var(--error)}
+.partition.warning{border-left-color:var(--warning)}
+h4{font-size:14px;margin:14px 0 4px}figure{margin:6px 0}figcaption{font-size:12px}
+tr.diverged td,tr.unclean td,tr.flagged td{background:#fdecef}tr.recommended td{background:#eaf6ec}
+.lost{color:var(--critical)}.warn{color:var(--warning)}.alert{color:var(--error);font-weight:600}
+.tag{display:inline-block;padding:0 6px;border-radius:8px;background:#ddf4ff;font-size:12px}
+.tag.ok{background:#dafbe1}ul.costs,ul.epochs{margin:0;padding-left:18px}
+.verdict{font-weight:600}.verdict.fail{color:var(--error)}.verdict.pass{color:#1a7f37}
 """
 
 SCRIPT = """
 (function(){
   var boxes=document.querySelectorAll('.filters input[type=checkbox]');
   var search=document.getElementById('search');var shown=document.getElementById('shown');
+  var root=document.documentElement;
+  if(!search||!shown){root.setAttribute('data-filter','none');return;}
   function apply(){
     var on={};boxes.forEach(function(b){on[b.value]=b.checked;});
     var q=(search.value||'').toLowerCase();var n=0;
@@ -141,7 +154,7 @@ SCRIPT = """
       var ok=on[f.dataset.severity]&&(!q||f.textContent.toLowerCase().indexOf(q)>=0);
       f.hidden=!ok;if(ok){n++;}
     });
-    shown.textContent=n;
+    shown.textContent=n;root.setAttribute('data-filter','ready');root.setAttribute('data-shown',String(n));
   }
   boxes.forEach(function(b){b.addEventListener('change',apply);});
   search.addEventListener('input',apply);apply();
@@ -162,7 +175,9 @@ def render_page(page: Page) -> str:
             tag("style", Markup(CSS)),
         ]
     )
-    header = tag("header", tag("h1", page.title), definition_list(page.facts))
+    links = [tag("a", s.title, href=f"#{s.id}") for s in page.sections if s.blocks and s.id]
+    toc = tag("nav", *links, class_="toc") if len(links) > 1 else Markup("")
+    header = tag("header", tag("h1", page.title), definition_list(page.facts), toc)
     sections = [
         tag("section", tag("h2", s.title), *s.blocks, id=s.id or None) for s in page.sections if s.blocks
     ]
@@ -183,15 +198,51 @@ def report_facts(report: Report) -> list[tuple[str, object]]:
         ("tool", f"{TOOL_NAME} {report.tool_version}"),
         ("generated", report.iso_time()),
         ("command line", tag("code", report.command_line or f"{TOOL_NAME} {report.command}")),
-        *(("input", describe_input(row)) for row in report.inputs),
-        ("exit code", report.exit_code),
+        *(("input", describe_input(row)) for row in report.inputs[:MAX_INPUT_FACTS]),
+        (
+            "input",
+            f"... and {len(report.inputs) - MAX_INPUT_FACTS} more (see Inputs)"
+            if len(report.inputs) > MAX_INPUT_FACTS
+            else None,
+        ),
+        (
+            "exit code",
+            tag("span", verdict(report), class_="verdict fail" if report.failing else "verdict pass"),
+        ),
     ]
 
 
+MAX_INPUT_FACTS = 12
+"""The header names at most this many inputs; the Inputs section lists every one."""
+
+
+def verdict(report: Report) -> str:
+    """The exit code and why (as the text report's last line)."""
+    code, failing = report.exit_code, len(report.failing)
+    threshold = report.fail_on.label if report.fail_on is not None else "never"
+    if report.incomplete:
+        return f"2: the input could not be read completely ({len(report.errors)} input error(s))"
+    if not report.findings:
+        return "0: no findings"
+    if code == 0 and failing:
+        return f"0 (--exit-zero): {failing} finding(s) at or above {threshold}"
+    if code == 0:
+        return f"0: no finding at or above {threshold}"
+    return f"{code}: {failing} finding(s) at or above {threshold}"
+
+
+INPUT_KINDS = {"raw": "log dir", "parquet": "extract"}
+"""How the header names an input's ``kind`` (``audit``'s sources); a row with a ``logDir`` is a log dir."""
+INPUT_FACTS = ("broker", "clusterId", "cluster", "label", "version", "lastIngest")
+"""The fields of an input the header shows beside its path (the Inputs section shows them all)."""
+
+
 def describe_input(row: dict[str, Any]) -> str:
-    """One input in a line: its kind and path, then its other non-empty fields."""
-    head = " ".join(str(row[k]) for k in ("kind", "path") if row.get(k) is not None)
-    rest = [f"{k} {v}" for k, v in row.items() if k not in ("kind", "path") and v not in (None, "", [], {})]
+    """One input in a line: its kind and path (or log dir), then its broker, cluster and the like."""
+    kind = row.get("kind") or ("log dir" if row.get("logDir") is not None else None)
+    path = row.get("path") if row.get("path") is not None else row.get("logDir")
+    head = " ".join(str(v) for v in (INPUT_KINDS.get(kind, kind), path) if v is not None)
+    rest = [f"{k} {row[k]}" for k in INPUT_FACTS if row.get(k) not in (None, "", [], {})]
     return head + (f" ({', '.join(rest)})" if rest else "")
 
 
@@ -226,6 +277,7 @@ def summary_section(report: Report) -> Section:
     for f in sorted(report.findings, key=finding_order):
         first.setdefault(f.code, f.fingerprint())
     blocks: list[object] = [by_sev]
+    blocks += [tag("p", note, class_="muted") for note in report.suppressed_notes()]
     if summary["byCode"]:
         rows = [
             [tag("a", code, href=f"#f-{first[code]}"), info["name"]]
@@ -274,15 +326,25 @@ def finding_location(f: Finding) -> list[tuple[str, object]]:
     ]
 
 
+def doc_text(text: str) -> list[object]:
+    """A rule's documentation text as HTML parts: its ``literal`` spans (reStructuredText's double back
+    quotes, as the rule docstrings write file names and settings) become ``<code>``, the rest stays text."""
+    parts: list[object] = []
+    for i, piece in enumerate(text.split("``")):
+        if piece:
+            parts.append(tag("code", piece) if i % 2 else piece)
+    return parts
+
+
 def rule_explanation(report: Report, code: str) -> Markup:
     rule = next((r for r in report.rules if r.code == code), None)
     if rule is None:
         return Markup("")
-    paras = [tag("p", tag("strong", f"{name}: "), text) for name, text in rule.sections.items()]
+    paras = [tag("p", tag("strong", f"{name}: "), *doc_text(text)) for name, text in rule.sections.items()]
     return tag("details", tag("summary", f"{rule.code} {rule.name}: {rule.title}"), *paras)
 
 
-def finding_block(report: Report, f: Finding) -> Markup:
+def finding_block(report: Report, f: Finding, anchor: str | None = None) -> Markup:
     """One finding: severity, code and check, message, location, evidence, related, explanation."""
     parts: list[object] = [
         tag("div", severity_badge(f.severity), " ", tag("code", f.code), " ", f.name),
@@ -290,7 +352,9 @@ def finding_block(report: Report, f: Finding) -> Markup:
         definition_list(finding_location(f)),
     ]
     if f.evidence:
-        parts.append(table(["evidence", "value"], ([k, _cell(v)] for k, v in f.evidence.items())))
+        # the evidence as every machine format names it (camelCase keys, one data contract)
+        evidence = f.to_dict()["evidence"]
+        parts.append(table(["evidence", "value"], ([k, _cell(v)] for k, v in evidence.items())))
     if f.related:
         parts.append(definition_list(("related", _cell(r)) for r in f.related))
     parts.append(rule_explanation(report, f.code))
@@ -298,7 +362,7 @@ def finding_block(report: Report, f: Finding) -> Markup:
         "div",
         *parts,
         class_=f"finding {f.severity.label}",
-        id=f"f-{f.fingerprint()}",
+        id=anchor or f"f-{f.fingerprint()}",
         data_severity=f.severity.label,
     )
 
@@ -317,19 +381,37 @@ def filters() -> Markup:
 
 def findings_section(report: Report) -> Section:
     """Every finding, most severe first, behind the severity filter and the search box."""
-    ordered = sorted(report.findings, key=finding_order)
+    listed = [f for f in report.findings if report.min_severity is None or f.severity >= report.min_severity]
+    ordered = sorted(listed, key=finding_order)
+    left_out: list[object] = []
+    if len(listed) < len(report.findings):
+        left_out.append(
+            tag(
+                "p",
+                f"{len(report.findings) - len(listed)} finding(s) below {report.min_severity} are counted "
+                "in the summary, not listed (--min-severity)",
+                class_="muted",
+            )
+        )
     if not ordered:
-        return Section("Findings", [tag("p", "No findings.", class_="muted")], id="findings")
-    return Section("Findings", [filters(), *(finding_block(report, f) for f in ordered)], id="findings")
+        return Section("Findings", [*left_out, tag("p", "No findings.", class_="muted")], id="findings")
+    blocks, seen = [], {}
+    for f in ordered:  # two findings may share a fingerprint: each block gets its own id
+        base = f"f-{f.fingerprint()}"
+        seen[base] = seen.get(base, 0) + 1
+        blocks.append(finding_block(report, f, base if seen[base] == 1 else f"{base}-{seen[base]}"))
+    return Section("Findings", [*left_out, filters(), *blocks], id="findings")
 
 
 def errors_section(report: Report) -> Section:
-    return Section("Errors", [tag("ul", *(tag("li", e) for e in report.errors))] if report.errors else [])
+    blocks = [tag("ul", *(tag("li", e) for e in report.errors))] if report.errors else []
+    return Section("Errors", blocks, id="errors")
 
 
 def report_page(report: Report, extra: Callable[[Report], list[Section]] | None = None) -> Page:
-    """The page of ``report``: header, errors, summary, findings, then ``extra``'s sections, then inputs."""
-    report = escaped(report)
+    """The page of ``report``: header, errors, summary, findings, then ``extra``'s sections, then inputs.
+    The report is used as it is (every string is escaped as the page is built), so the findings' anchors are
+    their fingerprints in JSON and SARIF even when a name needed escaping."""
     sections = [errors_section(report), summary_section(report), findings_section(report)]
     if extra is not None:
         sections += extra(report)

@@ -1,7 +1,12 @@
 """Prometheus textfile-collector format: finding counts and scan figures as gauges.
 
-Write it with ``--output <dir>/kafka_auditor.prom``; the CLI writes to a temporary file and renames it so that
-node_exporter never reads half a file.
+Write it with ``--output <dir>/kafka_auditor.prom`` (node_exporter's ``--collector.textfile.directory``).
+The text is what ``prometheus_client.generate_latest`` writes for the same families (one HELP and one TYPE
+line per family, then its samples; label values and HELP text escaped as the text exposition format says),
+and :func:`auditor.report.output.write_file` writes the file as ``prometheus_client.write_to_textfile``
+does (a temporary file in the same directory, renamed into place: node_exporter never reads half a file;
+the mode a new file gets from the umask, so node_exporter's own user can read it), plus an fsync before the
+rename. tests/report/test_prometheus_textfile.py checks both against prometheus_client.
 """
 
 from __future__ import annotations
@@ -31,6 +36,9 @@ def _labels(**kw: object) -> str:
 
 
 def render_prometheus(report: Report, out: IO[str]) -> None:
+    """``report`` as a textfile: findings by (cluster, broker, check, severity) and by severity, the run's
+    figures (``kafka_auditor_bytes``, ``kafka_auditor_duration_seconds``, ...) and :attr:`Report.gauges`,
+    every family a gauge whose samples carry the ``command`` label."""
     cmd = report.command
     lines = [
         "# HELP kafka_auditor_findings Findings of the last run, by severity and check.",

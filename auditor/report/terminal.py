@@ -21,6 +21,7 @@ from rich.text import Text
 from auditor.findings import Finding, Severity
 from auditor.report.escape import escaped
 from auditor.report.model import TOOL_NAME, Report
+from auditor.report.progress import human_bytes
 
 STYLES = {
     Severity.CRITICAL: "bold white on red",
@@ -69,14 +70,8 @@ def _sev(severity: Severity) -> Text:
 
 
 def _human_bytes(n: int | float | None) -> str:
-    if not n:
-        return "0 B"
-    value = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if value < 1024 or unit == "TiB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{value:.1f} TiB"
+    """Bytes in binary units (B, KiB, MiB...), as the progress display counts them."""
+    return human_bytes(n or 0)
 
 
 def _where(f: Finding) -> str:
@@ -118,6 +113,8 @@ def summary_tables(report: Report) -> list:
             line.append(", ")
         n = summary["bySeverity"][s.label]
         line.append(f"{n} {s.label}", style=STYLES[s] if n else "dim")
+    for note in report.suppressed_notes():
+        line.append(f"; {note}", style="dim")
     out: list = [line]
     if summary["byCode"]:
         titles = {r.code: r.title for r in report.rules}
@@ -162,14 +159,49 @@ def _group_title(key: tuple, findings: list[Finding]) -> str:
     return f"{who} · {f.partition_key} · {_short(f.log_dir)}"
 
 
+def location_key(f: Finding) -> tuple:
+    """Where a finding is, for grouping: log-dir findings first, then by partition replica."""
+    return (
+        f.topic is not None,
+        f.topic or "",
+        f.partition if f.partition is not None else -1,
+        f.broker if f.broker is not None else -1,
+        f.log_dir or "",
+    )
+
+
+def severity_groups(findings: list[Finding]) -> list[tuple[tuple, list[Finding]]]:
+    """``findings`` grouped by location (:func:`location_key`), the groups ordered by their most severe
+    finding first, then by location; inside a group most severe first, then by code and position."""
+    groups: dict[tuple, list[Finding]] = {}
+    for f in findings:
+        groups.setdefault(location_key(f), []).append(f)
+    for members in groups.values():
+        members.sort(key=lambda x: (-int(x.severity), x.code, x.position or 0, x.offset_start or 0))
+    return sorted(groups.items(), key=lambda kv: (-max(int(f.severity) for f in kv[1]), kv[0]))
+
+
+def hidden_line(report: Report) -> Text | None:
+    """How many findings the display leaves out (``--min-severity``, ``-q``), by severity, and how to list
+    them; None when every finding is listed."""
+    hidden = report.hidden
+    if not hidden:
+        return None
+    counts = {s: sum(1 for f in hidden if f.severity == s) for s in sorted(Severity, reverse=True)}
+    parts = ", ".join(f"{n} {s.label}" for s, n in counts.items() if n)
+    lowest = min(f.severity for f in hidden)
+    how = "without -q" if report.quiet else f"--min-severity {lowest.label}"
+    return Text(f"Not listed below: {parts} (counted above; {how} lists them)", style="dim")
+
+
 def detail(report: Report) -> list:
     out: list = []
-    for key, findings in report.groups():
+    for key, findings in severity_groups(report.shown):
         table = Table(box=None, show_header=False, show_edge=False, pad_edge=False, expand=True)
         table.add_column("severity", no_wrap=True, width=8)
         table.add_column("code", no_wrap=True, width=5)
         table.add_column("finding", overflow="fold", ratio=1)
-        for f in sorted(findings, key=lambda x: (-int(x.severity), x.code, x.position or 0)):
+        for f in findings:
             text = Text(f.message)
             where = _where(f)
             if where:
@@ -238,7 +270,16 @@ PLAIN = Layout()
 def build(report: Report, layout: Layout = PLAIN) -> Group:
     """The whole report as Rich renderables, every string from the evidence made :func:`visible`."""
     report = escaped(report)
-    parts: list = [header(report)]
+    hidden = hidden_line(report)
+    if report.quiet:
+        # -q: the summary line, the input errors, the findings at or above --fail-on and the verdict
+        parts: list = [summary_tables(report)[0]]
+        parts += [Text(f"error: {err}", style="bold red") for err in report.errors]
+        parts += [hidden] if hidden is not None else []
+        parts += detail(report)
+        parts.append(verdict(report))
+        return Group(*parts)
+    parts = [header(report)]
     for err in report.errors:
         parts.append(Text(f"error: {err}", style="bold red"))
     parts += layout.lead(report)
@@ -247,6 +288,8 @@ def build(report: Report, layout: Layout = PLAIN) -> Group:
     pt = partitions_table(report)
     if pt is not None:
         parts.append(pt)
+    if hidden is not None:
+        parts.append(hidden)
     parts += detail(report)
     parts.append(verdict(report))
     return Group(*parts)

@@ -403,13 +403,19 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def markdown_table(rules: Iterable[Rule] | None = None) -> str:
-    """The README's table of checks: code, name, severity, scope, meaning and remedy."""
+def markdown_table(rules: Iterable[Rule] | None = None, *, anchors: bool | None = None) -> str:
+    """The table of checks: code, name, severity, scope, meaning and remedy. With ``anchors`` (the default
+    for the README's table of every rule, ``rules`` None) each row carries the anchor ``#ka601`` (an
+    ``<a id>`` GitHub keeps), the ``helpUri`` of the rule in SARIF reports."""
+    if anchors is None:
+        anchors = rules is None
     rows = ["| Code | Name | Severity | Scope | Meaning | What to do |", "|---|---|---|---|---|---|"]
     for r in rules if rules is not None else all_rules():
         lifecycle = "" if r.lifecycle == "stable" else f" ({r.lifecycle})"
+        anchor = f'<a id="{r.code.lower()}"></a>' if anchors else ""
+        name = f"`{r.name}`{anchor}{lifecycle}"
         rows.append(
-            f"| {r.code} | `{r.name}`{lifecycle} | {r.severity.label} | {r.scope} | {_cell(r.title)} | "
+            f"| {r.code} | {name} | {r.severity.label} | {r.scope} | {_cell(r.title)} | "
             f"{_cell(r.sections.get('What to do', ''))} |"
         )
     return "\n".join(rows) + "\n"
@@ -441,7 +447,7 @@ def main(argv: list[str] | None = None) -> int:
     elif args.details:
         sys.stdout.write(markdown_details(rules))
     else:
-        sys.stdout.write(markdown_table(rules))
+        sys.stdout.write(markdown_table(rules, anchors=True))
     return 0
 
 

@@ -10,7 +10,6 @@ shared filesystem on a cluster).
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import json
 import os
@@ -22,28 +21,32 @@ from typing import Any
 from auditor.findings import Finding
 from auditor.spark.extract import load, ship_code
 from auditor.spark.inputs import Inputs
+from auditor.text import encode_bytes
 
 LOST_FIELDS = [
     ("cluster", "string"),
     ("topic", "string"),
     ("partition", "int"),
     ("offset", "bigint"),
-    ("timestamp", "bigint"),
+    ("timestamp", "bigint"),  # ms since the epoch; a Parquet timestamp(ms, UTC) in lost-records.parquet
+    ("timestampType", "string"),  # CreateTime / LogAppendTime (attributes bit 3 of the batch)
     ("key", "binary"),
     ("value", "binary"),
-    ("headers", "string"),  # JSON list of {"key": str, "value": base64 | null}
+    ("headers", "array<struct<key: string, value: binary>>"),
+    ("leaderEpoch", "int"),  # the batch's partition leader epoch
+    ("batchBaseOffset", "bigint"),
+    ("committedHighWatermark", "bigint"),
+    ("producerId", "bigint"),
+    ("producerEpoch", "int"),
+    ("baseSequence", "int"),
+    ("isTransactional", "boolean"),
     ("broker", "int"),
-    ("epoch", "int"),
-    ("batch_base_offset", "bigint"),
-    ("committed_hw", "bigint"),
-    ("producer_id", "bigint"),
-    ("producer_epoch", "int"),
-    ("base_sequence", "int"),
-    ("is_transactional", "boolean"),
-    ("timestamp_type", "string"),  # CreateTime / LogAppendTime (attributes bit 3 of the batch)
     ("error", "string"),
 ]
-"""The columns of ``lost-records.parquet`` (the JSONL file has the same values under camelCase names)."""
+"""The columns the executors decode (Spark DDL types), in the order of ``lost-records.parquet``, which adds
+``holders`` (every broker holding the record) and stores ``timestamp`` as a timestamp(ms, UTC). The rows of
+``lost-records.jsonl`` have the same names, plus ``keyEncoding`` and ``valueEncoding`` (the published
+schema ``auditor/schemas/lost-records.schema.json``)."""
 
 LOG_APPEND_TIME = 0x08
 """Batch attributes bit: the timestamps are the broker's LogAppendTime (else the producer's CreateTime)."""
@@ -69,6 +72,9 @@ class AuditResult:
     # batch epoch ranges (frames.epochs rows) of partitions with a finding above info that did not diverge
     epoch_ranges: list[dict[str, Any]] = field(default_factory=list)
 
+
+TASKS = "Spark tasks"
+"""The unit of the stages whose progress is Spark's task counts."""
 
 SMALL_INPUT_BYTES = 2 << 30
 """Below this many bytes of segments or extracts, adaptive query execution costs more than it saves."""
@@ -123,25 +129,35 @@ def run_audit(
     save: str | os.PathLike | None = None,
     export_lost: str | os.PathLike | None = None,
     chunk_bits: int | None = None,
+    stages: Any = None,
 ) -> AuditResult:
     """Run every comparison over ``inputs`` and collect the results (small materialised tables, one action
-    each, plus one per ``--save`` table and one for ``--export-lost``)."""
+    each, plus one per ``--save`` table and one for ``--export-lost``). ``stages``: a progress display
+    (``auditor.report.progress.Stages`` or anything with its ``stage(name, poll=...)`` context manager),
+    told each stage of the run; Spark's stages fill in their task counts."""
     from auditor.rules.registry import load_rules
     from auditor.spark import compare
 
     load_rules()  # registers KA6xx/KA7xx (their names label the findings)
 
+    stage = stages.stage if stages is not None else _no_stage
     started = time.time()
     ship_code(spark)
     with _small_input_settings(spark, inputs):
-        tables = load(spark, inputs)
-        frames = compare.audit(tables, **({"chunk_bits": chunk_bits} if chunk_bits else {}))
-        result = _assemble(frames, tables)
+        raw, extracts = len(inputs.raw), len(inputs.parquet)
+        with stage(f"planning the extraction of {raw} log dir(s) and {extracts} extract(s)"):
+            tables = load(spark, inputs)
+        with stage("extracting and comparing the replicas", unit=TASKS, poll=True):
+            frames = compare.audit(tables, **({"chunk_bits": chunk_bits} if chunk_bits else {}))
+        with stage("per-partition results: transactions, consumer groups, elections", unit=TASKS, poll=True):
+            result = _assemble(frames, tables)
         if export_lost is not None:
-            result.exported = export_lost_records(spark, frames, export_lost)
+            with stage("exporting the lost records", unit=TASKS, poll=True):
+                result.exported = export_lost_records(spark, frames, export_lost)
             result.problems.extend(result.exported.get("problems", []))
         if save is not None:
-            save_frames(frames, tables, save)
+            with stage("saving the tables (--save)", unit=TASKS, poll=True):
+                save_frames(frames, tables, save)
         if tables.extract is not None and tables.extract.is_cached:
             tables.extract.unpersist()
     partitions = {(r["cluster"], r["topic"], r["partition"]) for r in result.replicas}
@@ -154,6 +170,12 @@ def run_audit(
         "seconds": time.time() - started,
     }
     return result
+
+
+@contextlib.contextmanager
+def _no_stage(name: str, total: float | None = None, unit: str = "", *, poll: bool = False):
+    """The stage of a run without a progress display."""
+    yield None
 
 
 def _collect(df) -> list[dict[str, Any]]:
@@ -232,38 +254,115 @@ def _flagged_epoch_ranges(frames, result: AuditResult) -> list[dict[str, Any]]:
 
 def save_frames(frames, tables, directory: str | os.PathLike) -> None:
     """Write the tables the audit computed as Parquet under ``directory``, one directory each (the partition
-    key ``tp`` left out); every table has ``cluster``, ``topic`` and ``partition`` columns to join on:
+    key ``tp`` left out), through :func:`saved_table`: camelCase names, timestamps as timestamp(ms, UTC).
+    Every table has ``cluster``, ``topic`` and ``partition`` columns to join on (the README lists every
+    column):
 
-    * ``findings/``: every finding of the report, layout ``rows.FINDING`` (cluster, code, severity, topic,
-      partition, broker, peer, log_dir, offset_start, offset_end, epoch, records, bytes, message, evidence as
-      JSON text), before ``--select``/``--ignore``; the cluster-wide ones (KA621 folded per cluster, KA623)
-      have null topic and partition;
-    * ``replicas/``: one row per replica, layout ``rows.SUMMARY`` (leader and how it was chosen, LEO, HW, log
-      start, recovery point, cleaner offset, epochs, tail, unreadable span, divergence from the leader,
-      OffsetsForLeaderEpoch truncation offset, the KRaft leader, epoch and ISR);
+    * ``findings/``: every finding of the report (cluster, code, severity, topic, partition, broker, peer,
+      logDir, offsetStart, offsetEnd, epoch, records, bytes, message, evidence: the report's evidence object
+      as JSON text, time), before ``--select``/``--ignore``; the cluster-wide ones (KA621 folded per
+      cluster, KA623) have null topic and partition;
+    * ``replicas/``: one row per replica, named as the JSON report's ``partitions`` rows (``role``, leader
+      and ``leaderSource``, ``logEndOffset``, ``highWatermark``, ``logStartOffset``, recovery point, cleaner
+      offset, epochs, ``tail``, ``unreadableFrom``/``unreadableTo``, divergence from the leader,
+      OffsetsForLeaderEpoch ``truncationOffset``, ``kraftLeader``, ``kraftLeaderEpoch``, ``kraftIsr``);
     * ``divergence/``: the first offset where each replica pair (brokers ``a < b``) differs inside its common
-      range ``[lo, hi)``: ``offset``, ``mode`` (batch or record) and ``detail`` (batch: ``base_offset`` and
-      what ``a`` and ``b`` hold there: ``last_offset``, ``ple``, ``crc``, ``valid``; record: ``hash_a``,
-      ``hash_b``);
+      range ``[lo, hi)``: ``offset``, ``mode`` (batch or record) and ``detail`` (batch: ``baseOffset`` and
+      what ``a`` and ``b`` hold there: ``lastOffset``, ``ple``, ``crc``, ``valid``; record: ``hashA``,
+      ``hashB``);
     * ``pairs/``: every replica pair with its common range, comparison mode, cleaner offsets and unreadable
-      spans (``ua_from``, ``ua_to``, ``ub_from``, ``ub_to``);
+      spans (``uaFrom``, ``uaTo``, ``ubFrom``, ``ubTo``);
     * ``lost/``: runs of follower offsets the current leader lacks: ``kind`` (committed or uncommitted),
-      broker, log_dir, leader, leader_source, ``lo``..``hi``, records (plain and committed data only),
-      bytes, batches, epochs, committed_hw, aborted_records, open_records, markers, commit_markers and
-      ``lost_markers`` (the first 100 COMMIT/ABORT markers: offset, marker, producer_id, producer_epoch,
-      first_offset of the transaction's data, epoch);
+      broker, logDir, leader, leaderSource, ``lo``..``hi``, records (plain and committed data only), bytes,
+      batches, epochs, committedHighWatermark, abortedRecords, openRecords, markers, commitMarkers and
+      ``lostMarkers`` (the first 100 COMMIT/ABORT markers: offset, marker, producerId, producerEpoch,
+      firstOffset of the transaction's data, epoch);
     * ``epochs/``: per replica (broker) and batch leader epoch: first and last offset, records, bytes,
-      batches;
-    * ``lags/``: followers whose log is a prefix of the leader's (layout ``rows.LAG``) with the leader's
-      records, bytes, batches and first/last batch timestamps from the follower's LEO on;
-    * ``timeline/``: the epoch ranges of every replica of the partitions that diverged (``rows.TIMELINE``);
-    * ``extract/``: every input in the extract layout (``rows.EXTRACT``), which ``audit`` accepts again.
+      batches, first and last batch timestamps;
+    * ``lags/``: followers whose log is a prefix of the leader's with the leader's records, bytes, batches
+      and first/last batch timestamps from the follower's LEO on;
+    * ``timeline/``: the epoch ranges of every replica of the partitions that diverged;
+    * ``extract/``: every input in the extract layout (``rows.EXTRACT``, the ``extract`` command's own
+      column names), which ``audit`` accepts again.
     """
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
-    for name, df in frames.saveable().items():
-        df.drop("tp").write.mode("overwrite").parquet(str(out / name))
+    spark = frames.findings.sparkSession
+    previous = spark.conf.get(_PARQUET_TIMESTAMPS, None)
+    spark.conf.set(_PARQUET_TIMESTAMPS, "TIMESTAMP_MILLIS")  # Parquet timestamp(ms, UTC), not INT96
+    try:
+        for name, df in frames.saveable().items():
+            saved_table(df.drop("tp")).write.mode("overwrite").parquet(str(out / name))
+    finally:
+        if previous is None:
+            spark.conf.unset(_PARQUET_TIMESTAMPS)
+        else:
+            spark.conf.set(_PARQUET_TIMESTAMPS, previous)
     tables.extract.write.mode("overwrite").parquet(str(out / "extract"))
+
+
+_PARQUET_TIMESTAMPS = "spark.sql.parquet.outputTimestampType"
+_SAVED_NAMES = {
+    "leo": "logEndOffset",
+    "leo_on_disk": "logEndOffsetOnDisk",
+    "leo_known": "logEndOffsetKnown",
+    "hw": "highWatermark",
+    "log_start": "logStartOffset",
+    "committed_hw": "committedHighWatermark",
+    "tail_state": "tail",
+    "is_leader": "role",
+}
+"""Saved columns named as the JSON report's partitions and ``lost-records`` name them (else :func:`camel`):
+one name per concept in every output (``is_leader`` is written as the JSON's ``role``, leader or follower)."""
+
+
+def _camel_type(data_type):
+    """``data_type`` with every struct field name at every depth through :func:`auditor.findings.camel`."""
+    from pyspark.sql import types as T
+
+    from auditor.findings import camel
+
+    if isinstance(data_type, T.StructType):
+        return T.StructType(
+            [T.StructField(camel(f.name), _camel_type(f.dataType), f.nullable) for f in data_type.fields]
+        )
+    if isinstance(data_type, T.ArrayType):
+        return T.ArrayType(_camel_type(data_type.elementType), data_type.containsNull)
+    if isinstance(data_type, T.MapType):
+        return T.MapType(data_type.keyType, _camel_type(data_type.valueType), data_type.valueContainsNull)
+    return data_type
+
+
+def _camel_evidence(text: str | None) -> str | None:
+    """A finding's evidence (JSON object text) with camelCase keys at every depth, as the report has them."""
+    from auditor.findings import camel_keys
+
+    return None if text is None else json.dumps(camel_keys(json.loads(text)), separators=(",", ":"))
+
+
+def saved_table(df):
+    """``df`` as ``--save`` writes it: camelCase column and nested field names (the report's names for LEO,
+    HW, log start: :data:`_SAVED_NAMES`); the ``*_timestamp`` columns (int64 ms since the epoch) as
+    timestamps, written as Parquet timestamp(ms, UTC); the findings' ``evidence`` JSON text with the
+    camelCase keys of the report."""
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    from auditor.findings import camel
+
+    columns = []
+    for f in df.schema.fields:
+        col = F.col(f"`{f.name}`")
+        if (f.name == "timestamp" or f.name.endswith("_timestamp")) and isinstance(f.dataType, T.LongType):
+            col = F.expr(f"timestamp_millis(`{f.name}`)")
+        elif f.name == "evidence" and isinstance(f.dataType, T.StringType):
+            col = F.udf(_camel_evidence, T.StringType())(col)
+        elif f.name == "is_leader" and isinstance(f.dataType, T.BooleanType):
+            col = F.when(col, F.lit("leader")).otherwise(F.lit("follower"))
+        elif _camel_type(f.dataType) != f.dataType:
+            col = col.cast(_camel_type(f.dataType))
+        columns.append(col.alias(_SAVED_NAMES.get(f.name) or camel(f.name)))
+    return df.select(*columns)
 
 
 # ------------------------------------------------------------------------------------------------ export
@@ -278,6 +377,7 @@ def _decode_lost(batches):
     from parsers.errors import ParseError
 
     names = [n for n, _ in LOST_FIELDS]
+    schema = _lost_arrow_schema(timestamps=False)
     for batch in batches:
         out: dict[str, list] = {n: [] for n in names}
         for row in batch.to_pylist():
@@ -289,52 +389,42 @@ def _decode_lost(batches):
                 "topic": row["topic"],
                 "partition": row["partition"],
                 "broker": row["broker"],
-                "epoch": row["ple"],
-                "batch_base_offset": row["base_offset"],
-                "committed_hw": row["committed_hw"],
-                "producer_id": row["producer_id"],
-                "producer_epoch": row["producer_epoch"],
-                "base_sequence": row["base_sequence"],
-                "is_transactional": row["is_transactional"],
-                "timestamp_type": "LogAppendTime" if row["attributes"] & LOG_APPEND_TIME else "CreateTime",
+                "leaderEpoch": row["ple"],
+                "batchBaseOffset": row["base_offset"],
+                "committedHighWatermark": row["committed_hw"],
+                "producerId": row["producer_id"],
+                "producerEpoch": row["producer_epoch"],
+                "baseSequence": row["base_sequence"],
+                "isTransactional": row["is_transactional"],
+                "timestampType": "LogAppendTime" if row["attributes"] & LOG_APPEND_TIME else "CreateTime",
             }
             try:
                 header, records = read_batch_records(path, row["position"], row["size"])
             except (ParseError, OSError) as exc:
-                rec = dict(
-                    base,
-                    offset=row["base_offset"],
-                    timestamp=None,
-                    key=None,
-                    value=None,
-                    headers=None,
-                    error=f"{path}: {exc}",
-                )
+                rec = dict(base, offset=row["base_offset"], error=f"{path}: {exc}")
                 for n in names:
                     out[n].append(rec.get(n))
                 continue
             for r in records:
                 if r.offset >= row["committed_hw"] or r.offset < row["start"]:
                     continue
-                headers = [
-                    {"key": h.key, "value": None if h.value is None else base64.b64encode(h.value).decode()}
-                    for h in r.headers
-                ]
                 rec = dict(
                     base,
                     offset=r.offset,
                     timestamp=r.timestamp,
                     key=r.key,
                     value=r.value,
-                    headers=json.dumps(headers),
+                    headers=[{"key": h.key, "value": h.value} for h in r.headers],
                     error=None,
                 )
                 for n in names:
                     out[n].append(rec.get(n))
-        yield pa.RecordBatch.from_pydict(out, schema=_lost_arrow_schema())
+        yield pa.RecordBatch.from_pydict(out, schema=schema)
 
 
-def _lost_arrow_schema():
+def _lost_arrow_schema(*, timestamps: bool = True, holders: bool = False):
+    """The Arrow schema of :data:`LOST_FIELDS`: ``timestamp`` a timestamp(ms, UTC) (else int64 ms, as the
+    executors hand it over), ``holders`` (list of broker ids) appended when asked."""
     import pyarrow as pa
 
     types = {
@@ -343,17 +433,49 @@ def _lost_arrow_schema():
         "bigint": pa.int64(),
         "binary": pa.binary(),
         "boolean": pa.bool_(),
+        "array<struct<key: string, value: binary>>": pa.list_(
+            pa.struct([("key", pa.string()), ("value", pa.binary())])
+        ),
     }
-    return pa.schema([(n, types[t]) for n, t in LOST_FIELDS])
+    fields = [
+        pa.field(n, pa.timestamp("ms", tz="UTC") if n == "timestamp" and timestamps else types[t])
+        for n, t in LOST_FIELDS
+    ]
+    if holders:
+        fields.append(pa.field("holders", pa.list_(pa.int32())))
+    return pa.schema(fields)
 
 
-def _text(value: bytes | None) -> tuple[str | None, str | None]:
+def lost_records_schema():
+    """The Arrow schema of ``lost-records.parquet`` (the README and the published JSON Schema document the
+    same columns)."""
+    return _lost_arrow_schema(holders=True)
+
+
+def bytes_text(value: bytes | None) -> tuple[str | None, str | None]:
+    """Bytes as JSON text and the encoding that tells how to get them back (:func:`auditor.text.encode_bytes`:
+    ``utf8`` or ``base64``); ``(None, None)`` for null (a tombstone value, a null key)."""
     if value is None:
         return None, None
-    try:
-        return value.decode("utf-8"), "utf8"
-    except UnicodeDecodeError:
-        return base64.b64encode(value).decode(), "base64"
+    return encode_bytes(value)
+
+
+def lost_record_json(row: dict[str, Any]) -> dict[str, Any]:
+    """One ``lost-records.jsonl`` row from a ``lost-records.parquet`` row (``timestamp`` as ms since the
+    epoch): the same names in the same order, bytes as :func:`bytes_text` with ``keyEncoding`` after
+    ``key``, ``valueEncoding`` after ``value``, and each header's ``valueEncoding``."""
+    out: dict[str, Any] = {}
+    for name, value in row.items():
+        if name in ("key", "value"):
+            out[name], out[f"{name}Encoding"] = bytes_text(value)
+        elif name == "headers":
+            out[name] = []
+            for h in value or ():
+                text, encoding = bytes_text(h["value"])
+                out[name].append({"key": h["key"], "value": text, "valueEncoding": encoding})
+        else:
+            out[name] = value
+    return out
 
 
 def export_lost_records(spark, frames, directory: str | os.PathLike) -> dict[str, Any]:
@@ -362,7 +484,9 @@ def export_lost_records(spark, frames, directory: str | os.PathLike) -> dict[str
     broker holding it; ``holders`` lists every broker holding it. Committed data only, what a read_committed
     consumer could have read: plain data and data of transactions committed in the holder's log; never
     aborted or open transaction data nor control records (markers). Each record carries its batch's
-    producer id and epoch, base sequence, transactional flag and timestamp type."""
+    producer id and epoch, base sequence, transactional flag and timestamp type. Both files have the
+    columns of :data:`LOST_FIELDS` plus ``holders``; Parquet keeps ``key``, ``value`` and header values as
+    raw bytes and ``timestamp`` as a timestamp(ms, UTC), JSONL writes them as :func:`lost_record_json`."""
     import pyarrow as pa
     import pyarrow.parquet as pq
     from pyspark.sql import functions as F
@@ -397,26 +521,20 @@ def export_lost_records(spark, frames, directory: str | os.PathLike) -> dict[str
     )
     ddl = ", ".join(f"{n} {t}" for n, t in LOST_FIELDS)
     decoded = todo.mapInArrow(_decode_lost, ddl)
+    keys = ("cluster", "topic", "partition", "offset")
+    rest = ["broker", *(n for n, _ in LOST_FIELDS if n not in (*keys, "broker"))]  # lowest broker first
     per_offset = (
-        decoded.groupBy("cluster", "topic", "partition", "offset")
+        decoded.groupBy(*keys)
         .agg(
-            F.min(
-                F.struct(
-                    *[
-                        F.col(n)
-                        for n, _ in LOST_FIELDS
-                        if n not in ("cluster", "topic", "partition", "offset")
-                    ]
-                )
-            ).alias("r"),
+            F.min(F.struct(*rest)).alias("r"),
             F.sort_array(F.collect_set("broker")).alias("holders"),
         )
-        .select("cluster", "topic", "partition", "offset", "r.*", "holders")
-        .orderBy("cluster", "topic", "partition", "offset")
+        .select(*keys, *(F.col(f"r.{n}").alias(n) for n in rest), "holders")
+        .orderBy(*keys)
     )
     jsonl = out / "lost-records.jsonl"
     parquet = out / "lost-records.parquet"
-    schema = pa.schema(list(_lost_arrow_schema()) + [pa.field("holders", pa.list_(pa.int32()))])
+    schema = lost_records_schema()
     count = 0
     problems: list[str] = []
     buffer: list[dict] = []
@@ -428,41 +546,18 @@ def export_lost_records(spark, frames, directory: str | os.PathLike) -> dict[str
                 buffer.clear()
 
         for row in per_offset.toLocalIterator():
-            d = row.asDict()
-            d["key"] = bytes(d["key"]) if d["key"] is not None else None
-            d["value"] = bytes(d["value"]) if d["value"] is not None else None
+            d = row.asDict(recursive=True)
+            d = {n: d.get(n) for n in schema.names}
+            for name in ("key", "value"):
+                d[name] = bytes(d[name]) if d[name] is not None else None
+            d["headers"] = [
+                {"key": h["key"], "value": None if h["value"] is None else bytes(h["value"])}
+                for h in d["headers"] or ()
+            ]
             if d["error"]:
                 problems.append(f"lost records of broker {d['broker']} not exported: {d['error']}")
-            key, key_enc = _text(d["key"])
-            value, value_enc = _text(d["value"])
-            fh.write(
-                json.dumps(
-                    {
-                        "cluster": d["cluster"],
-                        "topic": d["topic"],
-                        "partition": d["partition"],
-                        "offset": d["offset"],
-                        "timestamp": d["timestamp"],
-                        "key": key,
-                        "keyEncoding": key_enc,
-                        "value": value,
-                        "valueEncoding": value_enc,
-                        "headers": json.loads(d["headers"]) if d["headers"] else [],
-                        "leaderEpoch": d["epoch"],
-                        "broker": d["broker"],
-                        "holders": d["holders"],
-                        "committedHighWatermark": d["committed_hw"],
-                        "producerId": d["producer_id"],
-                        "producerEpoch": d["producer_epoch"],
-                        "baseSequence": d["base_sequence"],
-                        "isTransactional": d["is_transactional"],
-                        "timestampType": d["timestamp_type"],
-                    },
-                    sort_keys=False,
-                )
-                + "\n"
-            )
-            buffer.append({n: d.get(n) for n in schema.names})
+            fh.write(json.dumps(lost_record_json(d)) + "\n")
+            buffer.append(d)
             count += 1
             if len(buffer) >= 10000:
                 flush()

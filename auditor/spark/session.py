@@ -208,8 +208,10 @@ def get_spark(
     app_name: str = "kafka-auditor",
     shuffle_partitions: int | None = None,
     extra_conf: dict[str, str] | None = None,
+    log_level: str = "ERROR",
 ):
-    """A SparkSession: ``local[*]`` unless ``master`` is given; quiet, no UI, few shuffle partitions."""
+    """A SparkSession: ``local[*]`` unless ``master`` is given; no UI, no console progress bar, few shuffle
+    partitions; Spark logs at ``log_level`` (log4j: ERROR unless ``-v`` asks for more)."""
     master = master or default_master()
     prepare_environment(local=_loopback_only(master))
     from pyspark.sql import SparkSession
@@ -235,5 +237,5 @@ def get_spark(
     for key, value in (extra_conf or {}).items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
+    spark.sparkContext.setLogLevel(log_level)
     return spark

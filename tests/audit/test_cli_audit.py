@@ -47,7 +47,7 @@ def test_exit_code_and_json_report(audited):
     root, out, result, before = audited
     assert result.exit_code == 1, result.output
     doc = json.loads((out / "report.json").read_text())
-    assert doc["command"] == "audit" and doc["schemaVersion"] == 1 and doc["exitCode"] == 1
+    assert doc["command"] == "audit" and doc["schemaVersion"] == 2 and doc["exitCode"] == 1
     codes = {f["code"] for f in doc["findings"]}
     assert {"KA601", "KA620", "KA702", "KA704", "KA710"} <= codes
     lost = next(f for f in doc["findings"] if f["code"] == "KA710")

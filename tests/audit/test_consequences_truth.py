@@ -69,7 +69,7 @@ def test_lost_markers(sim_audit):
     }
     findings = [f for f in of_cluster(sim_audit.result.findings, TXN, "t0", 0) if f.code == "KA712"]
     found = {
-        (f.broker, m["offset"], m["marker"], m["producer_id"], m["producer_epoch"])
+        (f.broker, m["offset"], m["marker"], m["producerId"], m["producerEpoch"])
         for f in findings
         for m in f.evidence["listed"]
     }
@@ -91,17 +91,17 @@ def test_hanging_transaction(sim_audit):
             hang["last_offset"],
         )
         ev = f.evidence
-        assert (ev["producer_id"], ev["producer_epoch"]) == (hang["producer_id"], hang["producer_epoch"])
-        assert (ev["last_stable_offset"], ev["high_watermark"], ev["log_end_offset"]) == (
+        assert (ev["producerId"], ev["producerEpoch"]) == (hang["producer_id"], hang["producer_epoch"])
+        assert (ev["lastStableOffset"], ev["highWatermark"], ev["logEndOffset"]) == (
             hang["last_stable_offset"],
             hang["high_watermark"],
             hang["log_end_offset"],
         )
-        assert {(m["broker"], m["offset"], m["marker"]) for m in ev["markers_elsewhere"]} == {
+        assert {(m["broker"], m["offset"], m["marker"]) for m in ev["markersElsewhere"]} == {
             (m["broker"], m["offset"], m["marker"]) for m in hang["markers_elsewhere"]
         }
         coord = hang["coordinator"]
-        assert (ev["coordinator"]["transactional_id"], ev["coordinator"]["state"]) == (
+        assert (ev["coordinator"]["transactionalId"], ev["coordinator"]["state"]) == (
             coord["transactional_id"],
             coord["state"],
         )
@@ -133,28 +133,28 @@ def test_group_consequences(sim_audit, lab):
                     f
                     for f in found
                     if f.code == c["code"]
-                    and (f.evidence.get("data_topic", f.topic), f.evidence.get("data_partition", f.partition))
+                    and (f.evidence.get("dataTopic", f.topic), f.evidence.get("dataPartition", f.partition))
                     == (tp["topic"], tp["partition"])
                 ]
                 assert len(mine) == 1, (g["group"], c)
                 f = mine[0]
                 if c["kind"] == "in-lost-range":
                     assert (f.offset_start, f.offset_end) == (c["first_gone_offset"], c["last_gone_offset"])
-                    assert f.evidence["committed_offset"] == c["committed_offset"]
+                    assert f.evidence["committedOffset"] == c["committed_offset"]
                     assert f.evidence["records"] == c["consumed_gone"]
                     assert f.evidence["skipped"] == c["skipped"]
                 elif c["kind"] == "above-leo":
-                    assert f.evidence["committed_offset"] == c["committed_offset"]
-                    assert f.evidence["leader_leo"] == c["log_end_offset"]
-                    assert f.evidence["reread_earliest"] == c["log_end_offset"] - c["log_start_offset"]
+                    assert f.evidence["committedOffset"] == c["committed_offset"]
+                    assert f.evidence["leaderLogEndOffset"] == c["log_end_offset"]
+                    assert f.evidence["rereadEarliest"] == c["log_end_offset"] - c["log_start_offset"]
                 else:  # commit-lost
                     assert f.topic == "__consumer_offsets" and f.partition == g["offsets_partition"]
                     assert f.broker in c["brokers"]
-                    assert (f.offset_start, f.evidence["committed_offset"]) == (
+                    assert (f.offset_start, f.evidence["committedOffset"]) == (
                         c["record_offset"],
                         c["lost_offset"],
                     )
-                    assert f.evidence["leader_committed_offset"] == c["committed_offset"]
+                    assert f.evidence["leaderCommittedOffset"] == c["committed_offset"]
                     assert f.evidence["records"] == c["re_read"]
         assert {f.code for f in found} == expected_codes, g["group"]
     expected_kinds = {GROUPS: {"ok", "in-lost-range", "above-leo"}, OFFSETS: {"ok", "commit-lost"}}[lab]

@@ -39,17 +39,17 @@ def test_unclean_election_before_old_leader_restart(corpus_audit):
     # broker-2 (SIGKILLed, fenced) is 300 records behind the new leader, out of its ISR: lag, not loss
     (lag,) = by_code["KA630"]
     assert (lag.broker, lag.offset_start, lag.offset_end, lag.evidence["records"]) == (2, 1000, 1299, 300)
-    assert lag.severity.label == "warning" and lag.evidence["in_isr"] is False and lag.epoch == 2
+    assert lag.severity.label == "warning" and lag.evidence["inIsr"] is False and lag.epoch == 2
     (div,) = by_code["KA601"]
     assert (div.broker, div.related[0]["broker"], div.offset_start) == (1, 3, 1000)
     (hw,) = by_code["KA702"]
-    assert (hw.broker, hw.evidence["hw"], hw.evidence["leader_leo"]) == (3, 1500, 1300)
+    assert (hw.broker, hw.evidence["highWatermark"], hw.evidence["leaderLogEndOffset"]) == (3, 1500, 1300)
     (lost,) = by_code["KA710"]
     assert (lost.broker, lost.offset_start, lost.offset_end, lost.evidence["records"]) == (3, 1000, 1499, 500)
     assert lost.severity.label == "critical" and lost.evidence["epochs"] == [0]
     (unclean,) = by_code["KA620"]
-    assert unclean.broker == 1 and unclean.evidence["leader_recovery_state"] == 1
-    assert unclean.evidence["previous_isr"] == [3]
+    assert unclean.broker == 1 and unclean.evidence["leaderRecoveryState"] == 1
+    assert unclean.evidence["previousIsr"] == [3]
     replicas = {
         r["broker"]: r for r in corpus_audit.replicas if (r["cluster"], r["topic"]) == ("ule-before", "ule")
     }

@@ -17,9 +17,9 @@ def test_audit_reports_a_group_that_consumed_lost_records(consequences_audit):
     assert (lost.topic, lost.partition, lost.broker, lost.evidence["peer"]) == ("orders", 0, 1, 2)
     assert (lost.offset_start, lost.offset_end, lost.evidence["records"]) == (10, 17, 8)
     assert "skip the 5 different records now at offsets 10..14" in lost.message
-    assert lost.evidence["group"] == "g-lost" and lost.evidence["committed_offset"] == 18
+    assert lost.evidence["group"] == "g-lost" and lost.evidence["committedOffset"] == 18
     (above,) = by_code["KA720"]
-    assert above.evidence["leader_leo"] == 15 and above.broker == 2
+    assert above.evidence["leaderLogEndOffset"] == 15 and above.broker == 2
     assert "KA722" not in by_code and "KA723" not in by_code
     groups = {(g["group"], g["topic"], g["partition"]): g for g in result.groups if g["cluster"] == CLUSTER}
     assert groups[("g-fine", "orders", 0)]["lag"] == 10 and groups[("g-lost", "orders", 0)]["above_leo"]

@@ -28,7 +28,7 @@ def test_compacted_partition_compared_by_record(sim_audit):
     assert (lost.broker, lost.offset_start, lost.offset_end) == (3, 12, 15)
     # same epoch on both sides: Kafka's epoch-based truncation would leave broker 3's record in place
     (kept,) = [f for f in findings if f.code == "KA602"]
-    assert (kept.broker, kept.evidence["truncation_offset"], kept.evidence["divergence"]) == (3, 16, 12)
+    assert (kept.broker, kept.evidence["truncationOffset"], kept.evidence["divergence"]) == (3, 16, 12)
     assert {f.code for f in findings if f.severity.label != "info"} == {"KA601", "KA602", "KA710"}
 
 
@@ -42,11 +42,11 @@ def test_same_crc_different_leader_epoch(sim_audit):
         ("KA710", 3, 5),
     ]
     by_code = {f.code: f for f in findings}
-    at = by_code["KA601"].evidence["at_offset"]
+    at = by_code["KA601"].evidence["atOffset"]
     assert at["a"]["crc"] == at["b"]["crc"] and (at["a"]["ple"], at["b"]["ple"]) == (0, 1)
     # Kafka would not truncate broker 3 at all (its cache has no epoch 1): divergent data survives
     assert by_code["KA602"].severity.label == "error"
-    assert (by_code["KA602"].evidence["truncation_offset"], by_code["KA602"].evidence["divergence"]) == (
+    assert (by_code["KA602"].evidence["truncationOffset"], by_code["KA602"].evidence["divergence"]) == (
         15,
         5,
     )

@@ -106,8 +106,8 @@ def test_marker_only_on_the_follower_hangs(hanging):
     assert "read_committed consumers stop at 8 (15 offsets, 6 records" in f.message
     assert "broker 2 held its COMMIT marker at offset 14" in f.message
     assert "--topic pay --partition 0 --start-offset 8" in f.message
-    assert f.evidence["last_stable_offset"] == 8 and f.evidence["high_watermark"] == 23
-    assert "CompleteCommit" in f.evidence["coordinator_view"]
+    assert f.evidence["lastStableOffset"] == 8 and f.evidence["highWatermark"] == 23
+    assert "CompleteCommit" in f.evidence["coordinatorView"]
 
 
 def test_coordinator_complete_while_open_is_ka714(hanging):

@@ -55,7 +55,7 @@ def test_scan_and_audit_agree_on_an_incomplete_replica(cluster, spark, tmp_path)
     report = json.loads(out.read_text())
     replica = next(p for p in report["partitions"] if p["topic"] == "t0" and p["broker"] == 1)
     assert replica["logEndOffset"] == scanned["logEndOffset"] == 750
-    marks = (replica["incompleteFrom"], replica["incompleteTo"], replica["logEndOffsetKnown"])
+    marks = (replica["unreadableFrom"], replica["unreadableTo"], replica["logEndOffsetKnown"])
     assert marks == (181, 360, True)
 
     t0 = [f for f in report["findings"] if f.get("topic") == "t0"]

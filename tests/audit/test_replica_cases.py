@@ -61,7 +61,7 @@ def test_lag_counts_and_severity(replica_audit):
     assert info.evidence["batches"] == 2 and info.evidence["bytes"] > 0
     assert info.epoch == 0 and info.related[0]["broker"] == 1
     (warn,) = [f for f in _findings(replica_audit, "lagging-follower-for-minutes") if f.code == "KA630"]
-    assert warn.severity.label == "warning" and warn.evidence["behind_ms"] >= 300_000 - 20
+    assert warn.severity.label == "warning" and warn.evidence["behindMs"] >= 300_000 - 20
     assert _replica(replica_audit, "lagging-follower", 2)["lag_records"] == 10
     assert _replica(replica_audit, "lagging-follower", 2)["lost_records"] == 0
 
@@ -100,7 +100,7 @@ def test_report_rows_and_exit_code(replica_audit):
     )
     assert report.exit_code == 2
     row = next(p for p in report.partitions if p["cluster"] == name and p["broker"] == 2)
-    assert (row["incompleteFrom"], row["incompleteTo"], row["logEndOffsetKnown"]) == (20, None, False)
+    assert (row["unreadableFrom"], row["unreadableTo"], row["logEndOffsetKnown"]) == (20, None, False)
 
 
 def test_text_table_marks_the_incomplete_replica():
@@ -114,9 +114,9 @@ def test_text_table_marks_the_incomplete_replica():
             "role": "follower",
             "logEndOffset": 20,
             "logEndOffsetKnown": False,
-            "incompleteFrom": 20,
+            "unreadableFrom": 20,
         },
-        {"broker": 3, "role": "follower", "logEndOffset": 30, "incompleteFrom": 10, "incompleteTo": 20},
+        {"broker": 3, "role": "follower", "logEndOffset": 30, "unreadableFrom": 10, "unreadableTo": 20},
     ]
     out = io.StringIO()
     make_console(out, color=False, width=160).print(replicas_table(rows))

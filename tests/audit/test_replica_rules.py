@@ -126,7 +126,7 @@ def test_loss_findings_keep_the_spark_layout():
         "current leader 1 (kraft): they are lost when broker 2 truncates"
     )
     evidence = json.loads(f["evidence"])
-    assert evidence == {"epochs": [1], "leader_source": "kraft", "committed_hw": 300, "batches": 2}
+    assert evidence == {"epochs": [1], "leaderSource": "kraft", "committedHighWatermark": 300, "batches": 2}
     tail = loss_finding(dict(lost_run("uncommitted", 250, 299, 250), epochs=[1, 2]))
     assert (tail["code"], tail["severity"], tail["epoch"]) == ("KA711", "warning", None)
     assert tail["message"].startswith("divergent uncommitted tail: 50 records (offsets 250..299, at or above")

@@ -62,7 +62,9 @@ def test_high_watermark_violations(sim_audit, lab):
             (HW_KINDS[v["kind"]], v["broker"], v["high_watermark"])
             for v in p["expected_findings"]["hw_violations"]
         }
-        found = {(f.code, f.broker, f.evidence["hw"]) for f in findings if f.code in HW_KINDS.values()}
+        found = {
+            (f.code, f.broker, f.evidence["highWatermark"]) for f in findings if f.code in HW_KINDS.values()
+        }
         assert found == expected
 
 
@@ -160,7 +162,7 @@ def test_nothing_else_above_info(sim_audit, lab):
             p = next(p for p in truth["partitions"] if (p["topic"], p["partition"]) == (f.topic, f.partition))
             div = {tuple(d["replicas"]): d["first_divergent_offset"] for d in p["divergence"]}
             pair = tuple(sorted((f.broker, f.related[0]["broker"])))
-            assert div[pair] is not None and div[pair] != f.evidence["truncation_offset"]
+            assert div[pair] is not None and div[pair] != f.evidence["truncationOffset"]
             continue
         raise AssertionError(f"unexpected {f.code} {f.severity.label}: {f.message}")
     if lab.startswith("clean-"):

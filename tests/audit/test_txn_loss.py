@@ -112,7 +112,7 @@ def test_generated_loss_counts_committed_data_only(txn_audit):
         "not counted"
     )
     assert ka710.evidence["records"] == 7
-    assert (ka710.evidence["aborted_records"], ka710.evidence["open_records"]) == (2, 3)
+    assert (ka710.evidence["abortedRecords"], ka710.evidence["openRecords"]) == (2, 3)
     assert not _findings(result, "gen", "KA711")
     replica = next(r for r in result.replicas if (r["cluster"], r["topic"], r["broker"]) == ("gen", "pay", 2))
     assert replica["lost_records"] == 7
@@ -123,7 +123,7 @@ def test_generated_lost_markers_name_their_transactions(txn_audit):
     (ka712,) = _findings(result, "gen", "KA712")
     assert (ka712.broker, ka712.evidence["peer"], ka712.offset_start, ka712.offset_end) == (2, 1, 15, 21)
     assert [
-        (m["offset"], m["marker"], m["producer_id"], m["producer_epoch"], m["first_offset"])
+        (m["offset"], m["marker"], m["producerId"], m["producerEpoch"], m["firstOffset"])
         for m in ka712.evidence["listed"]
     ] == [
         (15, "COMMIT", 7, 0, 5),  # its data 5-6 lies in a chunk both replicas share: read from the full log
@@ -149,14 +149,10 @@ def test_generated_export_holds_the_committed_data_records_only(txn_audit):
     assert {d["timestampType"] for d in rows} == {"CreateTime"}
     assert {d["holders"] == [2] and d["key"].startswith("k") for d in rows} == {True}
     parquet = sorted((r for r in table if r["cluster"] == "gen"), key=lambda r: r["offset"])
-    assert [
-        (r["offset"], r["producer_id"], r["producer_epoch"], r["base_sequence"], r["is_transactional"])
-        for r in parquet
-    ] == [
-        (d["offset"], d["producerId"], d["producerEpoch"], d["baseSequence"], d["isTransactional"])
-        for d in rows
-    ]
-    assert {r["timestamp_type"] for r in parquet} == {"CreateTime"}
+    names = ("offset", "producerId", "producerEpoch", "baseSequence", "isTransactional", "timestampType")
+    assert [tuple(r[n] for n in names) for r in parquet] == [tuple(d[n] for n in names) for d in rows]
+    assert {r["timestampType"] for r in parquet} == {"CreateTime"}
+    assert [round(r["timestamp"].timestamp() * 1000) for r in parquet] == [d["timestamp"] for d in rows]
 
 
 @pytest.fixture
@@ -187,7 +183,7 @@ def test_corpus_truncated_txn0_loses_9_committed_records(corpus_case):
     ka712 = _findings(result, "txn0", "KA712")
     assert [f.broker for f in ka712] == [1, 2]
     assert [
-        (m["offset"], m["marker"], m["producer_id"], m["first_offset"]) for m in ka712[0].evidence["listed"]
+        (m["offset"], m["marker"], m["producerId"], m["firstOffset"]) for m in ka712[0].evidence["listed"]
     ] == [
         (168, "ABORT", 0, 163),
         (172, "COMMIT", 0, 169),

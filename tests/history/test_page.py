@@ -366,6 +366,11 @@ def test_tag_escapes_attributes_and_text():
 def test_every_other_format_renders_the_report(report, fmt):
     text = rendered(report, fmt)
     assert "KA801" in text and "\x1b" not in text
+    if fmt == "sarif":
+        from tests.report.test_sarif import check_github_sarif, validate_sarif
+
+        validate_sarif(json.loads(text))
+        check_github_sarif(json.loads(text))
 
 
 def test_charts_are_capped_most_severe_first(report, monkeypatch):

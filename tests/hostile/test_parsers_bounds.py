@@ -96,7 +96,7 @@ def test_checkpoints_of_16_mb_dump_in_linear_time_with_short_errors(tmp_path, bo
     assert len(entries) == 4000
     failed = {Path(e["path"]).parent.name: e for e in events if e["kind"] == "failed"}
     assert sorted(failed) == ["digits", "garbage", "giant", "words"]
-    offsets = {name: e["offset"] for name, e in failed.items() if name != "garbage"}
+    offsets = {name: e["position"] for name, e in failed.items() if name != "garbage"}
     assert offsets == {"giant": 4, "words": 4, "digits": 2}  # the start of the offending line
     errors = result.stderr.strip().splitlines()
     assert all(len(line) < 1000 for line in errors), "a 16 MB line must not become a 16 MB message"
@@ -133,7 +133,7 @@ def test_dump_of_1_gib_indexes_is_bounded(tmp_path, bounded):
     assert [s["garbageAfterPadding"] for s in summaries] == [None, None, 900 * MiB + 5]
     assert len([e for e in events if e["kind"] == "entry"]) == 1024
     failed = [e for e in events if e["kind"] == "failed"]
-    assert [(Path(e["path"]).name, e["offset"]) for e in failed] == [(bad.name, 900 * MiB + 5)]
+    assert [(Path(e["path"]).name, e["position"]) for e in failed] == [(bad.name, 900 * MiB + 5)]
     assert result.seconds < SECONDS, result.seconds
     assert result.peak_rss_mb < INDEX_RSS_MB, result.peak_rss_mb
 

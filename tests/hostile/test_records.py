@@ -215,11 +215,11 @@ def test_dump_deep_marks_the_byte_where_records_stop_decoding(tmp_path, bounded)
     assert errors[1]["position"] == len(lying) and "premature EOF" in errors[1]["message"]
     assert len(lying) + RECORD_BATCH_OVERHEAD <= errors[2]["position"] <= len(lying) + len(gz)
     assert "gzip" in errors[2]["message"]
-    assert [e["offset"] for e in events if e["kind"] == "failed"] == [byte, len(lying)]
+    assert [e["position"] for e in events if e["kind"] == "failed"] == [byte, len(lying)]
 
     doc = bounded(["dump", "--deep", "--format", "json", *files], timeout=30)
     assert doc.returncode == 2
-    assert [f["error"]["offset"] for f in json.loads(doc.stdout)["files"]] == [byte, len(lying)]
+    assert [f["error"]["position"] for f in json.loads(doc.stdout)["files"]] == [byte, len(lying)]
     assert max(r.seconds for r in (text, jsonl, doc)) < 10
 
 

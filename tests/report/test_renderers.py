@@ -93,7 +93,11 @@ def test_jsonl(report):
 
 
 def test_sarif(report):
+    from tests.report.test_sarif import check_github_sarif, validate_sarif
+
     doc = json.loads(_render(report, "sarif"))
+    validate_sarif(doc)
+    check_github_sarif(doc)
     assert doc["version"] == "2.1.0" and "sarif" in doc["$schema"]
     run = doc["runs"][0]
     rules = run["tool"]["driver"]["rules"]
@@ -127,9 +131,10 @@ def test_junit(report):
     assert failures and int(root.get("failures")) == len(failures)
     assert any("KA401" in (f.text or "") for f in failures)  # error: fails the case
     assert any("KA102" in (o.text or "") for o in root.iter("system-out"))  # warning: reported, not failing
-    cases = {tc.get("name") for tc in root.iter("testcase")}
-    assert {"orders-0", "(log dir)"} <= cases
-    assert int(root.get("tests")) == len(list(root.iter("testcase")))
+    cases = {(tc.get("classname"), tc.get("name")) for tc in root.iter("testcase")}
+    assert ("kafka-auditor.scan.broker-1.orders-0", "KA401 partition.hw-above-leo") in cases
+    assert ("kafka-auditor.scan.broker-1", "KA501 inventory.unknown-file") in cases
+    assert int(root.get("tests")) == len(list(root.iter("testcase"))) == len(cases)
 
 
 def test_html(report):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from auditor.findings import Severity
+from auditor.findings import Severity, camel_keys
 from auditor.kafka.epochs import loaded_cache
 from auditor.rules.registry import Violation, rule
 from auditor.rules.replica.model import PartitionReplicas
@@ -54,9 +54,9 @@ def divergence(part: PartitionReplicas) -> Iterator[Violation]:
             offset_start=d.offset,
             evidence={
                 "mode": d.mode,
-                "hw": {a: ra.hw, b: rb.hw},
-                "leo": {a: ra.leo, b: rb.leo},
-                "at_offset": d.detail,
+                "highWatermark": {a: ra.hw, b: rb.hw},
+                "logEndOffset": {a: ra.leo, b: rb.leo},
+                "atOffset": camel_keys(d.detail),
             },
         )
 
@@ -102,12 +102,12 @@ def epoch_truncation(part: PartitionReplicas) -> Iterator[Violation]:
             max(t.offset, d.offset),
             severity=None if unsafe else Severity.INFO,
             evidence={
-                "truncation_offset": t.offset,
+                "truncationOffset": t.offset,
                 "divergence": d.offset,
                 "fallback": t.fallback,
-                "steps": t.steps,
-                "leader_cache": t.leader_cache,
-                "follower_cache": t.follower_cache,
+                "steps": camel_keys(t.steps),
+                "leaderCache": t.leader_cache,
+                "followerCache": t.follower_cache,
             },
         )
 
@@ -192,5 +192,5 @@ def epoch_unknown_to_leader(part: PartitionReplicas) -> Iterator[Violation]:
                 epoch=g.epoch,
                 records=g.records,
                 bytes=g.bytes,
-                evidence={"batches": g.batches, "leader_epochs": sorted(known)},
+                evidence={"batches": g.batches, "leaderEpochs": sorted(known)},
             )

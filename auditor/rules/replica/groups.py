@@ -65,17 +65,19 @@ class GroupCommit:
         return f"group {c.group!r} on {c.topic}-{c.partition}"
 
     def evidence_dict(self, **more: Any) -> dict[str, Any]:
+        """The evidence of a finding about this commit, camelCase like every output; ``more`` (camelCase
+        keyword names) adds the rule's own keys."""
         c = self.commit
         return {
             "group": c.group,
-            "committed_offset": c.offset,
-            "committed_leader_epoch": c.leader_epoch,
-            "commit_timestamp": c.commit_timestamp,
-            "commit_metadata": c.metadata,
-            "offsets_partition": self.offsets_partition,
-            "commit_record_offset": c.record_offset,
+            "committedOffset": c.offset,
+            "committedLeaderEpoch": c.leader_epoch,
+            "commitTimestamp": c.commit_timestamp,
+            "commitMetadata": c.metadata,
+            "offsetsPartition": self.offsets_partition,
+            "commitRecordOffset": c.record_offset,
             "coordinator": self.coordinator,
-            "leader_source": self.leader_source,
+            "leaderSource": self.leader_source,
             **self.evidence,
             **more,
         }
@@ -117,7 +119,7 @@ def offset_above_leo(g: GroupCommit) -> Iterator[Violation]:
         offset_end=c.offset - 1,
         epoch=c.leader_epoch if c.leader_epoch >= 0 else None,
         records=c.offset - leo,
-        evidence=g.evidence_dict(leader_leo=leo, log_start=start, reread_earliest=leo - start),
+        evidence=g.evidence_dict(leaderLogEndOffset=leo, logStartOffset=start, rereadEarliest=leo - start),
     )
 
 
@@ -176,7 +178,7 @@ def offset_in_lost_range(g: GroupCommit) -> Iterator[Violation]:
             epoch=c.leader_epoch if c.leader_epoch >= 0 else None,
             records=consumed,
             evidence=g.evidence_dict(
-                lost_from=span.lo, lost_to=span.hi, kind=span.kind, skipped=replaced, leader_leo=leo
+                lostFrom=span.lo, lostTo=span.hi, kind=span.kind, skipped=replaced, leaderLogEndOffset=leo
             ),
         )
 
@@ -212,7 +214,7 @@ def offset_unknown_epoch(g: GroupCommit) -> Iterator[Violation]:
         offset_start=c.offset,
         offset_end=c.offset,
         epoch=c.leader_epoch,
-        evidence=g.evidence_dict(known_epochs=sorted(g.epochs), epoch_horizon=g.epoch_horizon),
+        evidence=g.evidence_dict(knownEpochs=sorted(g.epochs), epochHorizon=g.epoch_horizon),
     )
 
 
@@ -260,10 +262,10 @@ def commit_lost(g: GroupCommit) -> Iterator[Violation]:
         offset_end=c.record_offset,
         records=reread,
         evidence=g.evidence_dict(
-            data_topic=c.topic,
-            data_partition=c.partition,
-            leader_committed_offset=older.offset if older is not None else None,
-            lost_from=span.lo,
-            lost_to=span.hi,
+            dataTopic=c.topic,
+            dataPartition=c.partition,
+            leaderCommittedOffset=older.offset if older is not None else None,
+            lostFrom=span.lo,
+            lostTo=span.hi,
         ),
     )

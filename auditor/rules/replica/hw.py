@@ -38,7 +38,7 @@ def hw_above_own_leo(part: PartitionReplicas) -> Iterator[Violation]:
                 broker=r.broker,
                 offset_start=r.leo,
                 offset_end=r.hw - 1,
-                evidence={"hw": r.hw, "leo": r.leo, "log_start": r.log_start},
+                evidence={"highWatermark": r.hw, "logEndOffset": r.leo, "logStartOffset": r.log_start},
             )
 
 
@@ -72,11 +72,11 @@ def hw_above_leader_leo(part: PartitionReplicas) -> Iterator[Violation]:
                 leader.leo,
                 r.hw - 1,
                 evidence={
-                    "hw": r.hw,
-                    "leo": r.leo,
-                    "leader_leo": leader.leo,
-                    "leader_hw": leader.hw,
-                    "leader_source": part.leader_source,
+                    "highWatermark": r.hw,
+                    "logEndOffset": r.leo,
+                    "leaderLogEndOffset": leader.leo,
+                    "leaderHighWatermark": leader.hw,
+                    "leaderSource": part.leader_source,
                 },
             )
 
@@ -105,7 +105,7 @@ def hw_below_log_start_offset(part: PartitionReplicas) -> Iterator[Violation]:
                 broker=r.broker,
                 offset_start=r.hw,
                 offset_end=r.log_start - 1,
-                evidence={"hw": r.hw, "log_start": r.log_start},
+                evidence={"highWatermark": r.hw, "logStartOffset": r.log_start},
             )
 
 
@@ -136,5 +136,5 @@ def follower_hw_above_leader(part: PartitionReplicas) -> Iterator[Violation]:
                 f"leader {leader.broker}",
                 leader.hw,
                 r.hw - 1,
-                evidence={"hw": r.hw, "leader_hw": leader.hw},
+                evidence={"highWatermark": r.hw, "leaderHighWatermark": leader.hw},
             )

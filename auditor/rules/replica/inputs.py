@@ -74,5 +74,10 @@ def replica_incomplete(part: PartitionReplicas) -> Iterator[Violation]:
             broker=r.broker,
             offset_start=lo,
             offset_end=hi - 1 if hi is not None else None,
-            evidence={"unreadable": r.unreadable, "from": lo, "to": hi, "leo_known": hi is not None},
+            evidence={
+                "unreadable": r.unreadable,
+                "unreadableFrom": lo,
+                "unreadableTo": hi,
+                "logEndOffsetKnown": hi is not None,
+            },
         )

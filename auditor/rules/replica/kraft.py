@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from auditor.findings import Severity
+from auditor.findings import Severity, camel_keys
 from auditor.rules.registry import Violation, rule
 from auditor.rules.replica.model import ClusterLeaders, PartitionReplicas
 
@@ -38,7 +38,7 @@ def unclean_election(part: PartitionReplicas) -> Iterator[Violation]:
             f"change: [{isr}]); data above its log end offset on other replicas is truncated",
             broker=u["leader"],
             epoch=u["leader_epoch"],
-            evidence={**u, "metadata_offset": u["offset"]},
+            evidence={**camel_keys(u), "metadataOffset": u["offset"]},
         )
 
 

@@ -18,14 +18,18 @@ def _located(run: LostRun, message: str) -> Violation:
     epoch = run.epochs[0] if len(run.epochs) == 1 else None
     evidence = {
         "epochs": run.epochs,
-        "leader_source": run.leader_source,
-        "committed_hw": run.committed_hw,
+        "leaderSource": run.leader_source,
+        "committedHighWatermark": run.committed_hw,
         "batches": run.batches,
     }
     # transactional partitions: what the run truncates besides the records it counts
-    for key in ("aborted_records", "open_records", "markers"):
-        if getattr(run, key):
-            evidence[key] = getattr(run, key)
+    for attr, key in (
+        ("aborted_records", "abortedRecords"),
+        ("open_records", "openRecords"),
+        ("markers", "markers"),
+    ):
+        if getattr(run, attr):
+            evidence[key] = getattr(run, attr)
     return run.violation(message, run.lo, run.hi, epoch, evidence=evidence)
 
 

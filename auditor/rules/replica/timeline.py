@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from auditor.findings import Severity
+from auditor.findings import Severity, camel_keys
 from auditor.kafka.timeline import cache_disagreements, epoch_lineup, isr_intervals, never_assigned
 from auditor.rules.registry import Violation, rule
 from auditor.rules.replica.model import EpochRange, PartitionReplicas
@@ -116,14 +116,14 @@ def isr_below_min_insync(part: PartitionReplicas) -> Iterator[Violation]:
             records=records if iv["whole_epoch"] else None,
             evidence={
                 "isr": iv["isr"],
-                "min_insync_replicas": iv["min_insync"],
-                "metadata_offset": iv["from_offset"],
-                "metadata_timestamp": iv["from_timestamp"],
-                "next_metadata_offset": iv["to_offset"],
-                "next_metadata_timestamp": iv["to_timestamp"],
-                "whole_epoch": iv["whole_epoch"],
-                "batches_from_broker": source,
-                "batch_timestamps": [
+                "minInsyncReplicas": iv["min_insync"],
+                "metadataOffset": iv["from_offset"],
+                "metadataTimestamp": iv["from_timestamp"],
+                "nextMetadataOffset": iv["to_offset"],
+                "nextMetadataTimestamp": iv["to_timestamp"],
+                "wholeEpoch": iv["whole_epoch"],
+                "batchesFromBroker": source,
+                "batchTimestamps": [
                     inside[0].first_timestamp,
                     max((g.last_timestamp for g in inside if g.last_timestamp is not None), default=None),
                 ],
@@ -176,10 +176,10 @@ def epoch_never_assigned(part: PartitionReplicas) -> Iterator[Violation]:
                 offset_end=span[1] if span else None,
                 evidence={
                     "epoch": ln.epoch,
-                    "cache_start": ln.caches.get(broker),
+                    "cacheStart": ln.caches.get(broker),
                     "batches": list(span) if span else None,
-                    "assigned_epochs": sorted(part.kraft.epochs_assigned()),
-                    "first_known_epoch": part.kraft.first_known_epoch,
+                    "assignedEpochs": sorted(part.kraft.epochs_assigned()),
+                    "firstKnownEpoch": part.kraft.first_known_epoch,
                 },
             )
 
@@ -217,5 +217,5 @@ def epoch_leader_disagrees(part: PartitionReplicas) -> Iterator[Violation]:
             epoch=d["epoch"],
             offset_start=min(d["start"], d["leader_start"]),
             offset_end=max(d["start"], d["leader_start"]),
-            evidence=d,
+            evidence=camel_keys(d),
         )

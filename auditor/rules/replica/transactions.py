@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from auditor.findings import Severity
+from auditor.findings import Severity, camel_keys
 from auditor.kafka.coordinator import IN_FLIGHT, ONGOING
 from auditor.rules.registry import Violation, rule
 from auditor.rules.replica.model import LostRun
@@ -62,21 +62,21 @@ def lost_marker(run: LostRun) -> Iterator[Violation]:
             "kind": run.kind,
             "run": [run.lo, run.hi],
             "markers": run.markers,
-            "commit_markers": run.commit_markers,
-            "abort_markers": run.abort_markers,
+            "commitMarkers": run.commit_markers,
+            "abortMarkers": run.abort_markers,
             "listed": [
                 {
                     "offset": m.offset,
                     "marker": m.marker,
-                    "producer_id": m.producer_id,
-                    "producer_epoch": m.producer_epoch,
-                    "first_offset": m.first_offset,
+                    "producerId": m.producer_id,
+                    "producerEpoch": m.producer_epoch,
+                    "firstOffset": m.first_offset,
                     "epoch": m.epoch,
                 }
                 for m in run.lost_markers
             ],
-            "leader_source": run.leader_source,
-            "committed_hw": run.committed_hw,
+            "leaderSource": run.leader_source,
+            "committedHighWatermark": run.committed_hw,
         },
     )
 
@@ -223,20 +223,20 @@ class OpenTransaction:
 
     def evidence(self) -> dict[str, Any]:
         return {
-            "producer_id": self.producer_id,
-            "producer_epoch": self.producer_epoch,
-            "first_offset": self.first_offset,
-            "last_offset": self.last_offset,
+            "producerId": self.producer_id,
+            "producerEpoch": self.producer_epoch,
+            "firstOffset": self.first_offset,
+            "lastOffset": self.last_offset,
             "batches": self.batches,
-            "high_watermark": self.hw,
-            "log_end_offset": self.leo,
-            "last_stable_offset": self.lso,
-            "leader_source": self.leader_source,
-            "markers_elsewhere": [asdict(m) for m in self.markers],
-            "coordinator": self.coordinator.as_dict(),
-            "coordinator_view": self.coordinator.describe(),
+            "highWatermark": self.hw,
+            "logEndOffset": self.leo,
+            "lastStableOffset": self.lso,
+            "leaderSource": self.leader_source,
+            "markersElsewhere": [camel_keys(asdict(m)) for m in self.markers],
+            "coordinator": camel_keys(self.coordinator.as_dict()),
+            "coordinatorView": self.coordinator.describe(),
             "abort": self.abort_command(),
-            "find_hanging": self.find_command(),
+            "findHanging": self.find_command(),
         }
 
     def violation(self, message: str) -> Violation:
