@@ -1,0 +1,379 @@
+"""Benchmark: the small-input audit, ``kafka-auditor audit`` of the ``make demo`` cluster (issue 13, Deliver
+items 1 and 4).
+
+Input: ``kafka-auditor simulate unclean-election --seed 7`` (the cluster of ``make demo``: 4 log dirs, 7
+replicas), written once under ``--demo DIR`` and reused.
+
+Measured, in one run of this script:
+
+* as a user sees it: wall seconds of a fresh ``kafka-auditor audit CLUSTER -f json -o FILE --exit-zero
+  --no-progress`` process (the console script of this venv, JVM start included), ``--runs`` times; the
+  median, min and max. ``--export-lost`` adds the ``make demo`` export to every run.
+* inside one fresh Python process (a child of this script, doing what the CLI does, step by step), the
+  seconds of each phase:
+
+  - Python start + imports: from just before the parent starts the child to the end of the child's imports
+    (``auditor.cli`` and what the CLI loads before Spark: no pyspark, pyarrow or pandas yet);
+  - discovering the inputs; importing pyspark and the audit's Spark modules (``auditor.spark.compare``,
+    pyarrow, pandas: the CLI does it when it starts Spark and the audit); JVM launch (pyspark's
+    ``launch_gateway``, timed by wrapping it); Spark session (the rest of ``get_spark``);
+  - planning, and the per-partition results (final collect), from the stage timings ``run_audit`` records
+    in an ``auditor.report.progress.Stages`` given as ``stages=``;
+  - inside its "extracting and comparing the replicas" stage, each eager ``localCheckpoint`` of
+    ``compare.audit`` (timed by wrapping ``compare._materialize``; each step counts from the end of the
+    previous one, so the driver's planning between actions is in it), grouped as: extraction job (the first
+    action, which fills the persisted extract), comparisons (digests, candidate chunks, prune, candidates,
+    divergence), per-partition rules, lag/loss/findings;
+  - building and writing the JSON report (the CLI's ``ReportOptions.write``).
+
+  Spark jobs, stages and tasks of each phase come from ``SparkContext.statusTracker()``: a job group is set
+  around the audit, ``getJobIdsForGroup`` gives its jobs, ``getJobInfo``/``getStageInfo`` their stages and
+  task counts (stages skipped because their shuffle output was already there are counted apart). No
+  SparkListener, no UI.
+
+Checked: the child's report has as many findings as every CLI run's. No assertion on timings.
+
+Usage: python bench/bench_small_audit.py [--runs 5] [--demo DIR] [--master local[2]] [--export-lost]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+GROUP = "bench-small-audit"
+
+
+def _cli() -> list[str]:
+    """The ``kafka-auditor`` console script next to this Python (else ``python -m auditor.cli``)."""
+    script = Path(sys.executable).with_name("kafka-auditor")
+    return [str(script)] if script.exists() else [sys.executable, "-m", "auditor.cli"]
+
+
+def demo_cluster(demo: Path) -> Path:
+    """The ``make demo`` cluster under ``demo`` (simulated once, reused)."""
+    cluster = demo / "cluster"
+    if not cluster.exists():
+        demo.mkdir(parents=True, exist_ok=True)
+        tmp = demo / "cluster.tmp"
+        subprocess.run(
+            [*_cli(), "simulate", "unclean-election", "--out", str(tmp), "--seed", "7"],
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
+        os.replace(tmp, cluster)
+    return cluster
+
+
+def findings_in(report: Path) -> int:
+    return len(json.loads(report.read_text())["findings"])
+
+
+def cli_runs(args: argparse.Namespace, cluster: Path, tmp: Path) -> tuple[list[float], list[int]]:
+    """Wall seconds and findings of ``--runs`` fresh ``kafka-auditor audit`` processes."""
+    seconds, findings = [], []
+    for i in range(args.runs):
+        report = tmp / f"cli-{i}.json"
+        cmd = [
+            *_cli(),
+            "audit",
+            str(cluster),
+            "-f",
+            "json",
+            "-o",
+            str(report),
+            "--exit-zero",
+            "--no-progress",
+        ]
+        if args.master:
+            cmd += ["--master", args.master]
+        if args.export_lost:
+            cmd += ["--export-lost", str(tmp / f"lost-{i}")]
+        t0 = time.perf_counter()
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        seconds.append(time.perf_counter() - t0)
+        if proc.returncode != 0:
+            raise SystemExit(
+                f"kafka-auditor audit failed (exit {proc.returncode}): {proc.stderr.strip()[-2000:]}"
+            )
+        findings.append(findings_in(report))
+    return seconds, findings
+
+
+# ------------------------------------------------------------------------------------- the child process
+
+
+class Jobs:
+    """Spark jobs of the job group, attributed to whichever phase saw them finish first."""
+
+    def __init__(self, spark) -> None:
+        self.tracker = spark.sparkContext.statusTracker()
+        self.seen: set[int] = set()
+
+    def new(self) -> list[int]:
+        ids = set(self.tracker.getJobIdsForGroup(GROUP)) - self.seen
+        self.seen |= ids
+        return sorted(ids)
+
+    def counts(self, job_ids: list[int]) -> dict[str, int]:
+        """Jobs, stages run, stages skipped, tasks run."""
+        run, skipped, tasks = set(), set(), 0
+        for j in job_ids:
+            info = self.tracker.getJobInfo(j)
+            for s in info.stageIds if info is not None else ():
+                stage = self.tracker.getStageInfo(s)
+                if stage is None or stage.numCompletedTasks == 0 and stage.numTasks > 0:
+                    skipped.add(s)
+                elif s not in run:
+                    run.add(s)
+                    tasks += stage.numCompletedTasks
+        return {"jobs": len(job_ids), "stages": len(run), "skipped": len(skipped - run), "tasks": tasks}
+
+
+def _label(frame) -> str:
+    """The name a ``_materialize(...)`` call's result is assigned to, from the caller's source line."""
+    import inspect
+
+    line = (inspect.getframeinfo(frame).code_context or [""])[0].strip()
+    name = line.split("=", 1)[0].strip() if "=" in line.split("(", 1)[0] else ""
+    return name or f"line {frame.f_lineno}"
+
+
+def child(args: argparse.Namespace) -> None:
+    """The audit in this (fresh) process, phase by phase; the figures to ``--child-out`` as JSON."""
+    import auditor.cli  # noqa: F401 - what the console script loads first
+    from auditor.cli.audit import build_report
+    from auditor.cli.common import ReportOptions
+    from auditor.report.progress import Stages
+    from auditor.rules.registry import AUDIT_SCOPES
+    from auditor.spark.inputs import check_inputs, discover
+    from auditor.spark.session import default_master, get_spark
+
+    phases: list[tuple[str, float, list[int]]] = []
+    phases.append(("Python start + imports", time.time() - float(os.environ["BENCH_T0"]), []))
+
+    def timed(name: str, fn, *a, **kw):
+        t0 = time.perf_counter()
+        out = fn(*a, **kw)
+        phases.append((name, time.perf_counter() - t0, []))
+        return out
+
+    def import_spark():
+        # the CLI imports these when it starts Spark and when run_audit starts (pyspark, pyarrow, pandas)
+        import pyspark.context
+        import pyspark.sql  # noqa: F401
+
+        from auditor.spark import audit, compare
+
+        return pyspark.context, compare, audit.run_audit
+
+    inputs = timed("discovering the inputs", discover, [args.cluster])
+    problems = inputs.problems or check_inputs(inputs)
+    if problems:
+        raise SystemExit(f"bad input: {problems}")
+    context, compare, run_audit = timed("import pyspark and the audit's Spark modules", import_spark)
+
+    launch = {"seconds": 0.0}
+    original_launch = context.launch_gateway
+
+    def launch_gateway(*a, **kw):
+        t0 = time.perf_counter()
+        try:
+            return original_launch(*a, **kw)
+        finally:
+            launch["seconds"] += time.perf_counter() - t0
+
+    context.launch_gateway = launch_gateway
+    t0 = time.perf_counter()
+    spark = get_spark(args.master or default_master(), log_level="ERROR")
+    started = time.perf_counter() - t0
+    context.launch_gateway = original_launch
+    phases.append(("JVM launch (launch_gateway)", launch["seconds"], []))
+    phases.append(("Spark session (rest of get_spark)", started - launch["seconds"], []))
+
+    sc = spark.sparkContext
+    sc.setJobGroup(GROUP, "the audit of bench_small_audit.py", interruptOnCancel=False)
+    jobs = Jobs(spark)
+
+    # steps of compare.audit: each eager localCheckpoint, timed from the end of the previous one
+    steps: list[tuple[str, float, list[int]]] = []
+    mark = {"t": 0.0}
+    original_materialize, original_audit = compare._materialize, compare.audit
+
+    def materialize(df):
+        out = original_materialize(df)
+        now = time.perf_counter()
+        steps.append((_label(sys._getframe(1)), now - mark["t"], jobs.new()))
+        mark["t"] = now
+        return out
+
+    def audit(*a, **kw):
+        planning_jobs.extend(jobs.new())  # jobs of the planning stage
+        mark["t"] = time.perf_counter()
+        out = original_audit(*a, **kw)
+        now = time.perf_counter()
+        steps.append(("(frames built after the last action)", now - mark["t"], jobs.new()))
+        return out
+
+    planning_jobs: list[int] = []
+    compare._materialize, compare.audit = materialize, audit
+    stages = Stages(enabled=False)
+    try:
+        result = run_audit(
+            spark,
+            inputs,
+            stages=stages,
+            export_lost=str(Path(args.child_out).parent / "lost") if args.export_lost else None,
+        )
+    finally:
+        compare._materialize, compare.audit = original_materialize, original_audit
+    after_audit = jobs.new()
+    timings = dict(stages.timings)
+
+    def stage_named(prefix: str) -> float:
+        return sum(s for name, s in timings.items() if name.startswith(prefix))
+
+    phases.append(("planning (run_audit stage)", stage_named("planning"), planning_jobs))
+    groups: dict[str, tuple[float, list[int]]] = {}
+    for i, (label, seconds, ids) in enumerate(steps):
+        if i == 0:
+            group = f"extraction job (first action: {label})"
+        elif "rule" in label:
+            group = "per-partition rules"
+        elif label in ("lags", "logs", "loss", "findings") or label.startswith("(frames"):
+            group = "lag, loss, findings"
+        else:
+            group = "comparisons (digests, chunks, prune, candidates, divergence)"
+        s, j = groups.get(group, (0.0, []))
+        groups[group] = (s + seconds, j + ids)
+    compare_stage = stage_named("extracting and comparing")
+    if steps:
+        phases += [(name, s, j) for name, (s, j) in groups.items()]
+        rest = compare_stage - sum(s for _n, s, _j in steps)
+        if abs(rest) > 0.005:
+            phases.append(("(rest of the extracting and comparing stage)", rest, []))
+    else:  # compare.audit took another shape: the stage as run_audit timed it
+        phases.append(("extracting and comparing (run_audit stage)", compare_stage, []))
+    phases.append(("final collect (per-partition results stage)", stage_named("per-partition"), after_audit))
+    if args.export_lost:
+        phases.append(("exporting the lost records", stage_named("exporting"), []))
+
+    import typer
+
+    report_file = Path(args.child_out).with_name("child-report.json")
+    options = ReportOptions(fmt="json", output=report_file, exit_zero=True, scopes=AUDIT_SCOPES)
+    t0 = time.perf_counter()
+    with contextlib.suppress(typer.Exit):  # write() ends with the report's exit code
+        options.write(build_report(result, options.selection(), inputs, options), None)
+    phases.append(("building and writing the JSON report", time.perf_counter() - t0, jobs.new()))
+
+    total = jobs.counts(sorted(jobs.seen))
+    out = {
+        "phases": [[name, s, jobs.counts(ids)] for name, s, ids in phases],
+        "steps": [[label, s, jobs.counts(ids)] for label, s, ids in steps],
+        "total": total,
+        "findings": findings_in(report_file),
+        "end": time.time(),
+        "master": sc.master,
+    }
+    Path(args.child_out).write_text(json.dumps(out))
+    spark.stop()
+
+
+def run_child(args: argparse.Namespace, cluster: Path, tmp: Path) -> dict:
+    out = tmp / "child.json"
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--child-out", str(out), "--cluster", str(cluster)]
+    if args.master:
+        cmd += ["--master", args.master]
+    if args.export_lost:
+        cmd.append("--export-lost")
+    env = dict(os.environ)
+    t0 = time.time()
+    env["BENCH_T0"] = repr(t0)
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    wall = time.time() - t0
+    if proc.returncode != 0 or not out.exists():
+        raise SystemExit(
+            f"the in-process audit failed (exit {proc.returncode}): {proc.stderr.strip()[-3000:]}"
+        )
+    res = json.loads(out.read_text())
+    res["wall"] = wall
+    return res
+
+
+def _counts(c: dict[str, int]) -> str:
+    if not c["jobs"]:
+        return ""
+    skipped = f" (+{c['skipped']} skipped)" if c["skipped"] else ""
+    return f"{c['jobs']:4d} {c['stages']:6d}{skipped:<14} {c['tasks']:5d}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        epilog="Usage:" + __doc__.split("Usage:")[1],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--runs", type=int, default=5, help="fresh CLI processes timed (default 5)")
+    parser.add_argument(
+        "--demo",
+        type=Path,
+        default=Path(tempfile.gettempdir()) / "kafka-auditor-bench-demo",
+        help="where the demo cluster is simulated (reused; default: $TMPDIR/kafka-auditor-bench-demo)",
+    )
+    parser.add_argument("--master", default=None, help="Spark master (default: the CLI's, local[*])")
+    parser.add_argument("--export-lost", action="store_true", help="also --export-lost, as make demo does")
+    parser.add_argument("--child-out", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--cluster", type=Path, default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child_out:
+        child(args)
+        return
+
+    t0 = time.perf_counter()
+    cluster = demo_cluster(args.demo.resolve())
+    dirs = sorted(p.name for p in cluster.iterdir() if p.is_dir())
+    print(f"input: {cluster} ({len(dirs)} dirs; {time.perf_counter() - t0:.1f} s to simulate or find)")
+    print(f"machine: {os.cpu_count()} cores; master: {args.master or 'the CLI default (local[*])'}")
+    with tempfile.TemporaryDirectory(prefix="bench-small-audit-") as name:
+        tmp = Path(name)
+        res = run_child(args, cluster, tmp)
+        seconds, findings = cli_runs(args, cluster, tmp)
+
+    print(f"\nkafka-auditor audit, fresh process, {args.runs} runs (wall seconds, JVM start included):")
+    print(
+        f"  median {statistics.median(seconds):.2f} s  min {min(seconds):.2f} s  max {max(seconds):.2f} s  "
+        f"[{', '.join(f'{s:.2f}' for s in seconds)}]"
+    )
+    print(f"\none process, phase by phase ({res['master']}):")
+    print(f"  {'phase':<62} {'seconds':>8}  {'jobs':>4} {'stages':>6}{'':<14} {'tasks':>5}")
+    for phase, s, counts in res["phases"]:
+        print(f"  {phase:<62} {s:8.2f}  {_counts(counts)}")
+    total_s = sum(s for _p, s, _c in res["phases"])
+    t = res["total"]
+    print(f"  {'sum of the phases':<62} {total_s:8.2f}  {_counts(t)}")
+    print(f"  {'wall (the child process, start to exit)':<62} {res['wall']:8.2f}")
+    if res["steps"]:
+        print("\n  the actions of compare.audit (each from the end of the previous one):")
+        for label, s, counts in res["steps"]:
+            print(f"    {label:<60} {s:8.2f}  {_counts(counts)}")
+    same = all(n == res["findings"] for n in findings)
+    print(
+        f"\nSpark: {t['jobs']} jobs, {t['stages']} stages run (+{t['skipped']} skipped), {t['tasks']} tasks; "
+        f"findings: {res['findings']} in one process, {sorted(set(findings))} from the CLI: "
+        f"{'same' if same else 'DIFFERENT'}"
+    )
+    if not same:
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
