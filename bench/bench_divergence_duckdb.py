@@ -280,7 +280,9 @@ def run_spark(args: argparse.Namespace, master: str, kind: str, env: dict[str, s
             cmd += ["--executor-memory", args.executor_memory]
         proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
         if proc.returncode != 0 or not out.exists():
-            tail = "\n".join((proc.stderr or "").strip().splitlines()[-15:])
+            lines = (proc.stderr or "").strip().splitlines()
+            why = [ln for ln in lines if "Error" in ln or "Exception" in ln][:6] or lines[-10:]
+            tail = "\n".join(why)
             raise RuntimeError(f"Spark {kind} run on {master} failed (exit {proc.returncode}):\n{tail}")
         res = json.loads(out.read_text())
     res["pairs"] = {tuple(p[:5]): p[5] for p in res["pairs"]}
@@ -458,32 +460,24 @@ def main() -> None:
     print("DuckDB (each query twice in a fresh connection, reading the Parquet extracts):")
     for name in ("pairwise", "two-pass"):
         d = duck[name]
-        print(_line(name, d["first"], d["warm"], rows) + f"   {len(d['pairs'])} divergent pairs")
+        print(_line(name, d["first"], d["warm"], rows) + f"   {len(d['pairs'])} divergent pairs", flush=True)
     two = duck["two-pass"]
 
-    runs: list[tuple[str, dict, dict]] = []
-    masters = [(m, None) for m in _masters(args)]
-    for master, env in masters:
-        runs.append(
-            (master, run_spark(args, master, "audit", env), run_spark(args, master, "divergence", env))
-        )
-    if args.standalone:
-        try:
-            with standalone(args.standalone, args.worker_memory) as (url, env):
-                label = f"standalone {args.standalone}x1 core"
-                runs.append(
-                    (label, run_spark(args, url, "audit", env), run_spark(args, url, "divergence", env))
-                )
-        except (RuntimeError, TimeoutError, OSError) as exc:
-            print(f"standalone master: not run ({exc})")
-
-    ok = True
     reference = two["pairs"]
-    for name in ("pairwise",):
-        same = duck[name]["pairs"] == reference
-        ok &= same and duck[name]["stable"] and two["stable"]
-    for master, audit, div in runs:
-        print(f"Spark {master} (start-up {audit['startup']:.1f} s, not counted):")
+    ok = duck["pairwise"]["pairs"] == reference and duck["pairwise"]["stable"] and two["stable"]
+    runs: list[tuple[str, dict, dict]] = []
+
+    def measure(label: str, url: str, env: dict[str, str] | None) -> None:
+        """Both Spark children on one master, printed at once; a failure is printed and skipped."""
+        nonlocal ok
+        try:
+            audit, div = run_spark(args, url, "audit", env), run_spark(args, url, "divergence", env)
+        except RuntimeError as exc:
+            ok = False
+            print(f"Spark {label}: FAILED: {exc}", flush=True)
+            return
+        runs.append((label, audit, div))
+        print(f"Spark {label} (start-up {audit['startup']:.1f} s, not counted):")
         print(
             _line("full audit (run_audit)", audit["first"], audit["warm"], rows)
             + f"   {audit['findings']} findings"
@@ -491,7 +485,7 @@ def main() -> None:
         print(_line("divergence comparison alone", div["first"], div["warm"], rows))
         agree_div = div["pairs"] == reference and div["stable"]
         agree_audit = audit["pairs"] == reference and audit["stable"]
-        ok &= agree_div and agree_audit
+        ok = ok and agree_div and agree_audit
         print(
             f"  same divergent pairs and first offsets as DuckDB: divergence comparison {agree_div}, "
             f"audit KA601 {agree_audit}"
@@ -502,13 +496,23 @@ def main() -> None:
         )
         print(
             f"  divergence / DuckDB two-pass: first {div['first'] / two['first']:5.2f}x   "
-            f"warm {div['warm'] / two['warm']:5.2f}x"
+            f"warm {div['warm'] / two['warm']:5.2f}x",
+            flush=True,
         )
+
+    for master in _masters(args):
+        measure(master, master, None)
+    if args.standalone:
+        try:
+            with standalone(args.standalone, args.worker_memory) as (url, env):
+                measure(f"standalone {args.standalone}x1 core", url, env)
+        except (TimeoutError, OSError, RuntimeError) as exc:
+            print(f"standalone master: not run ({exc})")
     print(
         f"DuckDB pairwise / two-pass: first {duck['pairwise']['first'] / two['first']:.2f}x, "
         f"warm {duck['pairwise']['warm'] / two['warm']:.2f}x"
     )
-    if len(runs) > 1:
+    if len(runs) > 1 and runs[0][1]["warm"] > 0:
         print("side by side (seconds; speed-up of the warm runs over the first row):")
         heads = [("audit first", 12), ("audit warm", 11), ("div first", 10), ("div warm", 9)]
         heads += [("audit x", 8), ("div x", 7)]
