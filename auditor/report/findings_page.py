@@ -27,6 +27,7 @@ from auditor.report.columns import AUDIT_COLUMNS, SCAN_COLUMNS
 from auditor.report.epoch_chart import epoch_timeline_svg, first_divergence
 from auditor.report.model import TOOL_NAME, Report
 from auditor.report.page import Markup, Section, render_page, report_page, severity_badge, tag
+from auditor.report.timeline import change_note
 
 MAX_PARTITIONS = 200
 """At most this many flagged partitions get a block (replicas, timelines, election) on the audit page, the
@@ -318,11 +319,7 @@ def kraft_blocks(timeline: Mapping[str, Any] | None) -> list[object]:
     headers += ["replicas", "leaderRecoveryState", "note"]
     rows, classes = [], []
     for c in changes:
-        note = "created" if c.get("type") == "PARTITION_RECORD" else ""
-        if c.get("unclean"):
-            note = f"UNCLEAN election (previous ISR {_ids(c.get('previousIsr'))})"
-        elif c.get("previousIsr") is not None:
-            note = f"leader change (previous ISR {_ids(c.get('previousIsr'))})"
+        note = change_note(c.get("type"), c.get("unclean"), c.get("previousIsr"), _ids)
         offset = c.get("metadataOffset")
         cells: list[object] = [
             "snapshot" if c.get("fromSnapshot") or (offset is not None and offset < 0) else _num(offset),

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, TextIO
 
 from auditor.kafka.epochs import NO_LEADER
@@ -168,6 +168,16 @@ def write_jsonl(timelines: dict[str, Timeline], stream: TextIO) -> None:
 # ------------------------------------------------------------------------------------------------ Rich
 
 
+def change_note(record_type: Any, unclean: Any, previous_isr: Any, ids: Callable[[Any], str]) -> str:
+    """The note of one partition change of the KRaft timeline (text and HTML): ``created`` for its
+    PartitionRecord, an unclean election or a leader change with the ISR before it (``ids`` formats it)."""
+    if unclean:
+        return f"UNCLEAN election (previous ISR {ids(previous_isr)})"
+    if previous_isr is not None:
+        return f"leader change (previous ISR {ids(previous_isr)})"
+    return "created" if record_type == "PARTITION_RECORD" else ""
+
+
 def _ids(xs: Any) -> str:
     return "[" + ",".join(str(x) for x in xs) + "]" if xs is not None else ""
 
@@ -207,11 +217,7 @@ def partition_renderable(pt: PartitionTimeline):
     for col in columns:
         table.add_column(col, no_wrap=col != "note")
     for ev in changes:
-        note = "created" if ev.get("type") == "PARTITION_RECORD" else ""
-        if ev.get("unclean"):
-            note = f"UNCLEAN election (previous ISR {_ids(ev.get('previous_isr'))})"
-        elif ev.get("previous_isr") is not None:
-            note = f"leader change (previous ISR {_ids(ev['previous_isr'])})"
+        note = change_note(ev.get("type"), ev.get("unclean"), ev.get("previous_isr"), _ids)
         offset = (
             "snapshot" if ev.get("from_snapshot") or (ev.get("offset") or 0) < 0 else str(ev.get("offset"))
         )
