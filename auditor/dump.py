@@ -6,15 +6,22 @@ Each event is a flat dict with a ``kind`` (``file``, ``summary``, ``batch``, ``r
 (``auditor.text.encode_bytes``); the shape of every event is ``auditor/schemas/dump-events.schema.json``.
 ``auditor.dump_render`` turns the stream into text, JSON or JSON Lines. Files are opened read-only;
 nothing is created.
+
+``Dumper.events`` yields one ``record`` event per record. ``Dumper.stream``, what the command renders, gives
+the records of a well-formed batch as one ``records`` block instead (rows decoded at once by
+``parsers.record_batch.record_rows``); ``record_events`` expands a block into the very ``record`` events the
+per-record path yields (``tests/test_dump_fastpath.py``).
 """
 
 from __future__ import annotations
 
+import copy
 import dataclasses
+import functools
 import itertools
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,11 +29,24 @@ from auditor.layout.filetypes import classify, kraft_snapshot_id, partition_topi
 from auditor.text import camel, encode_bytes
 from parsers.errors import ParseError
 from parsers.files import open_regular, read_regular, regular_file_problem
-from parsers.record_batch import RecordBatch
+from parsers.record_batch import (
+    ATTR_COMPRESSION_MASK,
+    LOG_OVERHEAD,
+    RECORD_BATCH_OVERHEAD,
+    RecordBatch,
+    RecordRow,
+    record_rows,
+)
 from parsers.segment import SegmentWalker, base_offset_from_name
 
 MAX_TEXT_FILE = 64 << 20
 """Checkpoint-like files are read whole; anything larger than this is not a Kafka text file."""
+BLOCK_SECTION_BYTES = 1 << 20
+"""Records sections (as stored, compressed or not) up to this size are decoded as one ``records`` block."""
+BLOCK_DECOMPRESSED_BYTES = 4 << 20
+"""Most bytes a block's records section may decompress to; a larger one is streamed record by record."""
+BLOCK_RECORDS = 1 << 15
+"""Most records in one ``records`` block (its rows are held at once)."""
 
 
 @dataclass
@@ -94,7 +114,23 @@ def _pairs_list(raw: dict) -> list[dict]:
     return [{"key": str(k), "value": v} for k, v in raw.items()]
 
 
+@functools.lru_cache(maxsize=256)
+def _attribute_fields(attributes: int) -> tuple[bool, bool, str, str, bool]:
+    """What a batch's ``attributes`` say, as its ``RecordBatch`` properties read them: (isTransactional,
+    isControl, timestampType, compressCodec, has a deleteHorizonMs)."""
+    probe = RecordBatch(0, 0, 0, 2, 0, attributes, 0, 0, 0, 0, 0, 0, 0)
+    return (
+        probe.is_transactional,
+        probe.is_control,
+        probe.timestamp_type,
+        probe.compression_name,
+        probe.delete_horizon_ms is not None,
+    )
+
+
 def batch_event(batch: RecordBatch) -> dict:
+    transactional, control, timestamp_type, codec, horizon = _attribute_fields(batch.attributes)
+    magic = batch.magic
     return {
         "kind": "batch",
         "baseOffset": batch.base_offset,
@@ -105,20 +141,51 @@ def batch_event(batch: RecordBatch) -> dict:
         "producerId": batch.producer_id,
         "producerEpoch": batch.producer_epoch,
         "partitionLeaderEpoch": batch.partition_leader_epoch,
-        "isTransactional": batch.is_transactional,
-        "isControl": batch.is_control,
-        "deleteHorizonMs": batch.delete_horizon_ms,
+        "isTransactional": transactional,
+        "isControl": control,
+        "deleteHorizonMs": batch.base_timestamp if horizon else None,
         "position": batch.position,
-        "timestampType": batch.timestamp_type,
+        "timestampType": timestamp_type,
         "baseTimestamp": batch.base_timestamp,
         "maxTimestamp": batch.max_timestamp,
         "size": batch.size,
-        "magic": batch.magic,
-        "compressCodec": batch.compression_name,
+        "magic": magic,
+        "compressCodec": codec,
         "crc": batch.crc,
         "computedCrc": batch.computed_crc,
-        "isValid": batch.crc_valid and batch.magic == 2,
+        "isValid": batch.crc_valid and magic == 2,
     }
+
+
+def record_event(timestamp_type: str, row: RecordRow) -> dict:
+    """The ``record`` event of one v2 record (``row`` as ``parsers.record_batch.record_rows`` gives it)."""
+    offset, timestamp, key_size, value_size, sequence, header_keys = row
+    return {
+        "kind": "record",
+        "offset": offset,
+        "timestampType": timestamp_type,
+        "timestamp": timestamp,
+        "keySize": key_size,
+        "valueSize": value_size,
+        "sequence": sequence,
+        "headerKeys": list(header_keys),
+    }
+
+
+def record_events(block: dict) -> Iterator[dict]:
+    """The ``record`` events of a ``records`` block, one per row."""
+    timestamp_type = block["timestampType"]
+    for row in block["rows"]:
+        yield record_event(timestamp_type, row)
+
+
+def expand_blocks(events: Iterator[dict]) -> Iterator[dict]:
+    """``events`` with every ``records`` block replaced by its ``record`` events."""
+    for event in events:
+        if event["kind"] == "records":
+            yield from record_events(event)
+        else:
+            yield event
 
 
 def legacy_event(entry) -> dict:
@@ -145,13 +212,58 @@ def _codec_name(codec: int) -> str:
     return COMPRESSION_NAMES.get(codec, f"unknown({codec})")
 
 
-class Dumper:
-    """Turns one file into events according to :class:`DumpOptions`."""
+CONTROL_MEMO_BYTES = 256
+"""Control records up to this size (key and value) are decoded once per distinct bytes."""
 
-    def __init__(self, options: DumpOptions) -> None:
+
+@functools.lru_cache(maxsize=64)
+def _control_fields(key: bytes | None, value: bytes | None) -> dict:
+    """The event fields of a control record; memoized, as transaction markers repeat the same bytes (a copy
+    goes into each event)."""
+    from parsers.control import decode_control_record
+
+    try:
+        ctl = decode_control_record(key, value)
+    except ParseError as exc:
+        return {"controlError": exc.message}
+    return {"controlType": ctl.type_name, "controlData": to_jsonable(ctl.data)}
+
+
+class _Window:
+    """``read(position, size)`` of a file served from one cached window of :data:`BLOCK_SECTION_BYTES` or
+    more (a read call per small batch costs more than decoding its records)."""
+
+    __slots__ = ("_read", "_start", "_data")
+
+    def __init__(self, read: Callable[[int, int], bytes]) -> None:
+        self._read = read
+        self._start = 0
+        self._data = b""
+
+    def read(self, position: int, size: int) -> bytes:
+        offset = position - self._start
+        if offset < 0 or offset + size > len(self._data):
+            self._data = self._read(position, max(size, BLOCK_SECTION_BYTES))
+            self._start, offset = position, 0
+        return self._data[offset : offset + size]
+
+
+class Dumper:
+    """Turns one file into events according to :class:`DumpOptions`; ``blocks=False`` decodes every batch
+    record by record (the reference the block path is tested against)."""
+
+    def __init__(self, options: DumpOptions, *, blocks: bool = True) -> None:
         self.options = options
+        self.blocks = blocks and not options.print_values
 
     def events(self, path: str | Path) -> Iterator[dict]:
+        """The events of one file, one ``record`` event per record."""
+        return expand_blocks(self.stream(path))
+
+    def stream(self, path: str | Path) -> Iterator[dict]:
+        """The events of one file, the records of a well-formed batch in one ``records`` block (``rows``:
+        ``(offset, timestamp, keySize, valueSize, sequence, headerKeys)``, with the batch's
+        ``timestampType``)."""
         path = str(path)
         kind = classify(path)
         yield {
@@ -185,6 +297,7 @@ class Dumper:
             yield {"kind": "summary", "logStartingOffset": base_offset_from_name(path)}
         decoder = self._decoder_for(path, kind)
         walker = SegmentWalker(path, max_bytes=opts.max_bytes, stop_on_invalid=False)
+        window = _Window(walker.read)
         batches = valid = records = 0
         first_bad: dict | None = None
         record_errors: list[dict] = []
@@ -197,6 +310,11 @@ class Dumper:
                 first_bad = event
             yield event
             if opts.deep:
+                block = self._record_block(window.read, item) if is_v2 and self.blocks else None
+                if block is not None:
+                    records += len(block["rows"])
+                    yield block
+                    continue
                 for rec in self._records(walker, item, decoder) if is_v2 else self._legacy_records(item):
                     if rec["kind"] == "error":
                         record_errors.append(rec)
@@ -253,22 +371,42 @@ class Dumper:
             return "transaction-log"
         return "none"
 
+    @staticmethod
+    def _record_block(read: Callable[[int, int], bytes], batch: RecordBatch) -> dict | None:
+        """The records of a data batch (its file bytes through ``read(position, size)``) as one ``records``
+        block, when its section is small enough to hold and decodes whole; None otherwise (``_records`` then
+        streams them, and says where decoding stops)."""
+        count = batch.records_count
+        size = batch.batch_length - (RECORD_BATCH_OVERHEAD - LOG_OVERHEAD)
+        _, control, timestamp_type, _, _ = _attribute_fields(batch.attributes)
+        if control or not 0 <= count <= BLOCK_RECORDS or size > BLOCK_SECTION_BYTES:
+            return None
+        section = read(batch.position + RECORD_BATCH_OVERHEAD, size)
+        if len(section) != size:
+            return None
+        codec = batch.attributes & ATTR_COMPRESSION_MASK
+        if codec:
+            from parsers import codecs
+
+            try:
+                section = codecs.decompress(codec, section, limit=BLOCK_DECOMPRESSED_BYTES)
+            except ParseError:
+                return None
+        rows = record_rows(batch, section)
+        if rows is None:
+            return None
+        return {"kind": "records", "timestampType": timestamp_type, "rows": rows}
+
     def _records(self, walker: SegmentWalker, batch: RecordBatch, decoder: str) -> Iterator[dict]:
         """Record events of one batch, streamed (the batch is never held whole); an ``error`` event at the
         file byte where decoding failed ends them."""
         payloads = self.options.print_values or batch.is_control
         try:
+            timestamp_type = batch.timestamp_type
             for rec in walker.records(batch, payloads=payloads):
-                event = {
-                    "kind": "record",
-                    "offset": rec.offset,
-                    "timestampType": batch.timestamp_type,
-                    "timestamp": rec.timestamp,
-                    "keySize": rec.key_size,
-                    "valueSize": rec.value_size,
-                    "sequence": rec.sequence,
-                    "headerKeys": [h.key for h in rec.headers],
-                }
+                row = (rec.offset, rec.timestamp, rec.key_size, rec.value_size, rec.sequence, ())
+                event = record_event(timestamp_type, row)
+                event["headerKeys"] = [h.key for h in rec.headers]
                 if batch.is_control:
                     event.update(self._control(rec))
                 elif self.options.print_values:
@@ -284,14 +422,12 @@ class Dumper:
                 f"do not decode at byte {exc.offset}: {exc.message}",
             }
 
-    def _control(self, rec) -> dict:
-        from parsers.control import decode_control_record
-
-        try:
-            ctl = decode_control_record(rec.key, rec.value)
-        except ParseError as exc:
-            return {"controlError": exc.message}
-        return {"controlType": ctl.type_name, "controlData": to_jsonable(ctl.data)}
+    @staticmethod
+    def _control(rec) -> dict:
+        key, value = rec.key, rec.value
+        if len(key or b"") + len(value or b"") > CONTROL_MEMO_BYTES:
+            return _control_fields.__wrapped__(key, value)
+        return copy.deepcopy(_control_fields(key, value))
 
     def _payload(self, rec, decoder: str) -> dict:
         out: dict = {}

@@ -1,14 +1,18 @@
 """Render ``auditor.dump`` event streams as text (``kafka-dump-log.sh`` style), JSON or JSON Lines.
 
-All three stream: memory stays constant however large the segment.
+All three stream: memory stays constant however large the segment. A ``records`` block
+(``Dumper.stream``) is written in one piece, byte for byte what its ``record`` events would give
+(``tests/test_dump_fastpath.py``).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Iterator
+from json.encoder import encode_basestring_ascii
 from typing import TextIO
 
+from auditor.text import visible
 from parsers.errors import ParseError
 
 DUMP_JSON_VERSION = 2
@@ -27,18 +31,75 @@ def _batch_line(e: dict) -> str:
             f"size: {e['size']} magic: {e['magic']} compresscodec: {e['compressCodec']} crc: {e['crc']} "
             f"isvalid: {_bool(e['isValid'])}"
         )
-    horizon = (
-        "OptionalLong.empty" if e["deleteHorizonMs"] is None else f"OptionalLong[{e['deleteHorizonMs']}]"
+    horizon = e["deleteHorizonMs"]
+    return _BATCH_LINE % (
+        e["baseOffset"],
+        e["lastOffset"],
+        e["count"],
+        e["baseSequence"],
+        e["lastSequence"],
+        e["producerId"],
+        e["producerEpoch"],
+        e["partitionLeaderEpoch"],
+        "true" if e["isTransactional"] else "false",
+        "true" if e["isControl"] else "false",
+        "OptionalLong.empty" if horizon is None else f"OptionalLong[{horizon}]",
+        e["position"],
+        e["timestampType"],
+        e["maxTimestamp"],
+        e["size"],
+        e["magic"],
+        e["compressCodec"],
+        e["crc"],
+        "true" if e["isValid"] else "false",
     )
-    return (
-        f"baseOffset: {e['baseOffset']} lastOffset: {e['lastOffset']} count: {e['count']} "
-        f"baseSequence: {e['baseSequence']} lastSequence: {e['lastSequence']} producerId: {e['producerId']} "
-        f"producerEpoch: {e['producerEpoch']} partitionLeaderEpoch: {e['partitionLeaderEpoch']} "
-        f"isTransactional: {_bool(e['isTransactional'])} isControl: {_bool(e['isControl'])} "
-        f"deleteHorizonMs: {horizon} position: {e['position']} {e['timestampType']}: {e['maxTimestamp']} "
-        f"size: {e['size']} magic: {e['magic']} compresscodec: {e['compressCodec']} crc: {e['crc']} "
-        f"isvalid: {_bool(e['isValid'])}"
+
+
+_BATCH_LINE = (
+    "baseOffset: %s lastOffset: %s count: %s baseSequence: %s lastSequence: %s producerId: %s "
+    "producerEpoch: %s partitionLeaderEpoch: %s isTransactional: %s isControl: %s deleteHorizonMs: %s "
+    "position: %s %s: %s size: %s magic: %s compresscodec: %s crc: %s isvalid: %s"
+)
+"""A v2 batch line of ``kafka-dump-log.sh`` (one %-format: faster than an f-string of dict lookups)."""
+
+
+def _batch_object(e: dict) -> str:
+    """``_compact(e)`` of a v2 batch event (``auditor.dump.batch_event``: its keys in its order), without
+    the generic encoder."""
+    horizon = e["deleteHorizonMs"]
+    computed = e["computedCrc"]
+    return _BATCH_OBJECT % (
+        e["baseOffset"],
+        e["lastOffset"],
+        e["count"],
+        e["baseSequence"],
+        e["lastSequence"],
+        e["producerId"],
+        e["producerEpoch"],
+        e["partitionLeaderEpoch"],
+        "true" if e["isTransactional"] else "false",
+        "true" if e["isControl"] else "false",
+        "null" if horizon is None else horizon,
+        e["position"],
+        encode_basestring_ascii(e["timestampType"]),
+        e["baseTimestamp"],
+        e["maxTimestamp"],
+        e["size"],
+        e["magic"],
+        encode_basestring_ascii(e["compressCodec"]),
+        e["crc"],
+        "null" if computed is None else computed,
+        "true" if e["isValid"] else "false",
     )
+
+
+_BATCH_OBJECT = (
+    '"kind":"batch","baseOffset":%d,"lastOffset":%d,"count":%d,"baseSequence":%d,"lastSequence":%d,'
+    '"producerId":%d,"producerEpoch":%d,"partitionLeaderEpoch":%d,"isTransactional":%s,"isControl":%s,'
+    '"deleteHorizonMs":%s,"position":%d,"timestampType":%s,"baseTimestamp":%d,"maxTimestamp":%d,"size":%d,'
+    '"magic":%d,"compressCodec":%s,"crc":%d,"computedCrc":%s,"isValid":%s}'
+)
+"""The members of a v2 batch event after its opening brace (and ``"file"`` in JSON Lines)."""
 
 
 def _record_line(e: dict) -> str:
@@ -75,95 +136,169 @@ def _record_line(e: dict) -> str:
     return " ".join(parts)
 
 
+def _record_lines(block: dict) -> str:
+    """The text lines of a ``records`` block, as ``_record_line`` writes each of its records (only header
+    keys come from the data, so only they can hold characters to escape)."""
+    ts_type = block["timestampType"]
+    return "".join(
+        [
+            f"| offset: {offset} {ts_type}: {timestamp} keySize: {key_size} valueSize: {value_size} "
+            f"sequence: {sequence} headerKeys: [{visible(','.join(keys)) if keys else ''}]\n"
+            for offset, timestamp, key_size, value_size, sequence, keys in block["rows"]
+        ]
+    )
+
+
+def _record_objects(block: dict, head: str) -> list[str]:
+    """The compact JSON objects of a ``records`` block's ``record`` events, each opened by ``head`` (``{``,
+    or ``{"file":…,`` for JSON Lines)."""
+    ts_type = encode_basestring_ascii(block["timestampType"])
+    return [
+        f'{head}"kind":"record","offset":{offset},"timestampType":{ts_type},"timestamp":{timestamp},'
+        f'"keySize":{key_size},"valueSize":{value_size},"sequence":{sequence},'
+        f'"headerKeys":[{",".join(map(encode_basestring_ascii, keys))}]}}'
+        for offset, timestamp, key_size, value_size, sequence, keys in block["rows"]
+    ]
+
+
+_compact = json.JSONEncoder(separators=(",", ":")).encode
+"""``json.dumps(value, separators=(",", ":"))`` without building an encoder per call."""
+
+
 def _pairs(e: dict) -> str:
     return " ".join(
         f"{k}: {json.dumps(v) if isinstance(v, (dict, list)) else v}" for k, v in e.items() if k != "kind"
     )
 
 
+WRITE_CHUNK = 1 << 16
+"""Characters of output joined before one ``write`` (a write per line costs more than the line)."""
+
+
+def _write_joined(pieces: Iterable[str], out: TextIO) -> None:
+    """Write ``pieces`` about :data:`WRITE_CHUNK` characters at a time, what was joined so far also when
+    the events stop on an exception."""
+    parts: list[str] = []
+    have = 0
+    try:
+        for piece in pieces:
+            parts.append(piece)
+            have += len(piece)
+            if have >= WRITE_CHUNK:
+                out.write("".join(parts))
+                parts.clear()
+                have = 0
+    finally:
+        out.write("".join(parts))
+
+
 def render_text(events: Iterable[dict], out: TextIO) -> None:
-    from auditor.text import visible
+    _write_joined(_text_pieces(events), out)
 
-    def write(line: str) -> None:
-        """One line, its control and bidi characters (file names, keys, values) made visible."""
-        body, end = (line[:-1], "\n") if line.endswith("\n") else (line, "")
-        out.write(visible(body) + end)
 
+def _text_pieces(events: Iterable[dict]) -> Iterator[str]:
     marked = False
     for e in events:
         kind = e["kind"]
-        if kind == "batch":
-            write(_batch_line(e) + "\n")
+        if kind == "records":
+            yield _record_lines(e)
+        elif kind == "batch":
+            yield _batch_line(e) + "\n"  # numbers and Kafka's own words: nothing to escape
         elif kind == "record":
-            write(_record_line(e) + "\n")
+            yield visible(_record_line(e)) + "\n"
         elif kind == "entry":
-            write(_pairs(e) + "\n")
+            yield visible(_pairs(e)) + "\n"
         elif kind == "file":
             marked = False
-            write(f"Dumping {e['path']}\n")
+            yield visible(f"Dumping {e['path']}") + "\n"
         elif kind == "summary":
             if "logStartingOffset" in e:
-                write(f"Log starting offset: {e['logStartingOffset']}\n")
+                yield f"Log starting offset: {e['logStartingOffset']}\n"
             elif e.get("bootstrap"):
-                write("KRaft bootstrap snapshot\n")
+                yield "KRaft bootstrap snapshot\n"
             elif "snapshotEndOffset" in e:
-                write(f"Snapshot end offset: {e['snapshotEndOffset']}, epoch: {e['snapshotEpoch']}\n")
+                yield f"Snapshot end offset: {e['snapshotEndOffset']}, epoch: {e['snapshotEpoch']}\n"
             else:
-                write("# " + _pairs(e) + "\n")
+                yield visible("# " + _pairs(e)) + "\n"
         elif kind == "stop":
             if e["reason"] == "max-bytes":
-                write(
+                yield (
                     f"... stopped after {e['position']} bytes (--max-bytes); rest of file not shown: "
                     f"{e['fileSize'] - e['position']} bytes\n"
                 )
             elif e["reason"] != "end":
                 marked = True
-                write(
-                    f"!! decoding stopped at byte {e['position']}: {e['message']} "
-                    f"({e['trailingBytes']} bytes not decoded)\n"
+                yield (
+                    visible(
+                        f"!! decoding stopped at byte {e['position']}: {e['message']} "
+                        f"({e['trailingBytes']} bytes not decoded)"
+                    )
+                    + "\n"
                 )
         elif kind == "error":  # records that do not decode: the marker at the byte where decoding failed
             marked = True
-            write(f"!! byte {e.get('position')}: {e['message']}\n")
+            yield visible(f"!! byte {e.get('position')}: {e['message']}") + "\n"
         elif kind == "failed" and not marked:
-            write(f"!! decoding stopped: {e['message']}\n")
+            yield visible(f"!! decoding stopped: {e['message']}") + "\n"
 
 
 def render_jsonl(events: Iterable[dict], out: TextIO) -> None:
+    _write_joined(_jsonl_pieces(events), out)
+
+
+def _jsonl_pieces(events: Iterable[dict]) -> Iterator[str]:
     path = None
+    head = '{"file":null,'
     for e in events:
-        if e["kind"] == "file":
+        kind = e["kind"]
+        if kind == "records":
+            if e["rows"]:
+                yield "\n".join(_record_objects(e, head)) + "\n"
+            continue
+        if kind == "batch" and "baseSequence" in e:
+            yield head + _batch_object(e) + "\n"
+            continue
+        if kind == "file":
             path = e["path"]
-        out.write(json.dumps({"file": path, **e}, separators=(",", ":")) + "\n")
+            head = f'{{"file":{_compact(path)},'
+        yield _compact({"file": path, **e}) + "\n"
 
 
 def render_json(events: Iterable[dict], out: TextIO) -> None:
     """One JSON document ``{"version": 2, "files": [{"path", "fileType", "events": [...], "error"}]}``."""
-    write = out.write
-    write(f'{{"version":{DUMP_JSON_VERSION},"files":[')
+    _write_joined(_json_pieces(events), out)
+
+
+def _json_pieces(events: Iterable[dict]) -> Iterator[str]:
+    yield f'{{"version":{DUMP_JSON_VERSION},"files":['
     first_file = True
     in_file = False
     first_event = True
     error = None
     for e in events:
-        if e["kind"] == "file":
+        kind = e["kind"]
+        if kind == "file":
             if in_file:
-                write(f'],"error":{json.dumps(error)}}}')
-            write(
+                yield f'],"error":{json.dumps(error)}}}'
+            yield (
                 ("" if first_file else ",")
                 + json.dumps({k: v for k, v in e.items() if k != "kind"})[:-1]
                 + ',"events":['
             )
             first_file, in_file, first_event, error = False, True, True, None
-            continue
-        if e["kind"] == "failed":
+        elif kind == "failed":
             error = e
-            continue
-        write(("" if first_event else ",") + json.dumps(e, separators=(",", ":")))
-        first_event = False
+        elif kind == "records":
+            if e["rows"]:
+                yield ("" if first_event else ",") + ",".join(_record_objects(e, "{"))
+                first_event = False
+        else:
+            json_event = "{" + _batch_object(e) if kind == "batch" and "baseSequence" in e else _compact(e)
+            yield ("" if first_event else ",") + json_event
+            first_event = False
     if in_file:
-        write(f'],"error":{json.dumps(error)}}}')
-    write("]}\n")
+        yield f'],"error":{json.dumps(error)}}}'
+    yield "]}\n"
 
 
 RENDERERS: dict[str, Callable[[Iterable[dict], TextIO], None]] = {

@@ -11,8 +11,9 @@ Measured, each in the same run of this script, on the same files:
   ``--standalone 2`` also a standalone master with two one-core workers on 127.0.0.1). Each master runs in
   two fresh Python processes (so that "first run" is the first action of a new JVM, what a CLI user sees):
   one runs the full audit (``run_audit``) twice, the other the divergence comparison alone twice (the same
-  code as ``bench_audit.py``: chunk digests, candidate chunks, rows of the candidate chunks,
-  ``compare.first_divergence``, collected). Spark's start-up is printed apart and not in these times.
+  code as the audit: chunk digests, candidate chunks, rows of the candidate chunks read through the
+  audit's pushed-down predicate ``compare._prune``, ``compare.first_divergence``, collected). Spark's
+  start-up is printed apart and not in these times.
 * DuckDB (2 threads: ``SET threads=2``), two queries over the same extracts read straight from Parquet,
   each run twice in a fresh in-memory connection:
 
@@ -200,7 +201,11 @@ def spark_divergence(spark, inputs) -> dict[Pair, int]:
             F.expr("bit_xor(sig)").alias("x"), F.count(F.lit(1)).alias("n")
         )
         chunks = compare.candidate_chunks(digest, replicas)
-        candidates = batches.join(F.broadcast(chunks), ["tp", "chunk"], "left_semi")
+        # the second scan as the audit reads it: pushed-down spans of the candidate chunks (compare._prune)
+        pruned = compare._prune(tables.batch, chunks, replicas, compare.CHUNK_BITS)
+        candidates = compare.batch_columns(pruned, compare.CHUNK_BITS).join(
+            F.broadcast(chunks), ["tp", "chunk"], "left_semi"
+        )
         found = compare.first_divergence(candidates, compare.replica_pairs(replicas))
         rows_ = found.select("cluster", "topic", "partition", "a", "b", "offset").collect()
     return {(r[0], r[1], int(r[2]), int(r[3]), int(r[4])): int(r[5]) for r in rows_}
@@ -278,7 +283,10 @@ def run_spark(args: argparse.Namespace, master: str, kind: str, env: dict[str, s
             cmd += ["--driver-memory", args.driver_memory]
         if args.executor_memory:
             cmd += ["--executor-memory", args.executor_memory]
-        proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
+        # the fleet path on every master, whatever the data's size (small data would take the small-input
+        # path on local masters only: auditor.spark.tuning)
+        child_env = {**(env if env is not None else os.environ), "KAFKA_AUDITOR_SMALL_INPUT_BYTES": "0"}
+        proc = subprocess.run(cmd, env=child_env, capture_output=True, text=True)
         if proc.returncode != 0 or not out.exists():
             lines = (proc.stderr or "").strip().splitlines()
             why = [ln for ln in lines if "Error" in ln or "Exception" in ln][:6] or lines[-10:]

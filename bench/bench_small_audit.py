@@ -7,8 +7,11 @@ replicas), written once under ``--demo DIR`` and reused.
 Measured, in one run of this script:
 
 * as a user sees it: wall seconds of a fresh ``kafka-auditor audit CLUSTER -f json -o FILE --exit-zero
-  --no-progress`` process (the console script of this venv, JVM start included), ``--runs`` times; the
-  median, min and max. ``--export-lost`` adds the ``make demo`` export to every run.
+  --no-progress`` process (the console script of this venv, JVM start included), ``--runs`` times, and
+  as many runs of the baseline, interleaved with them: the same command with the small-input settings and
+  the class-data-sharing archive off (``KAFKA_AUDITOR_SMALL_INPUT_BYTES=0 KAFKA_AUDITOR_CDS=off``: the
+  audit as it ran before them); the median, min and max of each and the speed-up. ``--export-lost`` adds
+  the ``make demo`` export to every run. The first run of a machine writes the archive (once).
 * inside one fresh Python process (a child of this script, doing what the CLI does, step by step), the
   seconds of each phase:
 
@@ -19,11 +22,14 @@ Measured, in one run of this script:
     ``launch_gateway``, timed by wrapping it); Spark session (the rest of ``get_spark``);
   - planning, and the per-partition results (final collect), from the stage timings ``run_audit`` records
     in an ``auditor.report.progress.Stages`` given as ``stages=``;
-  - inside its "extracting and comparing the replicas" stage, each eager ``localCheckpoint`` of
-    ``compare.audit`` (timed by wrapping ``compare._materialize``; each step counts from the end of the
-    previous one, so the driver's planning between actions is in it), grouped as: extraction job (the first
-    action, which fills the persisted extract), comparisons (digests, candidate chunks, prune, candidates,
-    divergence), per-partition rules, lag/loss/findings;
+  - inside its "extracting and comparing the replicas" stage, each intermediate of ``compare.audit`` (timed
+    by wrapping ``compare._materialize``, the eager ``localCheckpoint`` of large inputs, ``compare._cached``,
+    the lineage cut of small inputs, and ``arrow.rows_of``, the small inputs' collect of the Python rules'
+    rows; each step counts from the end of the previous one, so the driver's planning between actions is
+    in it), grouped as: extraction job (large inputs: the first action, which fills the persisted extract;
+    small inputs are extracted in the driver, in the planning stage), comparisons (digests, candidate
+    chunks, prune, candidates, divergence), per-partition rules (small inputs: the first action, which
+    also computes the comparisons), lag/loss/findings;
   - building and writing the JSON report (the CLI's ``ReportOptions.write``).
 
   Spark jobs, stages and tasks of each phase come from ``SparkContext.statusTracker()``: a job group is set
@@ -31,7 +37,9 @@ Measured, in one run of this script:
   task counts (stages skipped because their shuffle output was already there are counted apart). No
   SparkListener, no UI.
 
-Checked: the child's report has as many findings as every CLI run's. No assertion on timings.
+Also printed: the CPU seconds of the child's JVM and Python (less sensitive to other load than wall
+seconds). Checked: the child's report has as many findings as every CLI run's (baseline runs included). No
+assertion on timings.
 
 Usage: python bench/bench_small_audit.py [--runs 5] [--demo DIR] [--master local[2]] [--export-lost]
 """
@@ -77,35 +85,49 @@ def findings_in(report: Path) -> int:
     return len(json.loads(report.read_text())["findings"])
 
 
-def cli_runs(args: argparse.Namespace, cluster: Path, tmp: Path) -> tuple[list[float], list[int]]:
-    """Wall seconds and findings of ``--runs`` fresh ``kafka-auditor audit`` processes."""
-    seconds, findings = [], []
+BASELINE_ENV = {"KAFKA_AUDITOR_SMALL_INPUT_BYTES": "0", "KAFKA_AUDITOR_CDS": "off"}
+"""The baseline: the same command with the small-input settings and the class-data-sharing archive off (the
+audit as it ran before them: every input treated as large)."""
+
+
+def cli_runs(args: argparse.Namespace, cluster: Path, tmp: Path) -> dict[str, tuple[list[float], list[int]]]:
+    """Wall seconds and findings of ``--runs`` fresh ``kafka-auditor audit`` processes as installed and as
+    many with :data:`BASELINE_ENV`, interleaved (one of each in turn: the machine's load hits both)."""
+    out: dict[str, tuple[list[float], list[int]]] = {"default": ([], []), "baseline": ([], [])}
     for i in range(args.runs):
-        report = tmp / f"cli-{i}.json"
-        cmd = [
-            *_cli(),
-            "audit",
-            str(cluster),
-            "-f",
-            "json",
-            "-o",
-            str(report),
-            "--exit-zero",
-            "--no-progress",
-        ]
-        if args.master:
-            cmd += ["--master", args.master]
-        if args.export_lost:
-            cmd += ["--export-lost", str(tmp / f"lost-{i}")]
-        t0 = time.perf_counter()
-        proc = subprocess.run(cmd, capture_output=True, text=True)
-        seconds.append(time.perf_counter() - t0)
-        if proc.returncode != 0:
-            raise SystemExit(
-                f"kafka-auditor audit failed (exit {proc.returncode}): {proc.stderr.strip()[-2000:]}"
-            )
-        findings.append(findings_in(report))
-    return seconds, findings
+        for name, extra in (("default", {}), ("baseline", BASELINE_ENV)):
+            seconds, found = cli_run(args, cluster, tmp, f"{name}-{i}", extra)
+            out[name][0].append(seconds)
+            out[name][1].append(found)
+    return out
+
+
+def cli_run(args: argparse.Namespace, cluster: Path, tmp: Path, name: str, extra: dict) -> tuple[float, int]:
+    """One fresh ``kafka-auditor audit`` process: its wall seconds and findings."""
+    report = tmp / f"cli-{name}.json"
+    cmd = [
+        *_cli(),
+        "audit",
+        str(cluster),
+        "-f",
+        "json",
+        "-o",
+        str(report),
+        "--exit-zero",
+        "--no-progress",
+    ]
+    if args.master:
+        cmd += ["--master", args.master]
+    if args.export_lost:
+        cmd += ["--export-lost", str(tmp / f"lost-{name}")]
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **extra})
+    seconds = time.perf_counter() - t0
+    if proc.returncode != 0:
+        raise SystemExit(
+            f"kafka-auditor audit failed (exit {proc.returncode}): {proc.stderr.strip()[-2000:]}"
+        )
+    return seconds, findings_in(report)
 
 
 # ------------------------------------------------------------------------------------- the child process
@@ -147,6 +169,16 @@ def _label(frame) -> str:
     return name or f"line {frame.f_lineno}"
 
 
+def _rules_caller(frame) -> str:
+    """The function of ``auditor.spark.compare`` that handed rows to the driver's Python rules."""
+    while frame is not None:
+        name = frame.f_code.co_name
+        if frame.f_code.co_filename.endswith("compare.py") and name not in ("python_rows",):
+            return name
+        frame = frame.f_back
+    return "?"
+
+
 def child(args: argparse.Namespace) -> None:
     """The audit in this (fresh) process, phase by phase; the figures to ``--child-out`` as JSON."""
     import auditor.cli  # noqa: F401 - what the console script loads first
@@ -154,7 +186,7 @@ def child(args: argparse.Namespace) -> None:
     from auditor.cli.common import ReportOptions
     from auditor.report.progress import Stages
     from auditor.rules.registry import AUDIT_SCOPES
-    from auditor.spark.inputs import check_inputs, discover
+    from auditor.spark.inputs import PARQUET_WEIGHT, check_inputs, discover, input_bytes
     from auditor.spark.session import default_master, get_spark
 
     phases: list[tuple[str, float, list[int]]] = []
@@ -193,7 +225,8 @@ def child(args: argparse.Namespace) -> None:
 
     context.launch_gateway = launch_gateway
     t0 = time.perf_counter()
-    spark = get_spark(args.master or default_master(), log_level="ERROR")
+    size = input_bytes(inputs, PARQUET_WEIGHT)  # as the CLI computes it
+    spark = get_spark(args.master or default_master(), log_level="ERROR", input_bytes=size)
     started = time.perf_counter() - t0
     context.launch_gateway = original_launch
     phases.append(("JVM launch (launch_gateway)", launch["seconds"], []))
@@ -206,13 +239,29 @@ def child(args: argparse.Namespace) -> None:
     # steps of compare.audit: each eager localCheckpoint, timed from the end of the previous one
     steps: list[tuple[str, float, list[int]]] = []
     mark = {"t": 0.0}
+    from auditor.spark import arrow
+
     original_materialize, original_audit = compare._materialize, compare.audit
+    original_cached, original_rows_of = compare._cached, arrow.rows_of
+
+    def step(label: str) -> None:
+        now = time.perf_counter()
+        steps.append((label, now - mark["t"], jobs.new()))
+        mark["t"] = now
 
     def materialize(df):
         out = original_materialize(df)
-        now = time.perf_counter()
-        steps.append((_label(sys._getframe(1)), now - mark["t"], jobs.new()))
-        mark["t"] = now
+        step(_label(sys._getframe(1)))
+        return out
+
+    def cached(df):  # small inputs: the lineage cut without a job
+        out = original_cached(df)
+        step(_label(sys._getframe(1)))
+        return out
+
+    def rows_of(df):  # small inputs: the Python rules' rows collected to the driver (an action)
+        out = original_rows_of(df)
+        step(f"rules in the driver: {_rules_caller(sys._getframe(1))}")
         return out
 
     def audit(*a, **kw):
@@ -225,6 +274,7 @@ def child(args: argparse.Namespace) -> None:
 
     planning_jobs: list[int] = []
     compare._materialize, compare.audit = materialize, audit
+    compare._cached, arrow.rows_of = cached, rows_of
     stages = Stages(enabled=False)
     try:
         result = run_audit(
@@ -235,6 +285,7 @@ def child(args: argparse.Namespace) -> None:
         )
     finally:
         compare._materialize, compare.audit = original_materialize, original_audit
+        compare._cached, arrow.rows_of = original_cached, original_rows_of
     after_audit = jobs.new()
     timings = dict(stages.timings)
 
@@ -243,13 +294,15 @@ def child(args: argparse.Namespace) -> None:
 
     phases.append(("planning (run_audit stage)", stage_named("planning"), planning_jobs))
     groups: dict[str, tuple[float, list[int]]] = {}
-    for i, (label, seconds, ids) in enumerate(steps):
-        if i == 0:
-            group = f"extraction job (first action: {label})"
-        elif "rule" in label:
+    driver_rules = "rules in the driver: "
+    for label, seconds, ids in steps:
+        if label in ("rule_out", f"{driver_rules}rule_inputs"):
+            # small inputs: this action also computes the comparisons, planned lazily before it
             group = "per-partition rules"
-        elif label in ("lags", "logs", "loss", "findings") or label.startswith("(frames"):
+        elif label.startswith((driver_rules, "(frames")) or label in ("lags", "logs", "loss", "findings"):
             group = "lag, loss, findings"
+        elif not groups and ids:
+            group = f"extraction job (first action: {label})"
         else:
             group = "comparisons (digests, chunks, prune, candidates, divergence)"
         s, j = groups.get(group, (0.0, []))
@@ -276,16 +329,27 @@ def child(args: argparse.Namespace) -> None:
     phases.append(("building and writing the JSON report", time.perf_counter() - t0, jobs.new()))
 
     total = jobs.counts(sorted(jobs.seen))
+    cpu = {"jvm": _cpu_seconds(sc._gateway.proc.pid), "python": time.process_time()}
     out = {
         "phases": [[name, s, jobs.counts(ids)] for name, s, ids in phases],
         "steps": [[label, s, jobs.counts(ids)] for label, s, ids in steps],
         "total": total,
+        "cpu": cpu,
         "findings": findings_in(report_file),
         "end": time.time(),
         "master": sc.master,
     }
     Path(args.child_out).write_text(json.dumps(out))
     spark.stop()
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` so far (Linux ``/proc``; 0 elsewhere)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def run_child(args: argparse.Namespace, cluster: Path, tmp: Path) -> dict:
@@ -346,13 +410,21 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench-small-audit-") as name:
         tmp = Path(name)
         res = run_child(args, cluster, tmp)
-        seconds, findings = cli_runs(args, cluster, tmp)
+        runs = cli_runs(args, cluster, tmp)
 
-    print(f"\nkafka-auditor audit, fresh process, {args.runs} runs (wall seconds, JVM start included):")
-    print(
-        f"  median {statistics.median(seconds):.2f} s  min {min(seconds):.2f} s  max {max(seconds):.2f} s  "
-        f"[{', '.join(f'{s:.2f}' for s in seconds)}]"
-    )
+    print(f"\nkafka-auditor audit, fresh processes, {args.runs} of each, interleaved (wall s, JVM start in):")
+    for name, label in (
+        ("default", "as installed"),
+        ("baseline", "baseline: small-input settings and CDS off"),
+    ):
+        seconds = runs[name][0]
+        print(
+            f"  {label:<44} median {statistics.median(seconds):6.2f} s  min {min(seconds):6.2f} s  "
+            f"max {max(seconds):6.2f} s  [{', '.join(f'{s:.2f}' for s in seconds)}]"
+        )
+    ratio = statistics.median(runs["baseline"][0]) / statistics.median(runs["default"][0])
+    print(f"  speed-up over the baseline (medians): {ratio:.2f}x")
+    findings = runs["default"][1] + runs["baseline"][1]
     print(f"\none process, phase by phase ({res['master']}):")
     print(f"  {'phase':<62} {'seconds':>8}  {'jobs':>4} {'stages':>6}{'':<14} {'tasks':>5}")
     for phase, s, counts in res["phases"]:
@@ -365,6 +437,11 @@ def main() -> None:
         print("\n  the actions of compare.audit (each from the end of the previous one):")
         for label, s, counts in res["steps"]:
             print(f"    {label:<60} {s:8.2f}  {_counts(counts)}")
+    cpu = res["cpu"]
+    print(
+        f"  CPU seconds of the child: JVM {cpu['jvm']:.2f} + Python {cpu['python']:.2f} = "
+        f"{cpu['jvm'] + cpu['python']:.2f} (less sensitive to the machine's other load than wall seconds)"
+    )
     same = all(n == res["findings"] for n in findings)
     print(
         f"\nSpark: {t['jobs']} jobs, {t['stages']} stages run (+{t['skipped']} skipped), {t['tasks']} tasks; "

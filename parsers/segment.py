@@ -24,12 +24,14 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import construct as cs
 import crc32c as _crc32c
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from parsers.errors import ParseError
 from parsers.files import open_regular
+from parsers.primitives import VarInt, VarLong, read_varint
 from parsers.record_batch import (
     CRC_START,
     HEADER_FIELDS,
@@ -37,9 +39,11 @@ from parsers.record_batch import (
     HEADER_STRUCT,
     LOG_OVERHEAD,
     MAGIC_V2,
+    MAX_RECORDS_PER_BATCH,
     RECORD_BATCH_OVERHEAD,
     Record,
     RecordBatch,
+    RecordV2,
     batch_records,
 )
 
@@ -61,10 +65,10 @@ def offsets_problem(base_offset: int, last_offset_delta: int) -> str | None:
     if last_offset_delta < 0:
         return f"Record batch has a negative lastOffsetDelta {last_offset_delta}"
     if base_offset > INT64_MAX - last_offset_delta:
-        return (
-            f"Record batch's last offset {base_offset} + {last_offset_delta} is beyond the int64 range"
-        )
+        return f"Record batch's last offset {base_offset} + {last_offset_delta} is beyond the int64 range"
     return None
+
+
 _MIN_V2_LENGTH = RECORD_BATCH_OVERHEAD - LOG_OVERHEAD
 _RUN, _ONE, _LEGACY = "run", "one", "legacy"
 _NUMPY_CODES = {
@@ -464,3 +468,244 @@ def base_offset_from_name(path: str | os.PathLike) -> int:
             f"file name {name!r} does not start with a base offset (a decimal int64)", path=str(path)
         )
     return value
+
+
+# ------------------------------------------------------------------------------------ columnar records
+
+
+def _field_plan(schema: cs.Struct) -> tuple:
+    """The decoding steps of a record declaration, read off its Construct fields: ``(name, kind)`` with kind
+    ``varint``, ``varlong``, ``int8``, ``nullable`` (varint length, -1 null, then bytes), ``bytes`` (the same,
+    never null) or ``(name, "array", element plan)`` (varint count, then the elements)."""
+    subs = list(schema.subcons)
+    steps: list[tuple] = []
+    i = 0
+    while i < len(subs):
+        inner = subs[i].subcon
+        after = subs[i + 1].subcon if i + 1 < len(subs) else None
+        if inner is VarInt and isinstance(after, cs.Array):
+            steps.append((subs[i + 1].name, "array", _field_plan(after.subcon)))
+            i += 2
+        elif inner is VarInt and isinstance(after, (cs.Bytes, cs.IfThenElse)):
+            nullable = isinstance(after, cs.IfThenElse)
+            steps.append((subs[i + 1].name, "nullable" if nullable else "bytes"))
+            i += 2
+        elif isinstance(inner, cs.Struct):
+            ((_, kind),) = _field_plan(inner)
+            steps.append((subs[i].name, kind))
+            i += 1
+        else:
+            kinds = {id(VarInt): "varint", id(VarLong): "varlong", id(cs.Int8sb): "int8"}
+            if id(inner) not in kinds:
+                raise TypeError(f"field {subs[i].name!r} has no columnar decoder")
+            steps.append((subs[i].name, kinds[id(inner)]))
+            i += 1
+    return tuple(steps)
+
+
+RECORD_PLAN = _field_plan(RecordV2)
+"""``RecordV2`` as decoding steps; the first is the record's length prefix."""
+assert RECORD_PLAN[0] == ("length", "varint")
+_WIDTH = {"varint": 5, "varlong": 10}
+_PAD = 16
+"""Zero bytes after the records buffer, so that a varint read at its end never indexes past it."""
+_SERIAL_BELOW = 8
+"""Sections still holding records when fewer than this many are left are chased one by one."""
+MAX_COLUMNAR_ELEMENTS = 64
+"""Records declaring more headers than this are left to the record-by-record decoder."""
+
+
+@dataclass(slots=True)
+class RecordColumns:
+    """The records of many record sections, one array entry per record, in section then record order.
+
+    ``section`` is the index of the record's section, ``start`` the byte of its length prefix in the buffer,
+    ``size`` its bytes (prefix included); ``fields`` maps every plan field to its values (``int8``/varints)
+    or, for byte fields, to ``(position, length)`` arrays (length -1: null); an array field to ``(count,
+    owner, element fields)`` with ``owner`` the record of each element. ``ok[i]`` is false for a section
+    this decoder does not take (anything unusual or invalid: the record-by-record decoder judges it)."""
+
+    ok: np.ndarray
+    section: np.ndarray
+    start: np.ndarray
+    size: np.ndarray
+    fields: dict
+
+
+def _varints(buf: np.ndarray, pos: np.ndarray, kind: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(values as int64, next positions, terminated) of the zig-zag varints (``varint``: 32 bits, at most 5
+    bytes; ``varlong``: 64 bits, at most 10) at ``pos``, as ``primitives.read_varint``/``read_varlong``."""
+    first = buf[pos].astype(np.int64)
+    values = (first >> 1) ^ -(first & 1)
+    longer = np.flatnonzero(first >= 0x80)
+    if not len(longer):
+        return values, pos + 1, np.ones(len(pos), dtype=bool)
+    width = _WIDTH[kind]
+    raw = buf[pos[longer, None] + np.arange(width)]
+    last = raw < 0x80
+    count = np.ones(len(pos), dtype=np.int64)
+    count[longer] = last.argmax(axis=1) + 1
+    ends = np.ones(len(pos), dtype=bool)
+    ends[longer] = last.any(axis=1)
+    used = np.arange(width) < count[longer, None]
+    parts = (raw & 0x7F).astype(np.uint64) << (7 * np.arange(width, dtype=np.uint64))
+    zz = np.bitwise_or.reduce(np.where(used, parts, np.uint64(0)), axis=1)
+    if kind == "varint":
+        zz &= np.uint64(0xFFFFFFFF)
+    wide = ((zz >> np.uint64(1)) ^ (np.uint64(0) - (zz & np.uint64(1)))).view(np.int64)
+    values[longer] = wide.astype(np.int32).astype(np.int64) if kind == "varint" else wide
+    return values, pos + count, ends
+
+
+def _record_bounds(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, counts: np.ndarray, ok: np.ndarray):
+    """The records of every section, found by chasing length prefixes: (section, index, start, body start,
+    end) arrays; ``ok`` is cleared for a section whose prefixes do not tile it exactly. Sections are
+    chased side by side while many are left, the last few one by one."""
+    found: list[tuple] = []
+    cur = starts.astype(np.int64).copy()
+    live = np.flatnonzero(ok & (counts > 0))
+    k = 0
+    while len(live) >= _SERIAL_BELOW:
+        length, body, done = _varints(buf, cur[live], "varint")
+        end = body + length
+        good = done & (length >= 6) & (end <= ends[live])
+        ok[live[~good]] = False
+        found.append((live[good], np.full(int(good.sum()), k), cur[live][good], body[good], end[good]))
+        cur[live] = np.where(good, end, cur[live])
+        k += 1
+        live = live[good & (counts[live] > k)]
+    chased = np.zeros(len(ok), dtype=bool)
+    chased[live] = True
+    ok &= chased | (counts <= 0) | (cur == ends)  # the records of a section end where it ends
+    data = memoryview(buf)
+    for s in live.tolist():
+        rows = _chase(data, int(cur[s]), int(ends[s]), k, int(counts[s]))
+        if rows is None:
+            ok[s] = False
+            continue
+        n = len(rows[0])
+        found.append((np.full(n, s), np.arange(k, k + n), *(np.array(r, dtype=np.int64) for r in rows)))
+    ok &= ~((counts > 0) & (starts >= ends))
+    if not found:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty, empty, empty, empty
+    cols = [np.concatenate([f[i] for f in found]).astype(np.int64) for i in range(5)]
+    order = np.lexsort((cols[1], cols[0]))
+    return tuple(c[order] for c in cols)
+
+
+def _chase(data: memoryview, pos: int, end: int, first: int, count: int):
+    """Record starts, body starts and ends of records ``first .. count-1`` of one section from ``pos``;
+    None when they do not tile it (bytes left after the last one included)."""
+    starts, bodies, ends = [], [], []
+    for _ in range(first, count):
+        if pos >= end:
+            return None
+        try:
+            length, body = read_varint(data, pos)
+        except ParseError:
+            return None
+        if length < 6 or body + length > end:
+            return None
+        starts.append(pos)
+        bodies.append(body)
+        ends.append(body + length)
+        pos = body + length
+    return (starts, bodies, ends) if pos == end else None
+
+
+def _decode_plan(buf, plan, pos, end, good) -> tuple[dict, np.ndarray]:
+    """Decode ``plan`` for every element at ``pos`` (bounded by ``end``); clears ``good`` for elements that
+    break a rule of ``parsers.record_batch``'s decoder. Returns the field columns and where each ends."""
+    fields: dict = {}
+    for step in plan:
+        name, kind = step[0], step[1]
+        if kind == "int8":
+            fields[name] = buf[pos].astype(np.int8).astype(np.int64)
+            pos = pos + 1
+        elif kind in _WIDTH:
+            fields[name], pos, done = _varints(buf, pos, kind)
+            good &= done
+        elif kind in ("nullable", "bytes"):
+            length, pos, done = _varints(buf, pos, "varint")
+            good &= done & (length >= (0 if kind == "bytes" else -1))
+            fields[name] = (pos, np.where(length < 0, -1, length))
+            pos = pos + np.maximum(length, 0)
+        else:
+            count, pos, done = _varints(buf, pos, "varint")
+            good &= done & (pos <= end) & (count >= 0) & (count <= np.maximum(end - pos, 0))
+            good &= count <= MAX_COLUMNAR_ELEMENTS
+            fields[name] = _decode_array(buf, step[2], np.where(good, count, 0), pos, end, good)
+            pos = fields[name][3]
+        good &= pos <= end
+        pos = np.minimum(pos, end)
+    return fields, pos
+
+
+def _decode_array(buf, plan, count, pos, end, good):
+    """The elements of an array field of every record (element ``j`` of all records side by side)."""
+    owners, parts, pos = [], [], pos.copy()
+    for j in range(int(count.max()) if len(count) else 0):
+        rec = np.flatnonzero(count > j)
+        sub_good = good[rec].copy()
+        cols, pos[rec] = _decode_plan(buf, plan, pos[rec], end[rec], sub_good)
+        good[rec] &= sub_good
+        owners.append(rec)
+        parts.append(cols)
+    owner = np.concatenate(owners) if owners else np.zeros(0, dtype=np.int64)
+    order = np.argsort(owner, kind="stable")
+    merged = {}
+    for name, kind in ((s[0], s[1]) for s in plan):
+        if kind in ("nullable", "bytes"):
+            merged[name] = tuple(
+                np.concatenate([p[name][i] for p in parts])[order] if parts else np.zeros(0, np.int64)
+                for i in range(2)
+            )
+        else:
+            merged[name] = np.concatenate([p[name] for p in parts])[order] if parts else np.zeros(0, np.int64)
+    return count, owner[order], merged, pos
+
+
+def record_columns(buf: bytes, starts: np.ndarray, ends: np.ndarray, counts: np.ndarray) -> RecordColumns:
+    """Decode, column by column, the record sections ``buf[starts[i]:ends[i]]`` (decompressed) declaring
+    ``counts[i]`` records each, with the rules of ``record_batch.iter_records``: a section is taken only when
+    each record's fields fit its declared length exactly and the records tile the section exactly; any other
+    section is flagged in ``ok`` for the record-by-record decoder (which reports why)."""
+    data = np.frombuffer(bytes(buf) + bytes(_PAD), dtype=np.uint8)
+    starts, ends = np.asarray(starts, dtype=np.int64), np.asarray(ends, dtype=np.int64)
+    counts = np.asarray(counts, dtype=np.int64)
+    ok = (counts >= 0) & (counts <= MAX_RECORDS_PER_BATCH) & (starts <= ends)
+    section, _index, start, body, end = _record_bounds(data, starts, ends, counts, ok)
+    chased = ok[section]  # the records of sections whose prefixes tile them
+    section, start, body, end = section[chased], start[chased], body[chased], end[chased]
+    good = np.ones(len(start), dtype=bool)
+    fields, stop = _decode_plan(data, RECORD_PLAN[1:], body, end, good)
+    good &= stop == end
+    ok[section[~good]] = False
+    ok &= ~((counts == 0) & (starts != ends))
+    keep = ok[section]
+    fields = _select(fields, keep)
+    return RecordColumns(ok, section[keep], start[keep], (end - start)[keep], fields)
+
+
+def _select(fields: dict, keep: np.ndarray) -> dict:
+    """The field columns of the records ``keep`` selects (array elements follow their records)."""
+    out = {}
+    for name, value in fields.items():
+        if isinstance(value, np.ndarray):
+            out[name] = value[keep]
+        elif len(value) == 2:
+            out[name] = (value[0][keep], value[1][keep])
+        else:
+            count, owner, elements, _ = value
+            mine = keep[owner]
+            renumber = np.cumsum(keep) - 1
+            out[name] = (
+                count[keep],
+                renumber[owner[mine]],
+                {
+                    k: (v[0][mine], v[1][mine]) if isinstance(v, tuple) else v[mine]
+                    for k, v in elements.items()
+                },
+            )
+    return out

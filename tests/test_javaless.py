@@ -56,6 +56,9 @@ def javaless_env(tmp_path: Path) -> dict[str, str]:
     }
     env = {k: v for k, v in os.environ.items() if k not in drop}
     env["PATH"] = path_without_java(tmp_path)
+    # the executors' Arrow paths: without it this small input would be extracted and ruled in the driver
+    # (auditor.spark.tuning), which exchanges Arrow with the JVM too but starts no Python worker
+    env["KAFKA_AUDITOR_SMALL_INPUT_BYTES"] = "0"
     return env
 
 

@@ -213,11 +213,14 @@ def _audit(options: ReportOptions, selection, spark_master, roots, save, export_
             raise fail(f"{option} {path} is inside an audited directory; write it elsewhere")
 
     from auditor.spark.audit import run_audit
+    from auditor.spark.inputs import PARQUET_WEIGHT, input_bytes
 
+    size = input_bytes(inputs, PARQUET_WEIGHT)
     result = run_on_spark(
         spark_master,
         lambda spark: run_audit(spark, inputs, save=save, export_lost=export_lost, stages=stages),
         stages,
         options.verbose,
+        input_bytes=size,
     )
     options.write(build_report(result, selection, inputs, options), stages)

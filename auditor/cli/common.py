@@ -647,12 +647,15 @@ def is_spark_error(exc: BaseException) -> bool:
     )
 
 
-def run_on_spark(master, job: Callable[[Any], T], stages: Any = None, verbose: int = 0) -> T:
+def run_on_spark(
+    master, job: Callable[[Any], T], stages: Any = None, verbose: int = 0, input_bytes: int | None = None
+) -> T:
     """``job(spark)`` on a session of ``master`` (a parsed ``--master``): a master that does not answer, no
     Java, or a Spark/Py4J error of the job is one line and exit 2 (never a Java stack); any other error of
     the job is the caller's. ``stages``: the command's progress display (Spark's start-up is a stage, the
     job's stages show Spark's task counts); ``verbose``: ``-v`` (Spark's log level,
-    :data:`SPARK_LOG_LEVELS`)."""
+    :data:`SPARK_LOG_LEVELS`); ``input_bytes``: the size of the input, which chooses the JVM's settings
+    (``auditor.spark.tuning``)."""
     from auditor.errors import describe_error
     from auditor.spark.master import MasterError, probe
 
@@ -661,12 +664,12 @@ def run_on_spark(master, job: Callable[[Any], T], stages: Any = None, verbose: i
     except MasterError as exc:
         raise fail(str(exc)) from None
     if stages is None:
-        spark = start_spark(master, verbose)
+        spark = start_spark(master, verbose, input_bytes)
     else:
         from auditor.report.progress import spark_tasks
 
         with stages.stage(f"starting Spark ({master.url})"):
-            spark = start_spark(master, verbose)
+            spark = start_spark(master, verbose, input_bytes)
         if stages.enabled:
             stages.poller = lambda: spark_tasks(spark)
     try:
@@ -681,7 +684,7 @@ SPARK_LOG_LEVELS = ("ERROR", "WARN", "INFO", "DEBUG")
 """Spark's log4j level without ``-v``, with ``-v``, ``-vv`` and ``-vvv``."""
 
 
-def start_spark(master, verbose: int = 0):
+def start_spark(master, verbose: int = 0, input_bytes: int | None = None):
     """A SparkSession on ``master``, or exit 2 with one line: no Java, a Py4J/Java error (never its stack),
     or a standalone/Mesos master that accepted the connection but did not register the application within
     :func:`_registration_seconds` (the process then exits at once: the JVM is still waiting). Spark logs at
@@ -698,7 +701,7 @@ def start_spark(master, verbose: int = 0):
         ).start()
     try:
         level = SPARK_LOG_LEVELS[max(0, min(verbose, len(SPARK_LOG_LEVELS) - 1))]
-        return get_spark(master.url, log_level=level)
+        return get_spark(master.url, log_level=level, input_bytes=input_bytes)
     except JavaNotFound as exc:
         raise fail(str(exc)) from None
     except Exception as exc:

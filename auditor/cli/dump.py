@@ -93,7 +93,7 @@ def dump_command(
     errors: list = []
     out = sys.stdout
     try:
-        RENDERERS[fmt.value](guarded([str(f) for f in files], dumper.events, errors), out)
+        RENDERERS[fmt.value](guarded([str(f) for f in files], dumper.stream, errors), out)
         out.flush()
     except BrokenPipeError:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

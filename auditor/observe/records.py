@@ -15,8 +15,11 @@ import os
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from auditor.kafka.recovery import RecoveryTruncation
 from auditor.kafka.transactions import Batch, classify
@@ -25,7 +28,7 @@ from parsers.control import decode_control_record
 from parsers.errors import ParseError
 from parsers.files import regular_file_problem
 from parsers.record_batch import HEADER_STRUCT, LOG_OVERHEAD, RECORD_BATCH_OVERHEAD, RecordBatch
-from parsers.segment import SegmentWalker
+from parsers.segment import RecordColumns, SegmentWalker
 
 
 def record_hash(key: bytes | None, value: bytes | None, headers) -> int:
@@ -197,3 +200,78 @@ def logged_rows(task: PartitionTask, batches: list[LoggedBatch]) -> list[dict]:
         for b in batches
         for row in b.rows
     ]
+
+
+# ------------------------------------------------------------------------------- record rows, by columns
+
+
+def record_hashes(buf: bytes, cols: RecordColumns) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`record_hash` of every record of ``cols`` (decoded from ``buf``) as int64, and whether each
+    could be hashed here: a header key that is not ASCII is hashed after a UTF-8 decoding with replacement
+    (:class:`parsers.record_batch.Header`), which only :func:`record_hash` reproduces."""
+    data = np.frombuffer(buf, dtype=np.uint8)
+    n = len(cols.start)
+    (key_pos, key_len), (value_pos, value_len) = cols.fields["key"], cols.fields["value"]
+    count, owner, element = cols.fields["headers"]
+    (hkey_pos, hkey_len), (hvalue_pos, hvalue_len) = element["key"], element["value"]
+    # What record_hash feeds blake2b, record after record: pieces ("slots") of int32 lengths (-1: null),
+    # taken from 4-byte big-endian values appended after ``data``, and of key, value and header bytes.
+    slots = 5 + 4 * count
+    first = np.cumsum(slots) - slots
+    at_header = first[owner] + 5 + 4 * (np.arange(len(owner)) - np.searchsorted(owner, owner))
+    lengths = [(first, key_len), (first + 2, value_len), (first + 4, count)]
+    lengths += [(at_header, hkey_len), (at_header + 2, hvalue_len)]
+    spans = [(first + 1, key_pos, key_len), (first + 3, value_pos, value_len)]
+    spans += [(at_header + 1, hkey_pos, hkey_len), (at_header + 3, hvalue_pos, hvalue_len)]
+    total = int(slots.sum())
+    src, width = np.empty(total, dtype=np.int64), np.full(total, 4, dtype=np.int64)
+    values = np.concatenate([v for _, v in lengths])
+    src[np.concatenate([s for s, _ in lengths])] = len(data) + 4 * np.arange(len(values))
+    for slot, pos, length in spans:
+        src[slot], width[slot] = pos, np.maximum(length, 0)
+    source = np.concatenate([data, values.astype(">i4").view(np.uint8)])
+    at = np.cumsum(width) - width
+    bounds = np.append(at, int(width.sum()))[np.append(first, total)]
+    digests = _digests(source, src, width, at, first, bounds)
+    hashable = np.ones(n, dtype=bool)
+    if len(owner):
+        # header keys: a non-ASCII byte anywhere in one makes its record not hashable here
+        high = np.zeros(len(data) + 1, dtype=np.int32)
+        np.cumsum(data >= 0x80, out=high[1:])
+        hashable[owner[high[hkey_pos + hkey_len] > high[hkey_pos]]] = False
+    return np.frombuffer(digests, dtype=">i8").astype(np.int64), hashable
+
+
+HASH_CHUNK = 1 << 20
+"""Bytes hashed per gathering: the gathered bytes and their index arrays stay this small whatever the
+records' size (a record larger than this is hashed piece by piece)."""
+
+
+def _digests(source, src, width, at, first, bounds) -> bytes:
+    """The 8-byte blake2b digests of the records whose pieces (``src``, ``width``; record ``r``'s from slot
+    ``first[r]``) lie in ``source``: records are gathered into one buffer :data:`HASH_CHUNK` bytes at a
+    time, and a larger record is fed to blake2b piece by piece."""
+    blake2b = hashlib.blake2b
+    slot_end = np.append(first, len(src))
+    view = memoryview(source)
+    out: list[bytes] = []
+    lo, n = 0, len(first)
+    while lo < n:
+        hi = max(lo + 1, int(np.searchsorted(bounds, bounds[lo] + HASH_CHUNK, side="right")) - 1)
+        hi = min(hi, n)
+        s0, s1 = int(slot_end[lo]), int(slot_end[hi])
+        if hi == lo + 1 and bounds[hi] - bounds[lo] > HASH_CHUNK:
+            h = blake2b(digest_size=8)
+            for a, w in zip(src[s0:s1].tolist(), width[s0:s1].tolist(), strict=True):
+                h.update(view[a : a + w])
+            out.append(h.digest())
+        else:
+            w = width[s0:s1]
+            index = np.int32 if len(source) < 2**31 else np.int64
+            rel = (src[s0:s1] - (at[s0:s1] - at[s0])).astype(index)
+            gathered = source[np.repeat(rel, w) + np.arange(int(w.sum()), dtype=index)]
+            part = memoryview(gathered)
+            edges = (bounds[lo : hi + 1] - bounds[lo]).tolist()
+            out += [blake2b(part[a:b], digest_size=8).digest() for a, b in pairwise(edges)]
+        lo = hi
+    return b"".join(out)

@@ -20,7 +20,7 @@ from typing import Any
 
 from auditor.findings import Finding
 from auditor.spark.extract import load, ship_code
-from auditor.spark.inputs import Inputs
+from auditor.spark.inputs import PARQUET_WEIGHT, Inputs, input_bytes
 from auditor.text import encode_bytes
 
 LOST_FIELDS = [
@@ -76,39 +76,31 @@ class AuditResult:
 TASKS = "Spark tasks"
 """The unit of the stages whose progress is Spark's task counts."""
 
-SMALL_INPUT_BYTES = 2 << 30
+NO_ADAPTIVE_BYTES = 2 << 30
 """Below this many bytes of segments or extracts, adaptive query execution costs more than it saves."""
 
 
-def input_bytes(inputs: Inputs) -> int:
-    total = 0
-    for source in inputs.sources:
-        if source.kind == "parquet":
-            paths = [Path(source.path)]
-        else:
-            paths = [p for p in Path(source.path).glob("*/*.log")]
-        for p in paths:
-            with contextlib.suppress(OSError):
-                total += p.stat().st_size
-    return total
-
-
 class _small_input_settings:
-    """Few shuffle partitions and no adaptive execution while auditing a small input (restored after)."""
+    """Few shuffle partitions and no adaptive execution while auditing an input below
+    :data:`NO_ADAPTIVE_BYTES`, and the small-input settings of ``auditor.spark.tuning`` below its
+    ``SMALL_INPUT_BYTES`` (``driver``: the Python stages run in the driver); restored after."""
 
     def __init__(self, spark, inputs: Inputs) -> None:
+        from auditor.spark.tuning import is_small
+
         self.spark = spark
         self.size = input_bytes(inputs)
+        self.driver = is_small(input_bytes(inputs, PARQUET_WEIGHT), spark.sparkContext.master)
         self.saved: dict[str, str | None] = {}
 
     def __enter__(self):
-        if self.size >= SMALL_INPUT_BYTES:
-            return self
+        from auditor.spark.tuning import SMALL_INPUT_CONF
+
         cores = self.spark.sparkContext.defaultParallelism
-        wanted = {
-            "spark.sql.adaptive.enabled": "false",
-            "spark.sql.shuffle.partitions": str(max(1, min(cores, self.size // (64 << 20) + 1))),
-        }
+        wanted = dict(SMALL_INPUT_CONF) if self.driver else {}
+        if self.size < NO_ADAPTIVE_BYTES:
+            wanted["spark.sql.adaptive.enabled"] = "false"
+            wanted["spark.sql.shuffle.partitions"] = str(max(1, min(cores, self.size // (64 << 20) + 1)))
         for key, value in wanted.items():
             self.saved[key] = self.spark.conf.get(key, None)
             self.spark.conf.set(key, value)
@@ -143,12 +135,14 @@ def run_audit(
     stage = stages.stage if stages is not None else _no_stage
     started = time.time()
     ship_code(spark)
-    with _small_input_settings(spark, inputs):
+    with _small_input_settings(spark, inputs) as settings:
         raw, extracts = len(inputs.raw), len(inputs.parquet)
         with stage(f"planning the extraction of {raw} log dir(s) and {extracts} extract(s)"):
-            tables = load(spark, inputs)
+            tables = load(spark, inputs, driver=settings.driver)
         with stage("extracting and comparing the replicas", unit=TASKS, poll=True):
-            frames = compare.audit(tables, **({"chunk_bits": chunk_bits} if chunk_bits else {}))
+            frames = compare.audit(
+                tables, **({"chunk_bits": chunk_bits} if chunk_bits else {}), driver=settings.driver
+            )
         with stage("per-partition results: transactions, consumer groups, elections", unit=TASKS, poll=True):
             result = _assemble(frames, tables)
         if export_lost is not None:
@@ -168,6 +162,7 @@ def run_audit(
         "replicas": len(result.replicas),
         "clusters": len({r["cluster"] for r in result.replicas}),
         "seconds": time.time() - started,
+        "smallInput": settings.driver,  # the small-input settings of auditor.spark.tuning were used
     }
     return result
 
@@ -497,9 +492,10 @@ def export_lost_records(spark, frames, directory: str | os.PathLike) -> dict[str
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
     extra = frames.extra
-    lb = lost_batches(extra["candidates"], extra["replicas"], extra["zones"], extra.get("txn_logs")).where(
-        F.col("c") & F.col("txn_state").isin(PLAIN, COMMITTED)
-    )
+    lost = extra.get("lost_batches")
+    if lost is None:
+        lost = lost_batches(extra["candidates"], extra["replicas"], extra["zones"], extra.get("txn_logs"))
+    lb = lost.where(F.col("c") & F.col("txn_state").isin(PLAIN, COMMITTED))
     todo = lb.select(
         "cluster",
         "topic",

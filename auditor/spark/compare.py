@@ -98,10 +98,17 @@ def present(value: Any) -> Any:
     return value
 
 
-def python_rows(df: DataFrame, fn: Callable[[list[dict]], list[dict]], schema: pa.Schema) -> DataFrame:
+def python_rows(
+    df: DataFrame, fn: Callable[[list[dict]], list[dict]], schema: pa.Schema, driver: bool = False
+) -> DataFrame:
     """``fn`` over all the rows (as dicts) of each Spark partition of ``df``, on the executors; what it
     returns is a DataFrame of Arrow ``schema``. Hash-partition ``df`` by a key first when ``fn`` needs every
-    row of a key in one call."""
+    row of a key in one call. ``driver``: small inputs, ``fn`` over all the rows at once in the driver's
+    Python (:func:`auditor.spark.arrow.on_driver`: no Python worker)."""
+    if driver:
+        from auditor.spark.arrow import on_driver
+
+        return on_driver(df, fn, schema)
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         yield pa.RecordBatch.from_pylist(fn([r for b in batches for r in b.to_pylist()]), schema=schema)
@@ -430,7 +437,11 @@ def txn_logs(batch: DataFrame, candidates: DataFrame, replicas: DataFrame, zones
 
 
 def lost_batches(
-    batches: DataFrame, replicas: DataFrame, zones: DataFrame, logs: DataFrame | None = None
+    batches: DataFrame,
+    replicas: DataFrame,
+    zones: DataFrame,
+    logs: DataFrame | None = None,
+    states: DataFrame | None = None,
 ) -> DataFrame:
     """Follower batches from the zone start on, each compared with the leader's batch at the same base
     offset; ``committed_hw``: the highest HW checkpointed by any replica holding that same batch; ``start``:
@@ -440,7 +451,8 @@ def lost_batches(
     start to its end).
 
     ``zones`` may hold several leaders per partition (one row per follower and leader: the election choice
-    asks what electing each candidate would cost); every leader is compared with its own followers."""
+    asks what electing each candidate would cost); every leader is compared with its own followers.
+    ``states``: ``txn_states(logs)`` when the caller has it already (the audit computes it once)."""
     zone = zones.groupBy("tp", "leader").agg(
         F.min("from").alias("zone_lo"),
         F.first("leader_source").alias("leader_source"),
@@ -454,7 +466,8 @@ def lost_batches(
         F.col("broker").alias("o_broker"),
         F.col("from").alias("own_from"),
     )
-    states = txn_states(batches if logs is None else logs)
+    if states is None:
+        states = txn_states(batches if logs is None else logs)
     z = batches.join(F.broadcast(zone), "tp").where(F.col("last_offset") >= F.col("zone_lo"))
     z = (
         z.join(
@@ -506,7 +519,11 @@ def lost_batches(
 
 
 def lost_runs(
-    batches: DataFrame, replicas: DataFrame, zones: DataFrame, logs: DataFrame | None = None
+    batches: DataFrame,
+    replicas: DataFrame,
+    zones: DataFrame,
+    logs: DataFrame | None = None,
+    lost: DataFrame | None = None,
 ) -> DataFrame:
     """Runs of consecutive differing follower batches: ``committed`` (offsets below ``committed_hw``) and
     ``uncommitted`` (the rest), with bytes, batches and leader epochs. By the transaction state of each batch
@@ -514,11 +531,10 @@ def lost_runs(
     ``aborted_records`` and ``open_records`` the data of aborted and still open transactions, ``markers``
     (``commit_markers`` of them COMMIT) the COMMIT/ABORT markers, listed in ``lost_markers`` (offset, marker,
     producer_id, producer_epoch, first_offset of the transaction's data, epoch; the first
-    ``LOST_MARKERS_LISTED`` by offset)."""
+    ``LOST_MARKERS_LISTED`` by offset). ``lost``: the ``lost_batches`` rows when the caller has them."""
     by_offset = Window.partitionBy("tp", "leader", "broker").orderBy("base_offset")
-    lb = lost_batches(batches, replicas, zones, logs).withColumn(
-        "prev_last", F.lag("last_offset").over(by_offset)
-    )
+    lost = lost_batches(batches, replicas, zones, logs) if lost is None else lost
+    lb = lost.withColumn("prev_last", F.lag("last_offset").over(by_offset))
     order = by_offset.rowsBetween(Window.unboundedPreceding, 0)
     keys = ["tp", "cluster", "topic", "partition", "broker", "log_dir", "leader", "leader_source"]
     # a run ends at a batch that does not qualify, or at a gap (the batches in between are identical on the
@@ -663,6 +679,24 @@ def _prune(batch: DataFrame, chunks: DataFrame, replicas: DataFrame, chunk_bits:
         return batch.where(F.lit(False))
     if len(spans) > PUSHDOWN_PARTITIONS:
         return batch
+    return batch.where(_superset(spans, chunk_bits) & _spans(spans, chunk_bits))
+
+
+def _superset(spans: list, chunk_bits: int) -> Column:
+    """A cheap superset of :func:`_spans`, tested first on every row: the integer columns (partition, then
+    one offset range) before the strings, each an ``IN`` list (most rows fail at the first test)."""
+    lo = min(s["lo"] for s in spans) << chunk_bits
+    hi = (max(s["hi"] for s in spans) + 1) << chunk_bits
+
+    def among(name: str) -> Column:
+        return F.col(name).isin(sorted({s[name] for s in spans}))
+
+    in_range = (F.col("base_offset") >= lo) & (F.col("base_offset") < hi)
+    return among("partition") & in_range & among("topic") & among("cluster")
+
+
+def _spans(spans: list, chunk_bits: int) -> Column:
+    """The offset span of the candidate chunks of each partition (a term per partition, ORed)."""
     cond = None
     for s in spans:
         term = (
@@ -673,7 +707,7 @@ def _prune(batch: DataFrame, chunks: DataFrame, replicas: DataFrame, chunk_bits:
             & (F.col("base_offset") < (s["hi"] + 1) << chunk_bits)
         )
         cond = term if cond is None else cond | term
-    return batch.where(cond)
+    return cond
 
 
 def _materialize(df: DataFrame) -> DataFrame:
@@ -682,15 +716,24 @@ def _materialize(df: DataFrame) -> DataFrame:
     return df.localCheckpoint(eager=True)
 
 
-def audit(tables, chunk_bits: int = CHUNK_BITS) -> AuditFrames:
+def _cached(df: DataFrame) -> DataFrame:
+    """A small input's intermediate: its lineage cut now (later plans start from its rows: short plans,
+    quick to analyse) and its rows kept once the first action that needs it has computed them; no job of
+    its own (a job costs more than the few rows it would compute)."""
+    return df.localCheckpoint(eager=False)
+
+
+def audit(tables, chunk_bits: int = CHUNK_BITS, driver: bool = False) -> AuditFrames:
     """Build every comparison of one audit. Runs the two scans of the batches (the digests, then the rows of
     the candidate chunks), the per-partition rules, the lag and loss counts and the findings now: collecting
-    or saving the frames reads their materialised rows (the epoch ranges and pairs are computed then)."""
+    or saving the frames reads their materialised rows (the epoch ranges and pairs are computed then).
+    ``driver``: a small input, whose Python rules run in the driver (:func:`python_rows`)."""
     K = chunk_bits
-    replicas = _materialize(with_tp(tables.replica))
+    keep = _cached if driver else _materialize
+    replicas = keep(with_tp(tables.replica))
     batches = batch_columns(tables.batch, K)
     # the first full scan: signatures and ranges per (partition, broker, offset chunk, leader epoch)
-    digest = _materialize(
+    digest = keep(
         batches.groupBy("tp", "broker", "chunk", "ple").agg(
             F.expr("bit_xor(sig)").alias("x"),
             F.count(F.lit(1)).alias("n"),
@@ -704,14 +747,14 @@ def audit(tables, chunk_bits: int = CHUNK_BITS) -> AuditFrames:
     )
     pairs = replica_pairs(replicas)
     # the second and last scan of the batches: the rows of the chunks where replicas are not unanimous
-    chunks = _materialize(candidate_chunks(digest, replicas))
-    candidates = _materialize(
-        batch_columns(_prune(tables.batch, chunks, replicas, K), K).join(
+    chunks = keep(candidate_chunks(digest, replicas))
+    candidates = keep(
+        batch_columns(tables.batch if driver else _prune(tables.batch, chunks, replicas, K), K).join(
             F.broadcast(chunks), ["tp", "chunk"], "left_semi"
         )
     )
     records = with_tp(tables.record).select("tp", "broker", "offset", "record_hash")
-    divergence = _materialize(
+    divergence = keep(
         first_divergence(candidates, pairs).unionByName(first_record_divergence(records, pairs))
     )
     epoch_ranges = digest.groupBy("tp", "broker", "ple").agg(
@@ -724,26 +767,35 @@ def audit(tables, chunk_bits: int = CHUNK_BITS) -> AuditFrames:
         F.max("last_timestamp").alias("last_timestamp"),
     )
 
-    rule_out = _materialize(rule_inputs(tables, replicas, epoch_ranges, divergence))
+    rule_out = keep(rule_inputs(tables, replicas, epoch_ranges, divergence, driver))
 
     def part(kind: str) -> DataFrame:
         return rule_out.where(F.col(kind).isNotNull()).select("tp", f"{kind}.*")
 
     summary = part("summary").drop("tp")
     zones = part("zone")
-    lags = _materialize(lag_counts(candidates, part("lag")))
+    lags = keep(lag_counts(candidates, part("lag")))
     # the whole log of the replicas holding transactional batches above their zone start (one more,
     # restricted scan): the transaction state of a lost batch is decided by markers that may lie elsewhere
-    logs = _materialize(txn_logs(tables.batch, candidates, replicas, zones))
-    loss = _materialize(lost_runs(candidates, replicas, zones, logs))
+    logs = keep(txn_logs(tables.batch, candidates, replicas, zones))
+    states = keep(txn_states(logs))  # once for the loss, the export and the election's costs
+    lost = keep(lost_batches(candidates, replicas, zones, logs, states))
+    loss = keep(lost_runs(candidates, replicas, zones, logs, lost))
     epochs_out = epoch_ranges.withColumnRenamed("ple", "epoch").join(
         replicas.select("tp", "broker", "cluster", "topic", "partition"), ["tp", "broker"]
     )
-    findings = _materialize(all_findings(part("finding").drop("tp"), summary, lags, loss))
+    findings = keep(all_findings(part("finding").drop("tp"), summary, lags, loss, driver))
     timeline = part("timeline").drop("tp")
     frames = AuditFrames(findings, summary, divergence, loss, epochs_out, pairs, lags, timeline)
     frames.extra = dict(
-        batches=batches, candidates=candidates, digest=digest, zones=zones, replicas=replicas, txn_logs=logs
+        batches=batches,
+        candidates=candidates,
+        digest=digest,
+        zones=zones,
+        replicas=replicas,
+        txn_logs=logs,
+        txn_states=states,
+        lost_batches=lost,
     )
     return frames
 
@@ -765,7 +817,9 @@ def metadata_inputs(metadata: DataFrame, replicas: DataFrame) -> DataFrame:
     return parts.unionByName(topic_configs).unionByName(broker_configs)
 
 
-def rule_inputs(tables, replicas: DataFrame, epoch_ranges: DataFrame, divergence: DataFrame) -> DataFrame:
+def rule_inputs(
+    tables, replicas: DataFrame, epoch_ranges: DataFrame, divergence: DataFrame, driver: bool = False
+) -> DataFrame:
     """The per-partition rules over their small typed inputs (one struct column per kind of
     :data:`RULE_INPUTS`), hash-partitioned by ``tp`` so that every row of a partition meets in one call."""
     metadata = metadata_inputs(tables.metadata, replicas)
@@ -791,10 +845,15 @@ def rule_inputs(tables, replicas: DataFrame, epoch_ranges: DataFrame, divergence
     for kind, df in kinds.items():
         tagged = df.select("tp", F.struct(*[c for c in df.columns if c != "tp"]).alias(kind))
         inputs = tagged if inputs is None else inputs.unionByName(tagged, allowMissingColumns=True)
-    return python_rows(inputs.repartition(RULE_BUCKETS, "tp"), bucket_rules, rows.RULE_OUTPUT)
+    if driver:
+        return python_rows(inputs, bucket_rules, rows.RULE_OUTPUT, driver=True)
+    buckets = min(RULE_BUCKETS, int(inputs.sparkSession.conf.get("spark.sql.shuffle.partitions")))
+    return python_rows(inputs.repartition(buckets, "tp"), bucket_rules, rows.RULE_OUTPUT)
 
 
-def all_findings(rule_findings: DataFrame, summary: DataFrame, lags: DataFrame, loss: DataFrame) -> DataFrame:
+def all_findings(
+    rule_findings: DataFrame, summary: DataFrame, lags: DataFrame, loss: DataFrame, driver: bool = False
+) -> DataFrame:
     """Every finding of the audit in the ``rows.FINDING`` layout: the per-partition rules' (KA621 folded
     into one per cluster), lag (KA630) and truncation loss (KA710/KA711) from the rows Spark counted, and
     the ``cluster`` rules (KA623) over the leader sources of each cluster. The loss rules include the lost
@@ -802,10 +861,10 @@ def all_findings(rule_findings: DataFrame, summary: DataFrame, lags: DataFrame, 
     leaders = summary.select("cluster", "topic", "leader_source").distinct().repartition("cluster")
     return (
         rule_findings.where(F.col("code") != "KA621")
-        .unionByName(offline_findings(rule_findings.where(F.col("code") == "KA621")))
-        .unionByName(python_rows(lags, each(lag_finding), rows.FINDING))
-        .unionByName(python_rows(loss, _loss_findings, rows.FINDING))
-        .unionByName(python_rows(leaders, cluster_findings, rows.FINDING))
+        .unionByName(offline_findings(rule_findings.where(F.col("code") == "KA621"), driver))
+        .unionByName(python_rows(lags, each(lag_finding), rows.FINDING, driver))
+        .unionByName(python_rows(loss, _loss_findings, rows.FINDING, driver))
+        .unionByName(python_rows(leaders, cluster_findings, rows.FINDING, driver))
     )
 
 
@@ -814,13 +873,13 @@ def _loss_findings(runs: list[dict]) -> list[dict]:
     return [f for run in runs for f in loss_findings(run)]
 
 
-def offline_findings(offline: DataFrame) -> DataFrame:
+def offline_findings(offline: DataFrame, driver: bool = False) -> DataFrame:
     """One KA621 per cluster instead of one per offline partition (after a full shutdown, all of them): the
     partitions sorted by topic and partition, the first 20 in the message, all in the evidence."""
     per_cluster = offline.groupBy("cluster").agg(
         F.sort_array(F.collect_list(F.struct("topic", "partition", "broker", "epoch"))).alias("partitions"),
     )
-    return python_rows(per_cluster, each(offline_finding), rows.FINDING)
+    return python_rows(per_cluster, each(offline_finding), rows.FINDING, driver)
 
 
 def offline_finding(row: dict) -> dict:

@@ -100,20 +100,18 @@ def cost_table(
     summary: DataFrame,
     divergence: DataFrame,
     logs: DataFrame | None = None,
+    states: DataFrame | None = None,
 ) -> DataFrame:
     """Per (partition, candidate ``leader``, replica ``broker``): the pair's ``first_difference`` and ``from``
     and what the replica loses when the candidate is elected (``records``: data records, ``committed``,
     ``markers``: control batches, ``bytes``, ``batches``, ``first``, ``last``; null when nothing). ``logs``:
-    the batch rows the transaction states are decided over (``compare.txn_logs``; default ``batches``)."""
+    the batch rows the transaction states are decided over (``compare.txn_logs``; default ``batches``);
+    ``states``: ``compare.txn_states(logs)`` when the audit has it already."""
     pairs = candidate_pairs(summary, divergence)
     zones = pairs.where(F.col("from").isNotNull()).select(
         "tp", "broker", "leader", "leader_source", "from", "leader_unreadable_from", "leader_unreadable_to"
     )
-    lb = (
-        lost_batches(batches, replicas, zones)
-        if logs is None
-        else lost_batches(batches, replicas, zones, logs)
-    )
+    lb = lost_batches(batches, replicas, zones, logs, states)
     lb = lb.where(F.col("differs"))
     control = F.col("txn_state").isin(*sorted(CONTROL_STATES)) if "txn_state" in lb.columns else F.lit(False)
     lost = lb.groupBy("tp", "leader", "broker").agg(
@@ -145,7 +143,12 @@ def elections(frames, replicas: Sequence[Mapping[str, Any]]) -> list[dict[str, A
     per-replica summary (``rows.SUMMARY``). One Spark action."""
     extra = frames.extra
     table = cost_table(
-        extra["candidates"], extra["replicas"], frames.replicas, frames.divergence, extra.get("txn_logs")
+        extra["candidates"],
+        extra["replicas"],
+        frames.replicas,
+        frames.divergence,
+        extra.get("txn_logs"),
+        extra.get("txn_states"),
     ).collect()
     rows_by: dict[tuple, list[dict]] = {}
     for row in table:

@@ -79,6 +79,35 @@ def raw_extract(spark, sources: list[Source]):
     return task_df.mapInArrow(_extract_tasks, schema), problems
 
 
+def driver_extract(spark, sources: list[Source]):
+    """Small inputs: the raw log directories parsed in the driver's Python (the tasks of
+    :func:`raw_extract`, as an executor receives them) and handed to the JVM as Arrow
+    (:func:`auditor.spark.arrow.frame_of`: no Python worker). Returns the extract DataFrame (what ``--save``
+    writes), one flat DataFrame per table (``split`` of it, made in Arrow: plans over flat columns are
+    quicker to optimise than over the nested extract) and the problems found."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from auditor.observe.extract import extract_partition_wrapped
+    from auditor.spark.arrow import frame_of
+
+    _infos, tasks, problems = plan_raw(sources)
+    batches = [
+        b
+        for t in tasks
+        for b in extract_partition_wrapped(PartitionTask(**json.loads(json.dumps(t.to_dict()))))
+    ]
+    table = pa.Table.from_batches(batches, schema=rows.EXTRACT)
+    flat = {}
+    for kind in rows.TABLES:
+        fields = list(rows.EXTRACT.field(kind).type)
+        rows_of_kind = table.filter(pc.equal(table.column("kind"), kind)).column(kind).combine_chunks()
+        columns = [rows_of_kind.field(i) for i in range(len(fields))]
+        schema = pa.schema(fields)
+        flat[kind] = frame_of(spark, [pa.RecordBatch.from_arrays(columns, schema=schema)], schema)
+    return frame_of(spark, batches, rows.EXTRACT), flat, problems
+
+
 def parquet_extract(spark, sources: list[Source]):
     """The extract DataFrame of Parquet extracts (cluster labels applied where a source sets one)."""
     from pyspark.sql import functions as F
@@ -131,21 +160,35 @@ def split(extract) -> dict[str, object]:
     return {kind: extract.where(F.col("kind") == kind).select(f"{kind}.*") for kind in rows.TABLES}
 
 
-def load(spark, inputs: Inputs, persist: bool = True) -> Tables:
-    """Load every source of ``inputs`` into :class:`Tables`; raw extraction is persisted (parsed once)."""
+def load(spark, inputs: Inputs, persist: bool = True, driver: bool = False) -> Tables:
+    """Load every source of ``inputs`` into :class:`Tables`; raw extraction is persisted (parsed once), or
+    done in the driver's Python when ``driver`` (:func:`driver_extract`)."""
     frames = []
     problems = list(inputs.problems)
-    if inputs.raw:
+    flat = None
+    if inputs.raw and driver:
+        raw, flat, raw_problems = driver_extract(spark, inputs.raw)
+        problems.extend(raw_problems)
+        frames.append(raw)
+    elif inputs.raw:
         raw, raw_problems = raw_extract(spark, inputs.raw)
         problems.extend(raw_problems)
         frames.append(raw)
-    if inputs.parquet:
-        frames.append(parquet_extract(spark, inputs.parquet))
+    parquet = parquet_extract(spark, inputs.parquet) if inputs.parquet else None
+    if parquet is not None:
+        frames.append(parquet)
     if not frames:
         frames.append(spark.createDataFrame([], rows.spark_schema(rows.EXTRACT)))
     extract = frames[0]
     for df in frames[1:]:
         extract = extract.unionByName(df)
+    if flat is not None:
+        # the tables from their flat Arrow rows (and from the Parquet extracts, if any), not from ``extract``
+        parts = flat
+        if parquet is not None:
+            tables = split(parquet)
+            parts = {kind: df.unionByName(tables[kind]) for kind, df in flat.items()}
+        return Tables(**parts, problems=problems, extract=extract)
     if persist and inputs.raw:
         from pyspark import StorageLevel
 
@@ -154,10 +197,15 @@ def load(spark, inputs: Inputs, persist: bool = True) -> Tables:
     return Tables(**parts, problems=problems, extract=extract)
 
 
+_SHIPPED: set[str] = set()
+"""Spark applications the code was sent to (Spark refuses a second archive of the same name)."""
+
+
 def ship_code(spark) -> None:
-    """On a non-local master, send the ``auditor`` and ``parsers`` packages to the executors."""
+    """On a non-local master, send the ``auditor`` and ``parsers`` packages to the executors, once per
+    Spark application (a second audit in the same session reuses them)."""
     master = spark.sparkContext.master
-    if master.startswith("local"):
+    if master.startswith("local") or spark.sparkContext.applicationId in _SHIPPED:
         return
     import atexit
     import shutil
@@ -173,3 +221,4 @@ def ship_code(spark) -> None:
         shutil.copytree(src, tmp / "pkg" / src.name, ignore=shutil.ignore_patterns("__pycache__"))
     archive = shutil.make_archive(str(tmp / "kafka_auditor_code"), "zip", tmp / "pkg")
     spark.sparkContext.addPyFile(archive)
+    _SHIPPED.add(spark.sparkContext.applicationId)

@@ -8,8 +8,10 @@ pyarrow).
 
 from __future__ import annotations
 
+import contextlib
 import os
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from auditor.layout.discover import DISCOVERY_DEPTH, LOG_DIR
 from auditor.layout.discover import discover as discover_paths
@@ -38,6 +40,25 @@ class Inputs:
     @property
     def parquet(self) -> list[Source]:
         return [s for s in self.sources if s.kind == "parquet"]
+
+
+PARQUET_WEIGHT = 8
+"""For the small-input decision, a byte of Parquet extract counts as this many bytes of segments: an extract
+holds a batch's header in about a tenth of the space the segment gives the batch (records are not copied)."""
+
+
+def input_bytes(inputs: Inputs, parquet_weight: int = 1) -> int:
+    """Bytes of the segments of the log dirs plus those of the Parquet extracts (times ``parquet_weight``):
+    the size that chooses the audit's settings (``auditor.spark.tuning``; there with
+    :data:`PARQUET_WEIGHT`)."""
+    total = 0
+    for source in inputs.sources:
+        parquet = source.kind == "parquet"
+        paths = [Path(source.path)] if parquet else Path(source.path).glob("*/*.log")
+        for p in paths:
+            with contextlib.suppress(OSError):
+                total += p.stat().st_size * (parquet_weight if parquet else 1)
+    return total
 
 
 def discover(

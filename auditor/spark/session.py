@@ -209,12 +209,24 @@ def get_spark(
     shuffle_partitions: int | None = None,
     extra_conf: dict[str, str] | None = None,
     log_level: str = "ERROR",
+    input_bytes: int | None = None,
 ):
     """A SparkSession: ``local[*]`` unless ``master`` is given; no UI, no console progress bar, few shuffle
-    partitions; Spark logs at ``log_level`` (log4j: ERROR unless ``-v`` asks for more)."""
+    partitions; Spark logs at ``log_level`` (log4j: ERROR unless ``-v`` asks for more). The driver JVM's
+    options follow the input's size (``input_bytes``; :func:`auditor.spark.tuning.jvm_plan`: small-input
+    JIT and collector, the class-data-sharing archive of a local session)."""
+    from auditor.spark.tuning import JvmPlan, finish_at_exit, jvm_plan
+
     master = master or default_master()
-    prepare_environment(local=_loopback_only(master))
+    choice = prepare_environment(local=_loopback_only(master))
+    from pyspark import SparkContext
     from pyspark.sql import SparkSession
+
+    # a running session keeps its JVM, and options the caller sets replace ours: no plan, no archive
+    started = SparkContext._active_spark_context is not None
+    chosen = "spark.driver.extraJavaOptions" in (extra_conf or {})
+    plan = JvmPlan() if started or chosen else jvm_plan(choice.java_home, master, input_bytes, choice.version)
+    log4j = f"-Dlog4j2.configurationFile={LOG4J2_CONFIG.as_uri()}"
 
     cores = os.cpu_count() or 2
     builder = (
@@ -226,8 +238,8 @@ def get_spark(
         .config("spark.default.parallelism", str(max(2, cores * 2)))
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-        .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={LOG4J2_CONFIG.as_uri()}")
-        .config("spark.executor.extraJavaOptions", f"-Dlog4j2.configurationFile={LOG4J2_CONFIG.as_uri()}")
+        .config("spark.driver.extraJavaOptions", " ".join([log4j, *plan.options]))
+        .config("spark.executor.extraJavaOptions", log4j)
         .config("spark.python.worker.reuse", "true")
     )
     if master.startswith("local"):
@@ -236,6 +248,17 @@ def get_spark(
         )
     for key, value in (extra_conf or {}).items():
         builder = builder.config(key, value)
-    spark = builder.getOrCreate()
+    try:
+        spark = builder.getOrCreate()
+    except Exception:
+        if not plan.sharing or SparkContext._gateway is not None:
+            plan.release()
+            raise
+        # a JVM that would not start with the class-data-sharing options: start once more without them
+        plan = plan.without_sharing()
+        spark = builder.config(
+            "spark.driver.extraJavaOptions", " ".join([log4j, *plan.options])
+        ).getOrCreate()
     spark.sparkContext.setLogLevel(log_level)
+    finish_at_exit(plan, spark.sparkContext._gateway)
     return spark

@@ -38,6 +38,7 @@ class SimAudit:
     result: AuditResult
     exported: dict[tuple, dict]
     consequences: ConsequencesAudit
+    inputs: Inputs | None = None
 
 
 def label(name: str, seed: int) -> str:
@@ -75,7 +76,8 @@ def sim_audit(spark, sim_root, tmp_path_factory) -> SimAudit:
         for line in fh:
             d = json.loads(line)
             exported[(d["cluster"], d["topic"], d["partition"], d["offset"])] = d
-    return SimAudit(root, truths, result, exported, from_result(result, consequence_truths, export))
+    consequences = from_result(result, consequence_truths, export)
+    return SimAudit(root, truths, result, exported, consequences, inputs)
 
 
 @pytest.fixture(scope="session")
