@@ -148,6 +148,19 @@ def _key(f: dict) -> tuple:
     )
 
 
+_TWO_AUDITS = """
+import json, sys
+from auditor.spark.audit import run_audit
+from auditor.spark.inputs import discover
+from auditor.spark.session import get_spark
+
+spark = get_spark(sys.argv[1])
+inputs = discover([sys.argv[2]])
+counts = [len(run_audit(spark, inputs).findings) for _ in range(2)]
+print(json.dumps(counts))
+"""
+
+
 def test_standalone_cluster_gives_identical_findings(sim_audit, tmp_path):
     lab = "unclean-election-1"
     root = sim_audit.root / lab
@@ -164,35 +177,9 @@ def test_standalone_cluster_gives_identical_findings(sim_audit, tmp_path):
             text=True,
             timeout=420,
         )
-    assert relative.returncode == 1, relative.stderr[-3000:]
-    local = sorted(_key(f.to_dict()) for f in of_cluster(sim_audit.result.findings, lab))
-    expected = sorted(k[3] for k in sim_audit.exported if k[0] == lab)
-    doc = json.loads((tmp_path / "rel-report.json").read_text())
-    assert sorted(_key(f) for f in doc["findings"]) == local
-    lines = (tmp_path / "rel-lost" / "lost-records.jsonl").read_text().splitlines()
-    assert [json.loads(line)["offset"] for line in lines] == expected
-
-
-_TWO_AUDITS = """
-import json, sys
-from auditor.spark.audit import run_audit
-from auditor.spark.inputs import discover
-from auditor.spark.session import get_spark
-
-spark = get_spark(sys.argv[1])
-inputs = discover([sys.argv[2]])
-counts = [len(run_audit(spark, inputs).findings) for _ in range(2)]
-print(json.dumps(counts))
-"""
-
-
-def test_a_second_audit_in_one_standalone_session_ships_the_code_once(sim_audit, tmp_path):
-    """``ship_code`` sends the packages once per application: a second ``run_audit`` in the same session
-    (what a notebook or the benchmark does) runs instead of failing on a code archive "already registered
-    with a different path"."""
-    root = sim_audit.root / "unclean-election-1"
-    with standalone_cluster(tmp_path) as (master, env):
-        res = subprocess.run(
+        # two audits in one session (a notebook, the benchmark): ``ship_code`` sends the packages once per
+        # application, not again under another path ("already registered with a different path")
+        twice = subprocess.run(
             [sys.executable, "-c", _TWO_AUDITS, master, str(root)],
             cwd=tmp_path,
             env=env,
@@ -200,6 +187,13 @@ def test_a_second_audit_in_one_standalone_session_ships_the_code_once(sim_audit,
             text=True,
             timeout=420,
         )
-    assert res.returncode == 0, res.stderr[-3000:]
-    first, second = json.loads(res.stdout.strip().splitlines()[-1])
-    assert first == second == len(of_cluster(sim_audit.result.findings, "unclean-election-1")) > 0
+    assert relative.returncode == 1, relative.stderr[-3000:]
+    assert twice.returncode == 0, twice.stderr[-3000:]
+    first, second = json.loads(twice.stdout.strip().splitlines()[-1])
+    assert first == second == len(of_cluster(sim_audit.result.findings, lab)) > 0
+    local = sorted(_key(f.to_dict()) for f in of_cluster(sim_audit.result.findings, lab))
+    expected = sorted(k[3] for k in sim_audit.exported if k[0] == lab)
+    doc = json.loads((tmp_path / "rel-report.json").read_text())
+    assert sorted(_key(f) for f in doc["findings"]) == local
+    lines = (tmp_path / "rel-lost" / "lost-records.jsonl").read_text().splitlines()
+    assert [json.loads(line)["offset"] for line in lines] == expected
