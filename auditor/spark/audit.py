@@ -20,7 +20,7 @@ from typing import Any
 
 from auditor.findings import Finding
 from auditor.spark.extract import load, ship_code
-from auditor.spark.inputs import PARQUET_WEIGHT, Inputs, input_bytes
+from auditor.spark.inputs import PARQUET_WEIGHT, Inputs, input_sizes
 from auditor.text import encode_bytes
 
 LOST_FIELDS = [
@@ -89,8 +89,9 @@ class _small_input_settings:
         from auditor.spark.tuning import is_small
 
         self.spark = spark
-        self.size = input_bytes(inputs)
-        self.driver = is_small(input_bytes(inputs, PARQUET_WEIGHT), spark.sparkContext.master)
+        segments, parquet = input_sizes(inputs)
+        self.size = segments + parquet
+        self.driver = is_small(segments + parquet * PARQUET_WEIGHT, spark.sparkContext.master)
         self.saved: dict[str, str | None] = {}
 
     def __enter__(self):

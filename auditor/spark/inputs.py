@@ -51,14 +51,19 @@ def input_bytes(inputs: Inputs, parquet_weight: int = 1) -> int:
     """Bytes of the segments of the log dirs plus those of the Parquet extracts (times ``parquet_weight``):
     the size that chooses the audit's settings (``auditor.spark.tuning``; there with
     :data:`PARQUET_WEIGHT`)."""
-    total = 0
+    segments, parquet = input_sizes(inputs)
+    return segments + parquet * parquet_weight
+
+
+def input_sizes(inputs: Inputs) -> tuple[int, int]:
+    """Bytes of the segments of the log dirs, and bytes of the Parquet extracts."""
+    sizes = {"raw": 0, "parquet": 0}
     for source in inputs.sources:
-        parquet = source.kind == "parquet"
-        paths = [Path(source.path)] if parquet else Path(source.path).glob("*/*.log")
+        paths = [Path(source.path)] if source.kind == "parquet" else Path(source.path).glob("*/*.log")
         for p in paths:
             with contextlib.suppress(OSError):
-                total += p.stat().st_size * (parquet_weight if parquet else 1)
-    return total
+                sizes[source.kind] += p.stat().st_size
+    return sizes["raw"], sizes["parquet"]
 
 
 def discover(
