@@ -259,15 +259,22 @@ def child(args: argparse.Namespace) -> None:
         step(_label(sys._getframe(1)))
         return out
 
+    inside = {"audit": False}
+
     def rows_of(df):  # small inputs: the Python rules' rows collected to the driver (an action)
         out = original_rows_of(df)
-        step(f"rules in the driver: {_rules_caller(sys._getframe(1))}")
+        if inside["audit"]:  # not the final collect of the results (run_audit's next stage)
+            step(f"rules in the driver: {_rules_caller(sys._getframe(1))}")
         return out
 
     def audit(*a, **kw):
         planning_jobs.extend(jobs.new())  # jobs of the planning stage
         mark["t"] = time.perf_counter()
-        out = original_audit(*a, **kw)
+        inside["audit"] = True
+        try:
+            out = original_audit(*a, **kw)
+        finally:
+            inside["audit"] = False
         now = time.perf_counter()
         steps.append(("(frames built after the last action)", now - mark["t"], jobs.new()))
         return out

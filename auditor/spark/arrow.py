@@ -11,7 +11,7 @@ back into a DataFrame of the given schema; a DataFrame is collected as Arrow rec
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
@@ -50,3 +50,34 @@ def on_driver(df: DataFrame, fn: Callable[[list[dict]], list[dict]], schema: pa.
     so ``fn`` must accept any grouping of them that keeps a key's rows together."""
     out = pa.RecordBatch.from_pylist(fn(rows_of(df)), schema=schema)
     return frame_of(df.sparkSession, [out], schema)
+
+
+def collect_tables(tables: Mapping[str, DataFrame]) -> dict[str, list[dict]]:
+    """The rows of several small DataFrames in one Spark action: each becomes one struct column of a union
+    (every row holds one of them), collected through Arrow (:func:`rows_of`) and split again by name. The
+    DataFrames' stages run in one job, and the plans they share are planned once."""
+    from pyspark.sql import functions as F
+
+    union = None
+    for name, df in tables.items():
+        tagged = df.select(F.struct(*[F.col(f"`{c}`") for c in df.columns]).alias(name))
+        union = tagged if union is None else union.unionByName(tagged, allowMissingColumns=True)
+    out: dict[str, list[dict]] = {name: [] for name in tables}
+    if union is None:
+        return out
+    for row in rows_of(union):
+        name = next(n for n, value in row.items() if value is not None)
+        out[name].append(row[name])
+    return out
+
+
+def on_driver_each(
+    stages: Sequence[tuple[DataFrame, Callable[[list[dict]], list[dict]]]], schema: pa.Schema
+) -> DataFrame:
+    """:func:`on_driver` over several inputs at once: every ``(df, fn)`` of ``stages`` is ``fn`` over all the
+    rows of its ``df``; their inputs are collected in one Spark action (:func:`collect_tables`) and what they
+    return is one DataFrame (Arrow ``schema``)."""
+    got = collect_tables({f"in{i}": df for i, (df, _) in enumerate(stages)})
+    out = [r for i, (_, fn) in enumerate(stages) for r in fn(got[f"in{i}"])]
+    spark = stages[0][0].sparkSession
+    return frame_of(spark, [pa.RecordBatch.from_pylist(out, schema=schema)], schema)

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from auditor.findings import Finding
+from auditor.observe import rows
 from auditor.spark.extract import load, ship_code
 from auditor.spark.inputs import PARQUET_WEIGHT, Inputs, input_sizes
 from auditor.text import encode_bytes
@@ -124,8 +125,8 @@ def run_audit(
     chunk_bits: int | None = None,
     stages: Any = None,
 ) -> AuditResult:
-    """Run every comparison over ``inputs`` and collect the results (small materialised tables, one action
-    each, plus one per ``--save`` table and one for ``--export-lost``). ``stages``: a progress display
+    """Run every comparison over ``inputs`` and collect the results (small materialised tables, in one action,
+    plus one per ``--save`` table and one for ``--export-lost``). ``stages``: a progress display
     (``auditor.report.progress.Stages`` or anything with its ``stage(name, poll=...)`` context manager),
     told each stage of the run; Spark's stages fill in their task counts."""
     from auditor.rules.registry import load_rules
@@ -179,19 +180,56 @@ def _collect(df) -> list[dict[str, Any]]:
 
 
 def _assemble(frames, tables) -> AuditResult:
-    """The driver's copy of the audit's small tables: findings, replica summary, loss runs, lag, timeline."""
-    from auditor.rules.registry import REGISTRY
-    from auditor.spark.election import elections
-    from auditor.spark.groups import group_results
-    from auditor.spark.hanging import audit_transactions
+    """The driver's copy of the audit's small tables (findings, replica summary, loss runs, lag, timeline,
+    KRaft metadata, consumer group commits, open transactions, the election's costs, epoch ranges), collected
+    in one Spark action (:func:`auditor.spark.arrow.collect_tables`); the transaction, group and election
+    rules then run on the driver over those rows."""
 
-    transactions = audit_transactions(frames, tables)  # adds KA713/KA714 to frames.findings
-    findings = [Finding.from_row(r, REGISTRY[r["code"]].name) for r in _collect(frames.findings)]
-    replicas = _collect(frames.replicas)
-    loss = _collect(frames.lost_ranges)
+    from auditor.rules.registry import REGISTRY
+    from auditor.spark import hanging
+    from auditor.spark.arrow import collect_tables
+    from auditor.spark.election import election_costs, elections
+    from auditor.spark.groups import group_results
+
+    txn_rows = hanging.transactional_batches(tables.batch).persist()  # read twice by open_transactions
+    wanted = {
+        "findings": frames.findings,
+        "replicas": frames.replicas,
+        "loss": frames.lost_ranges,
+        "lags": frames.lags,
+        "timeline": frames.timeline,
+        "metadata": tables.metadata,
+        "open_transactions": hanging.open_transactions(txn_rows, frames.replicas),
+        "coordinator_leaders": hanging.coordinator_leaders(frames.replicas),
+        "costs": election_costs(frames),
+        "epochs": frames.epochs.join(
+            _flagged(frames.findings), ["cluster", "topic", "partition"], "left_semi"
+        ),
+    }
+    records = hanging.coordinator_records(tables, frames.replicas)
+    if records is not None:
+        wanted["coordinator_records"] = records
+    if getattr(tables, "commit", None) is not None:
+        wanted["commits"] = tables.commit
+    try:
+        got = collect_tables({name: df.drop("tp") for name, df in wanted.items()})
+    finally:
+        txn_rows.unpersist()
+    transactions, txn_findings = hanging.assess_transactions(
+        got["open_transactions"],
+        got["coordinator_leaders"],
+        got.get("coordinator_records", []),
+        got["metadata"],
+    )
+    if txn_findings:  # KA713/KA714 join frames.findings too (--save writes them)
+        spark = frames.findings.sparkSession
+        frames.findings = frames.findings.unionByName(
+            spark.createDataFrame(txn_findings, schema=rows.spark_schema(rows.FINDING))
+        )
+    findings = [Finding.from_row(r, REGISTRY[r["code"]].name) for r in got["findings"] + txn_findings]
+    replicas, loss = got["replicas"], got["loss"]
     lag_by = {
-        (g["cluster"], g["topic"], g["partition"], g["broker"]): int(g["records"] or 0)
-        for g in _collect(frames.lags)
+        (g["cluster"], g["topic"], g["partition"], g["broker"]): int(g["records"] or 0) for g in got["lags"]
     }
     lost_by: dict[tuple, int] = {}
     for run in loss:
@@ -211,23 +249,41 @@ def _assemble(frames, tables) -> AuditResult:
             )
     # epoch timelines of every partition with a divergence or a loss
     timelines: dict[tuple, list[dict[str, Any]]] = {}
-    for d in _collect(frames.timeline):
+    for d in got["timeline"]:
         timelines.setdefault((d["cluster"], d["topic"], d["partition"]), []).append(d)
     for rows_ in timelines.values():
         rows_.sort(key=lambda d: (d["broker"], d["first"]))
     result = AuditResult(findings, replicas, loss, timelines, problems, frames=frames, tables=tables)
     result.transactions = transactions
-    result.metadata = _collect(tables.metadata)  # KRaft rows of every node: the timelines of the report
-    group_rows, result.groups = group_results(tables, replicas, loss)  # KA720-KA723 and the groups
-    result.findings += [Finding.from_row(r, REGISTRY[r["code"]].name) for r in group_rows]
-    result.elections = elections(frames, replicas)  # candidates, their cost and the recommendation
-    result.epoch_ranges = _flagged_epoch_ranges(frames, result)
+    result.metadata = got["metadata"]  # KRaft rows of every node: the timelines of the report
+    group_rows, result.groups = group_results(got.get("commits", []), got["metadata"], replicas, loss)
+    result.findings += [Finding.from_row(r, REGISTRY[r["code"]].name) for r in group_rows]  # KA720-KA723
+    result.elections = elections(got["costs"], replicas)  # candidates, their cost and the recommendation
+    result.epoch_ranges = _flagged_epoch_ranges(frames, result, got["epochs"])
     return result
 
 
-def _flagged_epoch_ranges(frames, result: AuditResult) -> list[dict[str, Any]]:
+def _flagged(findings):
+    """The partitions (cluster, topic, partition) with a finding above info among ``findings`` (Spark's)."""
+    from pyspark.sql import functions as F
+
+    from auditor.findings import Severity
+
+    return (
+        findings.where(F.col("topic").isNotNull() & F.col("partition").isNotNull())
+        .where(F.col("severity") != Severity.INFO.label)
+        .select(F.coalesce(F.col("cluster"), F.lit("")).alias("cluster"), "topic", "partition")
+        .distinct()
+    )
+
+
+def _flagged_epoch_ranges(
+    frames, result: AuditResult, collected: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
     """The batch epoch ranges of every partition with a finding above info and no timeline rows yet (the
-    KRaft timeline of the report lines them up with the metadata): one small collect, none when empty."""
+    KRaft timeline of the report lines them up with the metadata): ``collected`` holds those of the partitions
+    Spark's findings flag; the partitions flagged only by the driver's rules (transactions, groups) take one
+    more small collect."""
     from pyspark.sql import functions as F
 
     from auditor.findings import Severity
@@ -239,10 +295,14 @@ def _flagged_epoch_ranges(frames, result: AuditResult) -> list[dict[str, Any]]:
     } - set(result.timelines)
     if not keys:
         return []
-    wanted = F.struct("cluster", "topic", "partition").isin(
-        [F.struct(F.lit(c), F.lit(t), F.lit(p)) for c, t, p in sorted(keys)]
-    )
-    return _collect(frames.epochs.where(wanted).drop("tp"))
+    out = [r for r in collected if (r["cluster"], r["topic"], r["partition"]) in keys]
+    missing = keys - {(r["cluster"], r["topic"], r["partition"]) for r in collected}
+    if missing:
+        wanted = F.struct("cluster", "topic", "partition").isin(
+            [F.struct(F.lit(c), F.lit(t), F.lit(p)) for c, t, p in sorted(missing)]
+        )
+        out += _collect(frames.epochs.where(wanted).drop("tp"))
+    return out
 
 
 # ------------------------------------------------------------------------------------------------ --save

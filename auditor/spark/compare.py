@@ -69,6 +69,7 @@ from auditor.spark.partition_rules import (
     loss_findings,
 )
 from auditor.spark.transactions import end_marker, with_txn_state
+from auditor.spark.tuning import broadcast
 
 CHUNK_BITS = 12
 """Offsets per digest chunk: 4096."""
@@ -188,7 +189,7 @@ def candidate_chunks(digest: DataFrame, replicas: DataFrame) -> DataFrame:
             F.min("n").alias("n_min"),
             F.max("n").alias("n_max"),
         )
-        .join(F.broadcast(n_replicas), "tp")
+        .join(broadcast(n_replicas), "tp")
         .where(
             (F.col("brokers") < F.col("replicas"))
             | (F.col("x_min") != F.col("x_max"))
@@ -241,7 +242,7 @@ def first_divergence(candidates: DataFrame, pairs: DataFrame) -> DataFrame:
     is_a = F.col("broker") == F.col("a")
     is_b = F.col("broker") == F.col("b")
     return (
-        candidates.join(F.broadcast(batch_pairs), "tp")
+        candidates.join(broadcast(batch_pairs), "tp")
         .where((is_a | is_b) & (F.col("base_offset") < F.col("hi")) & (F.col("last_offset") >= F.col("lo")))
         .where(_readable(F.col("base_offset"), F.col("last_offset")))
         .groupBy(*PAIR_KEYS, "base_offset")
@@ -279,7 +280,7 @@ def first_record_divergence(records: DataFrame, pairs: DataFrame) -> DataFrame:
     is_b = F.col("broker") == F.col("b")
     ha, hb = F.col("ha"), F.col("hb")
     return (
-        records.join(F.broadcast(record_pairs), "tp")
+        records.join(broadcast(record_pairs), "tp")
         .where((is_a | is_b) & (F.col("offset") >= F.col("lo")) & (F.col("offset") < F.col("hi")))
         .where(_readable(F.col("offset"), F.col("offset")))
         .groupBy(*PAIR_KEYS, "offset", "cleaner_offset_a", "cleaner_offset_b")
@@ -401,26 +402,30 @@ def txn_states(logs: DataFrame) -> DataFrame:
     )
 
 
-def txn_logs(batch: DataFrame, candidates: DataFrame, replicas: DataFrame, zones: DataFrame) -> DataFrame:
+def txn_logs(
+    batch: DataFrame, candidates: DataFrame, replicas: DataFrame, zones: DataFrame, driver: bool = False
+) -> DataFrame:
     """The batch rows ``txn_states`` needs to classify the batches ``lost_batches`` looks at: the candidate
     rows, except for every replica that holds transactional batches (data or markers) from its zone start on,
     whose whole live log is read again (one more scan of ``batch``, restricted to those partitions). The
     state of a batch is decided by a marker that may lie in a chunk where the replicas agree (not a
-    candidate), and the first offset of a lost marker's transaction may lie before the zone."""
+    candidate), and the first offset of a lost marker's transaction may lie before the zone. ``driver``: a
+    small input, whose batch rows are all read again without the action that finds the partitions for
+    Parquet to skip the others."""
     starts = zones.groupBy("tp", "broker").agg(F.min("from").alias("from"))
     needed = (
-        candidates.join(F.broadcast(starts), ["tp", "broker"])
+        candidates.join(broadcast(starts), ["tp", "broker"])
         .where(F.col("is_transactional") & (F.col("last_offset") >= F.col("from")))
         .select("tp", "broker")
         .distinct()
         .join(replicas.select("tp", "broker", "cluster", "topic", "partition"), ["tp", "broker"])
     )
     # one small action; ``needed`` is recomputed below from the materialised candidates (cheap)
-    spans = sorted({(r["cluster"], r["topic"], r["partition"]) for r in needed.collect()})
-    if not spans:
+    spans = [] if driver else sorted({(r["cluster"], r["topic"], r["partition"]) for r in needed.collect()})
+    if not spans and not driver:
         return candidates
     scoped = batch
-    if len(spans) <= PUSHDOWN_PARTITIONS:
+    if spans and len(spans) <= PUSHDOWN_PARTITIONS:
         cond = None
         for cluster, topic, partition in spans:
             term = (
@@ -429,7 +434,7 @@ def txn_logs(batch: DataFrame, candidates: DataFrame, replicas: DataFrame, zones
             cond = term if cond is None else cond | term
         scoped = batch.where(cond)
     # fresh column names: ``needed`` comes from the same rows as both sides (a self-join Spark cannot resolve)
-    keys = F.broadcast(needed.select(F.col("tp").alias("k_tp"), F.col("broker").alias("k_broker")))
+    keys = broadcast(needed.select(F.col("tp").alias("k_tp"), F.col("broker").alias("k_broker")))
     key = (F.col("tp") == F.col("k_tp")) & (F.col("broker") == F.col("k_broker"))
     full = batch_columns(scoped, CHUNK_BITS).join(keys, key, "left_semi")
     # ``chunk`` is not used by txn_states: the chunk size of the audit does not matter here
@@ -468,7 +473,7 @@ def lost_batches(
     )
     if states is None:
         states = txn_states(batches if logs is None else logs)
-    z = batches.join(F.broadcast(zone), "tp").where(F.col("last_offset") >= F.col("zone_lo"))
+    z = batches.join(broadcast(zone), "tp").where(F.col("last_offset") >= F.col("zone_lo"))
     z = (
         z.join(
             replicas.select(
@@ -483,7 +488,7 @@ def lost_batches(
             ["tp", "broker"],
         )
         .join(
-            F.broadcast(own),
+            broadcast(own),
             (F.col("tp") == F.col("o_tp"))
             & (F.col("leader") == F.col("o_leader"))
             & (F.col("broker") == F.col("o_broker")),
@@ -750,7 +755,7 @@ def audit(tables, chunk_bits: int = CHUNK_BITS, driver: bool = False) -> AuditFr
     chunks = keep(candidate_chunks(digest, replicas))
     candidates = keep(
         batch_columns(tables.batch if driver else _prune(tables.batch, chunks, replicas, K), K).join(
-            F.broadcast(chunks), ["tp", "chunk"], "left_semi"
+            broadcast(chunks), ["tp", "chunk"], "left_semi"
         )
     )
     records = with_tp(tables.record).select("tp", "broker", "offset", "record_hash")
@@ -777,7 +782,7 @@ def audit(tables, chunk_bits: int = CHUNK_BITS, driver: bool = False) -> AuditFr
     lags = keep(lag_counts(candidates, part("lag")))
     # the whole log of the replicas holding transactional batches above their zone start (one more,
     # restricted scan): the transaction state of a lost batch is decided by markers that may lie elsewhere
-    logs = keep(txn_logs(tables.batch, candidates, replicas, zones))
+    logs = keep(txn_logs(tables.batch, candidates, replicas, zones, driver))
     states = keep(txn_states(logs))  # once for the loss, the export and the election's costs
     lost = keep(lost_batches(candidates, replicas, zones, logs, states))
     loss = keep(lost_runs(candidates, replicas, zones, logs, lost))
@@ -858,28 +863,37 @@ def all_findings(
     into one per cluster), lag (KA630) and truncation loss (KA710/KA711) from the rows Spark counted, and
     the ``cluster`` rules (KA623) over the leader sources of each cluster. The loss rules include the lost
     COMMIT/ABORT markers of each run (KA712)."""
-    leaders = summary.select("cluster", "topic", "leader_source").distinct().repartition("cluster")
-    return (
-        rule_findings.where(F.col("code") != "KA621")
-        .unionByName(offline_findings(rule_findings.where(F.col("code") == "KA621"), driver))
-        .unionByName(python_rows(lags, each(lag_finding), rows.FINDING, driver))
-        .unionByName(python_rows(loss, _loss_findings, rows.FINDING, driver))
-        .unionByName(python_rows(leaders, cluster_findings, rows.FINDING, driver))
+    leaders = summary.select("cluster", "topic", "leader_source").distinct()
+    offline = (
+        rule_findings.where(F.col("code") == "KA621")
+        .groupBy("cluster")
+        .agg(
+            F.sort_array(F.collect_list(F.struct("topic", "partition", "broker", "epoch"))).alias(
+                "partitions"
+            ),
+        )
     )
+    stages = [
+        (offline, each(offline_finding)),  # one KA621 per cluster
+        (lags, each(lag_finding)),
+        (loss, _loss_findings),
+        (leaders.repartition("cluster"), cluster_findings),
+    ]
+    if driver:  # their inputs collected in one action
+        from auditor.spark.arrow import on_driver_each
+
+        python = on_driver_each(stages, rows.FINDING)
+    else:
+        python = None
+        for df, fn in stages:
+            out = python_rows(df, fn, rows.FINDING)
+            python = out if python is None else python.unionByName(out)
+    return rule_findings.where(F.col("code") != "KA621").unionByName(python)
 
 
 def _loss_findings(runs: list[dict]) -> list[dict]:
     """The ``loss`` rules (KA710, KA711, KA712) over lost-run rows: zero or more findings per run."""
     return [f for run in runs for f in loss_findings(run)]
-
-
-def offline_findings(offline: DataFrame, driver: bool = False) -> DataFrame:
-    """One KA621 per cluster instead of one per offline partition (after a full shutdown, all of them): the
-    partitions sorted by topic and partition, the first 20 in the message, all in the evidence."""
-    per_cluster = offline.groupBy("cluster").agg(
-        F.sort_array(F.collect_list(F.struct("topic", "partition", "broker", "epoch"))).alias("partitions"),
-    )
-    return python_rows(per_cluster, each(offline_finding), rows.FINDING, driver)
 
 
 def offline_finding(row: dict) -> dict:

@@ -7,8 +7,9 @@ For those partitions every ordered pair (candidate C, other replica R) becomes a
 ``truncation_start``: the pair's first divergent offset, else C's log end offset when R's log extends past
 it. The batches R holds from there on that C does not hold are summed per (partition, C, R): records,
 committed records (below the committed high watermark, plain or committed data only), bytes, batches and
-offsets. One small table is collected (one Spark action); the ordering, the epoch-based truncation check and
-the per-partition result are computed on the driver by :func:`auditor.kafka.election.choices`.
+offsets. The small table is collected with the audit's other results (one Spark action); the ordering,
+the epoch-based truncation check and the per-partition result are computed on the driver by
+:func:`auditor.kafka.election.choices`.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from auditor.kafka.epochs import NO_LEADER
 from auditor.kafka.topics import METADATA_TOPIC
 from auditor.kafka.transactions import VISIBLE_TO_READ_COMMITTED
 from auditor.spark.compare import lost_batches, with_tp
+from auditor.spark.tuning import broadcast
 
 _PARTITION = ("cluster", "topic", "partition")
 
@@ -35,7 +37,7 @@ def candidate_pairs(summary: DataFrame, divergence: DataFrame) -> DataFrame:
     s = with_tp(summary).where(F.col("topic") != METADATA_TOPIC)
     offline = s.where(F.col("kraft_leader") == NO_LEADER).select("tp")
     decide = divergence.select("tp").unionByName(offline).distinct()
-    s = s.join(F.broadcast(decide), "tp", "left_semi")
+    s = s.join(broadcast(decide), "tp", "left_semi")
     # every ordered pair of replicas of a partition, without a self-join (one row per partition, exploded)
     replica = F.struct(
         "broker",
@@ -137,22 +139,28 @@ def cost_table(
     )
 
 
-def elections(frames, replicas: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Per partition to decide (sorted by cluster, topic, partition), its candidates with the cost of electing
-    each, the recommendation and why, and the current KRaft leader; ``replicas`` is the audit's collected
-    per-replica summary (``rows.SUMMARY``). One Spark action."""
+def election_costs(frames) -> DataFrame:
+    """The :func:`cost_table` of one audit's frames (its candidate rows, transaction states and summary)."""
     extra = frames.extra
-    table = cost_table(
+    return cost_table(
         extra["candidates"],
         extra["replicas"],
         frames.replicas,
         frames.divergence,
         extra.get("txn_logs"),
         extra.get("txn_states"),
-    ).collect()
+    )
+
+
+def elections(
+    costs: Sequence[Mapping[str, Any]], replicas: Sequence[Mapping[str, Any]]
+) -> list[dict[str, Any]]:
+    """Per partition to decide (sorted by cluster, topic, partition), its candidates with the cost of electing
+    each, the recommendation and why, and the current KRaft leader, from the collected rows of
+    :func:`election_costs` and the audit's collected per-replica summary (``rows.SUMMARY``)."""
     rows_by: dict[tuple, list[dict]] = {}
-    for row in table:
-        d = row.asDict()
+    for row in costs:
+        d = dict(row)
         rows_by.setdefault(tuple(d[k] for k in _PARTITION), []).append(d)
     summary_by: dict[tuple, list[Mapping[str, Any]]] = {}
     for r in replicas:

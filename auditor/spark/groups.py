@@ -5,9 +5,9 @@ coordinator loads them from each replica of ``__consumer_offsets``, lined up wit
 :func:`group_findings` and :func:`group_view` are pure Python (no pyspark): they take the collected commit
 rows (``rows.COMMIT``), per-replica rows (``rows.SUMMARY``-shaped: cluster, topic, partition, broker, log_dir,
 is_leader, leader, leader_source, leo, log_start, latest_epoch, max_batch_epoch, epochs), the lost runs
-(``auditor.spark.compare.lost_runs`` rows: broker, lo, hi, kind) and the KRaft metadata rows. The ``groups``
-command builds the replica rows from a single-process extraction; :func:`group_results` collects them from an
-audit's tables on Spark (commit rows are few: one per group coordinator record).
+(``auditor.spark.compare.lost_runs`` rows: broker, lo, hi, kind) and the KRaft metadata rows. The
+``groups`` command builds the replica rows from a single-process extraction; :func:`group_results` takes
+them as the audit collected them (commit rows are few: one per group coordinator record).
 """
 
 from __future__ import annotations
@@ -290,18 +290,13 @@ def group_view(inputs: GroupInputs, group: str | None = None) -> list[dict]:
     return out
 
 
-def group_results(tables, replicas: list[dict], loss: list[dict]) -> tuple[list[dict], list[dict]]:
-    """On Spark: collect the audit's commit and metadata rows (small) and return ``(findings, groups)``:
-    the ``groups`` rules' finding rows and :func:`group_view`. ``replicas`` and ``loss`` are the audit's
-    collected summary rows and lost runs."""
-    commit_df = getattr(tables, "commit", None)
-    if commit_df is None:
-        return [], []
-    commits = [r.asDict(recursive=True) for r in commit_df.collect()]
+def group_results(
+    commits: list[dict], metadata: list[dict], replicas: list[dict], loss: list[dict]
+) -> tuple[list[dict], list[dict]]:
+    """``(findings, groups)`` of an audit: the ``groups`` rules' finding rows and :func:`group_view`, from its
+    collected commit rows (``rows.COMMIT``), KRaft metadata rows, summary rows and lost runs."""
     if not commits:
         return [], []
-    topics = sorted({r["commit_topic"] for r in commits if r.get("commit_topic")} | {OFFSETS_TOPIC})
-    metadata_df = tables.metadata.where(tables.metadata["topic"].isin(topics))
-    metadata = [r.asDict(recursive=True) for r in metadata_df.collect()]
-    inputs = GroupInputs(commits, replicas, loss, metadata)
+    topics = {r["commit_topic"] for r in commits if r.get("commit_topic")} | {OFFSETS_TOPIC}
+    inputs = GroupInputs(commits, replicas, loss, [r for r in metadata if r.get("topic") in topics])
     return group_findings(inputs), group_view(inputs)

@@ -1,14 +1,15 @@
 """Transactions open on the current leader (KA713 hanging, KA714 forgotten by the coordinator) on Spark.
 
-Only partitions with a live transactional batch are touched (a filter on the batch rows first, then a
-broadcast semi-join), and of those only the current leader's batches are classified
+Only the live transactional batch rows are read (once, persisted while the audit's results are collected),
+and of those only the current leader's batches are classified
 (:func:`auditor.spark.transactions.with_txn_state`: the one model of ``auditor.kafka.transactions``).
 The leader is the one the per-partition rules chose (``is_leader`` of the audit's per-replica summary); its
 high watermark is the checkpointed one as Kafka loads it (clamped into ``[log start, LEO]``). One row per
-open transaction comes back to the driver, with the COMMIT/ABORT markers of its producer that OTHER replicas
-hold after its first offset (the markers lost to truncation) and the coordinator's latest state for its
-producer id, read from the ``__transaction_state`` partition leaders among the inputs
-(``auditor.kafka.coordinator``). The rules of :mod:`auditor.rules.replica.transactions` then decide.
+open transaction comes back to the driver with the audit's other results (one action), with the
+COMMIT/ABORT markers of its producer that OTHER replicas hold after its first offset (the markers lost to
+truncation); the coordinator's latest state for its producer id is read from the ``__transaction_state``
+partition leaders among the inputs (``auditor.kafka.coordinator``). The rules of
+:mod:`auditor.rules.replica.transactions` then decide.
 """
 
 from __future__ import annotations
@@ -22,11 +23,11 @@ from pyspark.sql import functions as F
 from auditor.kafka.hw import clamp_high_watermark
 from auditor.kafka.topics import METADATA_TOPIC, TRANSACTION_STATE_TOPIC
 from auditor.kafka.transactions import MARKER_NAMES, OPEN, Batch, last_stable_offset
-from auditor.observe import rows
 from auditor.rules.registry import REGISTRY, load_rules
 from auditor.rules.replica.transactions import CoordinatorView, MarkerElsewhere, OpenTransaction
 from auditor.spark.partition_rules import finding_row
 from auditor.spark.transactions import end_marker, with_txn_state
+from auditor.spark.tuning import broadcast
 
 HANGING_CODES = ("KA713", "KA714")
 """The rules evaluated over every open transaction (scope ``txn``)."""
@@ -49,21 +50,17 @@ _TXN_COLUMNS = [
 ]
 
 
-def open_transaction_rows(batches: DataFrame, summary: DataFrame) -> list[dict[str, Any]]:
-    """One dict per transaction open on the current leader: partition, leader, producer id and epoch, first
-    and last data offset, records, batches, the leader's HW, LEO and log start, and ``markers`` (the first
-    COMMIT/ABORT marker of its producer after its first offset on each other replica, with their count).
-
-    One scan of the batch rows keeps the live transactional ones (data and markers: the only batches the
-    state of a transactional batch depends on); everything else runs over those, kept until the end."""
-    txn_rows = batches.where(F.col("live") & F.col("is_transactional")).select(*_TXN_COLUMNS).persist()
-    try:
-        return _open_transactions(txn_rows, summary)
-    finally:
-        txn_rows.unpersist()
+def transactional_batches(batches: DataFrame) -> DataFrame:
+    """The live transactional batch rows (data and markers): the only batches the state of a transactional
+    batch depends on. The caller persists them while :func:`open_transactions` reads them twice."""
+    return batches.where(F.col("live") & F.col("is_transactional")).select(*_TXN_COLUMNS)
 
 
-def _open_transactions(txn_rows: DataFrame, summary: DataFrame) -> list[dict[str, Any]]:
+def open_transactions(txn_rows: DataFrame, summary: DataFrame) -> DataFrame:
+    """One row per transaction open on the current leader (``txn_rows``: :func:`transactional_batches`):
+    partition, leader, producer id and epoch, first and last data offset, records, batches, the leader's HW,
+    LEO and log start, and ``markers`` (the first COMMIT/ABORT marker of its producer after its first offset
+    on each other replica, with their count; ordered by offset and broker). One plan, no action."""
     leaders = summary.where(F.col("is_leader") & (F.col("topic") != METADATA_TOPIC)).select(
         *_PART,
         F.col("broker").alias("leader"),
@@ -73,18 +70,8 @@ def _open_transactions(txn_rows: DataFrame, summary: DataFrame) -> list[dict[str
         "leo",
         "log_start",
     )
-    leaders = leaders.join(txn_rows.select(*_PART).distinct(), _PART, "left_semi")
-    wanted = [r.asDict() for r in leaders.collect()]
-    if not wanted:
-        return []
-    # the leaders as local rows: later jobs do not recompute the join above
-    leaders_b = F.broadcast(
-        txn_rows.sparkSession.createDataFrame(
-            [(w["cluster"], w["topic"], w["partition"], w["leader"]) for w in wanted],
-            "cluster string, topic string, partition int, leader int",
-        )
-    )
-    on_leader = txn_rows.join(leaders_b, _PART).where(F.col("broker") == F.col("leader"))
+    leader_ids = leaders.select(*_PART, "leader")
+    on_leader = txn_rows.join(leader_ids, _PART).where(F.col("broker") == F.col("leader"))
     opened = (
         with_txn_state(on_leader.drop("leader"))
         .where(F.col("txn_state") == OPEN)
@@ -105,20 +92,13 @@ def _open_transactions(txn_rows: DataFrame, summary: DataFrame) -> list[dict[str
             "batches",
         )
     )
-    found = [r.asDict() for r in opened.collect()]
-    if not found:
-        return []
-    open_df = F.broadcast(
-        txn_rows.sparkSession.createDataFrame(
-            [(r["cluster"], r["topic"], r["partition"], r["producer_id"], r["first_offset"]) for r in found],
-            "cluster string, topic string, partition int, producer_id bigint, first_offset bigint",
-        )
-    )
+    starts = opened.select(*_PART, "producer_id", F.col("first_offset").alias("m_first"))
+    marker = F.struct("base_offset", "broker", "control_type", "producer_epoch", "markers")
     markers = (
         txn_rows.where(end_marker())
-        .join(open_df, [*_PART, "producer_id"])
-        .where(F.col("base_offset") > F.col("first_offset"))
-        .join(leaders_b, _PART)
+        .join(starts, [*_PART, "producer_id"])
+        .where(F.col("base_offset") > F.col("m_first"))
+        .join(leader_ids, _PART)
         .where(F.col("broker") != F.col("leader"))
         .groupBy(*_PART, "producer_id", "broker")
         .agg(
@@ -126,61 +106,62 @@ def _open_transactions(txn_rows: DataFrame, summary: DataFrame) -> list[dict[str
             F.count(F.lit(1)).alias("markers"),
         )
         .select(*_PART, "producer_id", "broker", "m.*", "markers")
+        .groupBy(*_PART, "producer_id")
+        .agg(F.sort_array(F.collect_list(marker)).alias("markers"))
     )
-    by_txn: dict[tuple, list[dict]] = {}
-    for m in markers.collect():
-        key = (m["cluster"], m["topic"], m["partition"], m["producer_id"])
-        by_txn.setdefault(key, []).append(m.asDict())
-    leader_of = {(w["cluster"], w["topic"], w["partition"]): w for w in wanted}
-    out = []
-    for r in found:
-        w = leader_of[(r["cluster"], r["topic"], r["partition"])]
-        out.append(
-            {
-                **r,
-                **{k: w[k] for k in ("leader", "leader_source", "log_dir", "hw", "leo", "log_start")},
-                "markers": sorted(
-                    by_txn.get((r["cluster"], r["topic"], r["partition"], r["producer_id"]), []),
-                    key=lambda m: (m["base_offset"], m["broker"]),
-                ),
-            }
+    return (
+        opened.join(leaders, _PART)
+        .join(markers, [*_PART, "producer_id"], "left")
+        .withColumn(
+            "markers", F.coalesce(F.col("markers"), F.array().cast(markers.schema["markers"].dataType))
         )
-    return out
+    )
 
 
 # ------------------------------------------------------------------------------------------ coordinator
 
 
-def coordinator_rows(tables, summary: DataFrame) -> dict[str, dict[int, list[dict]]] | None:
-    """``cluster -> {__transaction_state partition -> its records on the partition leader}`` (live records,
-    in offset order); None when no ``__transaction_state`` replica is among the inputs."""
-    leaders = summary.where(F.col("is_leader") & (F.col("topic") == TRANSACTION_STATE_TOPIC)).select(
+def coordinator_leaders(summary: DataFrame) -> DataFrame:
+    """The leaders of the ``__transaction_state`` partitions among the inputs (cluster, topic, partition,
+    broker)."""
+    return summary.where(F.col("is_leader") & (F.col("topic") == TRANSACTION_STATE_TOPIC)).select(
         *_PART, "broker"
     )
-    present = [r.asDict() for r in leaders.collect()]
-    if not present:
+
+
+def coordinator_records(tables, summary: DataFrame) -> DataFrame | None:
+    """The live records (``rows.TXN_STATE``) of every ``__transaction_state`` partition leader; None when the
+    inputs carry no such records."""
+    if tables.txn_state is None:
         return None
+    return tables.txn_state.where(F.col("live")).join(
+        broadcast(coordinator_leaders(summary)), [*_PART, "broker"], "left_semi"
+    )
+
+
+def coordinators(
+    leaders: Iterable[Mapping[str, Any]], records: Iterable[Mapping[str, Any]]
+) -> dict[str, dict[int, list[dict]]] | None:
+    """``cluster -> {__transaction_state partition -> its records on the partition leader}`` from the
+    collected rows of :func:`coordinator_leaders` and :func:`coordinator_records` (``coordinator_states``
+    orders the records by offset); None when no ``__transaction_state`` leader is among the inputs."""
     out: dict[str, dict[int, list[dict]]] = {}
-    for r in present:
+    for r in leaders:
         out.setdefault(r["cluster"], {}).setdefault(int(r["partition"]), [])
-    if tables.txn_state is not None:
-        records = tables.txn_state.where(F.col("live")).join(
-            F.broadcast(leaders), [*_PART, "broker"], "left_semi"
-        )
-        for rec in records.collect():  # coordinator_states orders them by offset
-            out[rec["cluster"]][int(rec["partition"])].append(rec.asDict(recursive=True))
+    if not out:
+        return None
+    for rec in records:
+        out[rec["cluster"]][int(rec["partition"])].append(dict(rec))
     return out
 
 
-def coordinator_partition_counts(tables) -> dict[str, int]:
-    """How many partitions ``__transaction_state`` has per cluster, from the KRaft metadata (when known)."""
-    md = tables.metadata
-    if md is None:
-        return {}
+def coordinator_partition_counts(metadata: Iterable[Mapping[str, Any]]) -> dict[str, int]:
+    """How many partitions ``__transaction_state`` has per cluster, from the KRaft metadata rows (when
+    known)."""
     seen: dict[str, set[int]] = {}
-    rows_ = md.where((F.col("topic") == TRANSACTION_STATE_TOPIC) & F.col("partition").isNotNull())
-    for r in rows_.select("cluster", "partition").collect():  # a few rows per node: no shuffle
-        seen.setdefault(r["cluster"], set()).add(int(r["partition"]))
+    for r in metadata:
+        if r.get("topic") == TRANSACTION_STATE_TOPIC and r.get("partition") is not None:
+            seen.setdefault(r["cluster"], set()).add(int(r["partition"]))
     return {cluster: len(parts) for cluster, parts in seen.items()}
 
 
@@ -345,23 +326,25 @@ def transaction_dict(txn: OpenTransaction, codes: Iterable[str]) -> dict[str, An
     }
 
 
-def audit_transactions(frames, tables) -> list[dict[str, Any]]:
-    """Run the step over one audit: its findings join ``frames.findings`` (so the report and ``--save``
-    have them); returns the open transactions for ``AuditResult.transactions``."""
-    found = open_transaction_rows(tables.batch, frames.replicas)
+def assess_transactions(
+    found: list[dict[str, Any]],
+    leaders: list[dict[str, Any]],
+    records: list[dict[str, Any]],
+    metadata: list[dict[str, Any]],
+) -> tuple[list[dict[str, Any]], list[dict]]:
+    """KA713/KA714 over the collected rows of :func:`open_transactions`, :func:`coordinator_leaders`,
+    :func:`coordinator_records` and the KRaft metadata: the open transactions for
+    ``AuditResult.transactions`` and the finding rows (``rows.FINDING`` dicts)."""
     if not found:
-        return []
-    coordinators = coordinator_rows(tables, frames.replicas)
-    counts = coordinator_partition_counts(tables) if coordinators is not None else {}
-    txns = subjects(found, coordinators, counts)
+        return [], []
+    by_cluster = coordinators(leaders, records)
+    counts = coordinator_partition_counts(metadata) if by_cluster is not None else {}
+    txns = subjects(found, by_cluster, counts)
     findings = finding_rows(txns)
     codes: dict[tuple, list[str]] = {}
     for f in findings:
         codes.setdefault((f["cluster"], f["topic"], f["partition"], f["offset_start"]), []).append(f["code"])
-    if findings:
-        spark = frames.findings.sparkSession
-        extra = spark.createDataFrame(findings, schema=rows.spark_schema(rows.FINDING))
-        frames.findings = frames.findings.unionByName(extra)
-    return [
+    out = [
         transaction_dict(t, codes.get((t.cluster, t.topic, t.partition, t.first_offset), [])) for t in txns
     ]
+    return out, findings

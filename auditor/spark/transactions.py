@@ -12,6 +12,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from auditor.kafka.transactions import ABORT, ABORTED, COMMIT, COMMITTED, CONTROL, MARKER, OPEN, PLAIN
+from auditor.spark.tuning import broadcast
 
 _LOG = ["cluster", "topic", "partition", "broker"]
 
@@ -31,7 +32,7 @@ def with_txn_state(batches: DataFrame) -> DataFrame:
         .select(keyed.alias("log"))
         .distinct()
     )
-    marked = batches.join(F.broadcast(txn.withColumn("txn_log", F.lit(True))), keyed == F.col("log"), "left")
+    marked = batches.join(broadcast(txn.withColumn("txn_log", F.lit(True))), keyed == F.col("log"), "left")
     after = (
         Window.partitionBy(*_LOG, "producer_id")
         .orderBy("base_offset")

@@ -42,11 +42,25 @@ SMALL_INPUT_CONF = {
     "spark.sql.codegen.factoryMode": "NO_CODEGEN",
     "spark.sql.autoBroadcastJoinThreshold": "-1",
     "spark.sql.optimizer.disableHints": "true",
+    "spark.sql.optimizer.runtime.bloomFilter.enabled": "false",
 }
 """Spark SQL settings for small inputs (set at run time, restored after): no code generation (plans and
 expressions interpreted: compiling them with Janino costs more than interpreting a few thousand rows), no
 broadcast joins (each broadcast is a Spark job of its own; a sort-merge join of a few rows is a stage
-of the job that needs it)."""
+of the job that needs it: :func:`broadcast` honours ``disableHints``), no runtime Bloom filters (a
+subquery job each)."""
+
+
+def broadcast(df):
+    """``df`` marked for a broadcast join (``functions.broadcast``), unless the session disables hints (the
+    small-input settings): pyspark's ``broadcast`` sets a resolved hint, which Spark's ``disableHints``
+    leaves in place."""
+    from pyspark.sql import functions as F
+
+    if df.sparkSession.conf.get("spark.sql.optimizer.disableHints", "false") == "true":
+        return df
+    return F.broadcast(df)
+
 
 CDS_ENV = "KAFKA_AUDITOR_CDS"
 """``off`` (or ``0``/``false``/``no``): never read nor write a class-data-sharing archive."""

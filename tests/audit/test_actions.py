@@ -1,0 +1,107 @@
+"""How few Spark actions and JVM round trips an audit takes (issue 13: a small audit is mostly Spark's
+per-action and per-call overheads): the final tables come back in one action, the small-input settings
+leave no broadcast or Bloom-filter job, and pyspark's short JVM names are resolved once per session."""
+
+from __future__ import annotations
+
+import itertools
+
+import py4j.clientserver
+import pytest
+from pyspark.sql import functions as F
+
+from auditor.simulate import SimOptions, run_scenario
+from auditor.spark.arrow import collect_tables
+from auditor.spark.audit import run_audit
+from auditor.spark.inputs import discover
+from auditor.spark.session import StaticMethods, resolve_names_once
+from auditor.spark.tuning import SMALL_INPUT_CONF, broadcast
+
+pytestmark = pytest.mark.spark
+
+
+_GROUPS = itertools.count()
+
+
+def _jobs(spark, action) -> tuple[object, list[int]]:
+    """What ``action()`` returns and the ids of the Spark jobs it ran."""
+    sc = spark.sparkContext
+    group = f"test-actions-{next(_GROUPS)}"
+    sc.setJobGroup(group, group)
+    try:
+        out = action()
+    finally:
+        sc.setLocalProperty("spark.jobGroup.id", None)
+    return out, list(sc.statusTracker().getJobIdsForGroup(group))
+
+
+def test_collect_tables_gives_each_frames_rows_in_one_job(spark):
+    nested = spark.createDataFrame(
+        [(1, "a", [(1, "x")], None), (2, None, [], (3, None))],
+        "n int, s string, items array<struct<k: int, v: string>>, pair struct<a: bigint, b: string>",
+    )
+    grouped = nested.groupBy(F.col("n") % 2).agg(F.count("*").alias("c"))
+    empty = nested.where(F.lit(False)).select("s")
+    tables = {"nested": nested, "grouped": grouped, "empty": empty}
+    adaptive = spark.conf.get("spark.sql.adaptive.enabled")
+    spark.conf.set("spark.sql.adaptive.enabled", "false")  # as the audit has it below 2 GiB: a job per action
+    try:
+        got, jobs = _jobs(spark, lambda: collect_tables(tables))
+    finally:
+        spark.conf.set("spark.sql.adaptive.enabled", adaptive)
+    assert len(jobs) == 1
+    for name, df in tables.items():
+        expected = [r.asDict(recursive=True) for r in df.collect()]
+        assert sorted(map(repr, got[name])) == sorted(map(repr, expected)), name
+    assert got["empty"] == [] and len(got["nested"]) == 2
+
+
+def test_broadcast_hints_follow_the_small_input_settings(spark):
+    left = spark.range(100).withColumnRenamed("id", "k")
+    right = spark.range(10).withColumnRenamed("id", "k")
+
+    def plan() -> str:
+        return left.join(broadcast(right), "k")._jdf.queryExecution().executedPlan().toString()
+
+    saved = {key: spark.conf.get(key, None) for key in SMALL_INPUT_CONF}
+    assert "BroadcastExchange" in plan()
+    try:
+        for key, value in SMALL_INPUT_CONF.items():
+            spark.conf.set(key, value)
+        assert "Broadcast" not in plan()  # each broadcast would be a Spark job of its own
+    finally:
+        for key, value in saved.items():
+            spark.conf.unset(key) if value is None else spark.conf.set(key, value)
+
+
+def test_column_functions_take_one_jvm_round_trip(spark, monkeypatch):
+    resolve_names_once(spark.sparkContext)
+    resolve_names_once(spark.sparkContext)  # idempotent
+    assert isinstance(vars(spark.sparkContext._jvm)["functions"], StaticMethods)
+    F.col("warm")  # the first use of a method looks it up once
+    calls = []
+    send = py4j.clientserver.ClientServerConnection.send_command
+
+    def counted(self, *args, **kwargs):
+        calls.append(args[0][:40])
+        return send(self, *args, **kwargs)
+
+    monkeypatch.setattr(py4j.clientserver.ClientServerConnection, "send_command", counted)
+    column = F.col("offset")
+    monkeypatch.undo()
+    assert len(calls) == 1, calls  # without the resolved names: three (name, method, call)
+    assert str(column) == "Column<'offset'>"
+    assert spark.range(3).select(F.col("id").alias("offset")).where(column > 0).count() == 2
+
+
+def test_a_small_audit_runs_in_three_spark_jobs(spark, tmp_path):
+    """The driver's rules, the findings and the final tables: one action each, every intermediate computed
+    inside them (no broadcast, runtime filter or per-table collect jobs)."""
+    run_scenario("unclean-election", tmp_path / "c", SimOptions(seed=7))
+    inputs = discover([tmp_path / "c"])
+    saved = {key: spark.conf.get(key, None) for key in ("spark.sql.shuffle.partitions",)}
+    result, jobs = _jobs(spark, lambda: run_audit(spark, inputs))
+    assert result.stats["smallInput"] is True
+    assert any(f.code == "KA710" for f in result.findings) and result.elections
+    assert len(jobs) <= 3, len(jobs)
+    assert {key: spark.conf.get(key, None) for key in saved} == saved
