@@ -149,7 +149,7 @@ def run_audit(
             result = _assemble(frames, tables)
         if export_lost is not None:
             with stage("exporting the lost records", unit=TASKS, poll=True):
-                result.exported = export_lost_records(spark, frames, export_lost)
+                result.exported = export_lost_records(spark, frames, export_lost, settings.driver)
             result.problems.extend(result.exported.get("problems", []))
         if save is not None:
             with stage("saving the tables (--save)", unit=TASKS, poll=True):
@@ -425,57 +425,62 @@ def saved_table(df):
 
 
 def _decode_lost(batches):
-    """mapInArrow body: decode each lost batch from its segment file; keep records below its committed HW.
-    Only committed data batches reach here (``export_lost_records``), never markers or aborted data."""
+    """mapInArrow body: decode each lost batch from its segment file (:func:`decode_lost_rows`)."""
     import pyarrow as pa
 
+    schema = _lost_arrow_schema(timestamps=False)
+    for batch in batches:
+        yield pa.RecordBatch.from_pylist(decode_lost_rows(batch.to_pylist()), schema=schema)
+
+
+def decode_lost_rows(rows_: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The records of the lost batch rows ``rows_``, each decoded from its segment file, below its committed
+    HW (the :data:`LOST_FIELDS` columns, ``timestamp`` in ms; a batch that cannot be read is one row with
+    ``error``). Only committed data batches reach here (``export_lost_records``), never markers or aborted
+    data."""
     from auditor.observe.extract import read_batch_records
     from parsers.errors import ParseError
 
     names = [n for n, _ in LOST_FIELDS]
-    schema = _lost_arrow_schema(timestamps=False)
-    for batch in batches:
-        out: dict[str, list] = {n: [] for n in names}
-        for row in batch.to_pylist():
-            path = os.path.join(
-                row["log_dir"], f"{row['topic']}-{row['partition']}", f"{row['segment']:020d}.log"
-            )
-            base = {
-                "cluster": row["cluster"],
-                "topic": row["topic"],
-                "partition": row["partition"],
-                "broker": row["broker"],
-                "leaderEpoch": row["ple"],
-                "batchBaseOffset": row["base_offset"],
-                "committedHighWatermark": row["committed_hw"],
-                "producerId": row["producer_id"],
-                "producerEpoch": row["producer_epoch"],
-                "baseSequence": row["base_sequence"],
-                "isTransactional": row["is_transactional"],
-                "timestampType": "LogAppendTime" if row["attributes"] & LOG_APPEND_TIME else "CreateTime",
-            }
-            try:
-                header, records = read_batch_records(path, row["position"], row["size"])
-            except (ParseError, OSError) as exc:
-                rec = dict(base, offset=row["base_offset"], error=f"{path}: {exc}")
-                for n in names:
-                    out[n].append(rec.get(n))
+    out: list[dict[str, Any]] = []
+    for row in rows_:
+        path = os.path.join(
+            row["log_dir"], f"{row['topic']}-{row['partition']}", f"{row['segment']:020d}.log"
+        )
+        base = {
+            "cluster": row["cluster"],
+            "topic": row["topic"],
+            "partition": row["partition"],
+            "broker": row["broker"],
+            "leaderEpoch": row["ple"],
+            "batchBaseOffset": row["base_offset"],
+            "committedHighWatermark": row["committed_hw"],
+            "producerId": row["producer_id"],
+            "producerEpoch": row["producer_epoch"],
+            "baseSequence": row["base_sequence"],
+            "isTransactional": row["is_transactional"],
+            "timestampType": "LogAppendTime" if row["attributes"] & LOG_APPEND_TIME else "CreateTime",
+        }
+        try:
+            header, records = read_batch_records(path, row["position"], row["size"])
+        except (ParseError, OSError) as exc:
+            rec = dict(base, offset=row["base_offset"], error=f"{path}: {exc}")
+            out.append({n: rec.get(n) for n in names})
+            continue
+        for r in records:
+            if r.offset >= row["committed_hw"] or r.offset < row["start"]:
                 continue
-            for r in records:
-                if r.offset >= row["committed_hw"] or r.offset < row["start"]:
-                    continue
-                rec = dict(
-                    base,
-                    offset=r.offset,
-                    timestamp=r.timestamp,
-                    key=r.key,
-                    value=r.value,
-                    headers=[{"key": h.key, "value": h.value} for h in r.headers],
-                    error=None,
-                )
-                for n in names:
-                    out[n].append(rec.get(n))
-        yield pa.RecordBatch.from_pydict(out, schema=schema)
+            rec = dict(
+                base,
+                offset=r.offset,
+                timestamp=r.timestamp,
+                key=r.key,
+                value=r.value,
+                headers=[{"key": h.key, "value": h.value} for h in r.headers],
+                error=None,
+            )
+            out.append({n: rec.get(n) for n in names})
+    return out
 
 
 def _lost_arrow_schema(*, timestamps: bool = True, holders: bool = False):
@@ -534,7 +539,7 @@ def lost_record_json(row: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def export_lost_records(spark, frames, directory: str | os.PathLike) -> dict[str, Any]:
+def export_lost_records(spark, frames, directory: str | os.PathLike, driver: bool = False) -> dict[str, Any]:
     """Write ``lost-records.jsonl`` and ``lost-records.parquet`` under ``directory``: every committed record a
     follower holds that the current leader lacks (KA710), one row per offset, read from the lowest-numbered
     broker holding it; ``holders`` lists every broker holding it. Committed data only, what a read_committed
@@ -542,7 +547,9 @@ def export_lost_records(spark, frames, directory: str | os.PathLike) -> dict[str
     aborted or open transaction data nor control records (markers). Each record carries its batch's
     producer id and epoch, base sequence, transactional flag and timestamp type. Both files have the
     columns of :data:`LOST_FIELDS` plus ``holders``; Parquet keeps ``key``, ``value`` and header values as
-    raw bytes and ``timestamp`` as a timestamp(ms, UTC), JSONL writes them as :func:`lost_record_json`."""
+    raw bytes and ``timestamp`` as a timestamp(ms, UTC), JSONL writes them as :func:`lost_record_json`.
+    ``driver``: a small input, whose batches are decoded in the driver's Python (:func:`decode_lost_rows`
+    either way)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
     from pyspark.sql import functions as F
@@ -576,8 +583,12 @@ def export_lost_records(spark, frames, directory: str | os.PathLike) -> dict[str
         "base_sequence",
         "is_transactional",
     )
-    ddl = ", ".join(f"{n} {t}" for n, t in LOST_FIELDS)
-    decoded = todo.mapInArrow(_decode_lost, ddl)
+    if driver:  # a small input: decoded in the driver's Python, no Python worker
+        from auditor.spark.arrow import on_driver
+
+        decoded = on_driver(todo, decode_lost_rows, _lost_arrow_schema(timestamps=False))
+    else:
+        decoded = todo.mapInArrow(_decode_lost, ", ".join(f"{n} {t}" for n, t in LOST_FIELDS))
     keys = ("cluster", "topic", "partition", "offset")
     rest = ["broker", *(n for n, _ in LOST_FIELDS if n not in (*keys, "broker"))]  # lowest broker first
     per_offset = (
