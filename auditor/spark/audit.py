@@ -181,40 +181,40 @@ def _collect(df) -> list[dict[str, Any]]:
 
 def _assemble(frames, tables) -> AuditResult:
     """The driver's copy of the audit's small tables (findings, replica summary, loss runs, lag, timeline,
-    KRaft metadata, consumer group commits, open transactions, the election's costs, epoch ranges), collected
-    in one Spark action (:func:`auditor.spark.arrow.collect_tables`); the transaction, group and election
-    rules then run on the driver over those rows."""
-
+    KRaft metadata, consumer group commits, coordinator rows, epoch ranges: one Spark action,
+    :func:`auditor.spark.arrow.collect_tables`), the open transactions and the election's costs (an action
+    each: in one union with the rest, their plans made the action slower than three); the transaction,
+    group and election rules then run on the driver over those rows."""
     from auditor.rules.registry import REGISTRY
     from auditor.spark import hanging
     from auditor.spark.arrow import collect_tables
     from auditor.spark.election import election_costs, elections
     from auditor.spark.groups import group_results
 
-    txn_rows = hanging.transactional_batches(tables.batch).persist()  # read twice by open_transactions
-    wanted = {
+    small = {
         "findings": frames.findings,
         "replicas": frames.replicas,
         "loss": frames.lost_ranges,
         "lags": frames.lags,
         "timeline": frames.timeline,
         "metadata": tables.metadata,
-        "open_transactions": hanging.open_transactions(txn_rows, frames.replicas),
         "coordinator_leaders": hanging.coordinator_leaders(frames.replicas),
-        "costs": election_costs(frames),
         "epochs": frames.epochs.join(
             _flagged(frames.findings), ["cluster", "topic", "partition"], "left_semi"
         ),
     }
     records = hanging.coordinator_records(tables, frames.replicas)
     if records is not None:
-        wanted["coordinator_records"] = records
+        small["coordinator_records"] = records
     if getattr(tables, "commit", None) is not None:
-        wanted["commits"] = tables.commit
+        small["commits"] = tables.commit
+    got = collect_tables({name: df.drop("tp") for name, df in small.items()})
+    txn_rows = hanging.transactional_batches(tables.batch).persist()  # read twice by open_transactions
     try:
-        got = collect_tables({name: df.drop("tp") for name, df in wanted.items()})
+        got |= collect_tables({"open_transactions": hanging.open_transactions(txn_rows, frames.replicas)})
     finally:
         txn_rows.unpersist()
+    got |= collect_tables({"costs": election_costs(frames)})
     transactions, txn_findings = hanging.assess_transactions(
         got["open_transactions"],
         got["coordinator_leaders"],

@@ -5,7 +5,7 @@ and of those only the current leader's batches are classified
 (:func:`auditor.spark.transactions.with_txn_state`: the one model of ``auditor.kafka.transactions``).
 The leader is the one the per-partition rules chose (``is_leader`` of the audit's per-replica summary); its
 high watermark is the checkpointed one as Kafka loads it (clamped into ``[log start, LEO]``). One row per
-open transaction comes back to the driver with the audit's other results (one action), with the
+open transaction comes back to the driver (one action for them all), with the
 COMMIT/ABORT markers of its producer that OTHER replicas hold after its first offset (the markers lost to
 truncation); the coordinator's latest state for its producer id is read from the ``__transaction_state``
 partition leaders among the inputs (``auditor.kafka.coordinator``). The rules of
