@@ -1,10 +1,13 @@
-"""Shared fixtures: the real-Kafka corpus (skips when absent) and one SparkSession per test session."""
+"""Shared fixtures: the real-Kafka corpus (skips when absent), one SparkSession per test session, and one CLI
+audit of a simulated unclean election whose outputs the tests of the audit's outputs and formats share."""
 
 from __future__ import annotations
 
 import os
 import sys
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -47,3 +50,85 @@ def spark():
     session = get_spark("local[2]", app_name="kafka-auditor-tests", shuffle_partitions=4, extra_conf=extra)
     yield session
     session.stop()
+
+
+@dataclass
+class UncleanAudit:
+    """One real ``kafka-auditor audit`` (in-process, on the session SparkSession) of ``simulate
+    unclean-election --seed 7`` (4 log dirs: divergence, committed loss, a lagging follower), with every
+    output option: ``--format json --output OUT/report.json --save OUT/saved --export-lost OUT/lost``."""
+
+    root: Path
+    out: Path
+    result: Any  # the CliRunner result of that audit
+    before: dict[str, tuple[int, int]]  # size and mtime of every file under ``root`` before it
+    stages: list[str]  # the stages its ``run_audit`` told, in order
+    audited: Any  # what its ``run_audit`` returned
+
+    def again(self, *args: str, env: dict[str, str] | None = None):
+        """``audit ROOT *args`` through the CLI once more (discovery, checks, Spark session, report, output),
+        its ``run_audit`` answering with the real run's result as an audit without ``--save`` and
+        ``--export-lost`` returns it: every output format of the same Spark job without running it again."""
+        from typer.testing import CliRunner
+
+        import auditor.spark.audit as audit
+        from auditor.cli import app
+
+        exported = (self.audited.exported or {}).get("problems", [])
+        plain = replace(
+            self.audited, exported=None, problems=[p for p in self.audited.problems if p not in exported]
+        )
+        calls = []
+
+        def remembered(spark, inputs, **kwargs):
+            options = {k: v for k, v in kwargs.items() if k != "stages" and v is not None}
+            assert not options, f"not the remembered audit: {options}"  # --save, --export-lost
+            assert sorted(s.path for s in inputs.sources) == sorted(
+                str(d) for d in self.root.iterdir() if d.is_dir()
+            )
+            calls.append(inputs)
+            return plain
+
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(audit, "run_audit", remembered)
+            done = CliRunner().invoke(app, ["audit", str(self.root), *args], env=env)
+        assert len(calls) == 1 or done.exit_code == 2, done.output
+        return done
+
+
+def tree_state(root: Path) -> dict[str, tuple[int, int]]:
+    return {str(p): (p.stat().st_size, p.stat().st_mtime_ns) for p in sorted(root.rglob("*"))}
+
+
+@pytest.fixture(scope="session")
+def unclean_audit(spark, tmp_path_factory) -> UncleanAudit:
+    """The audit of :class:`UncleanAudit`, once for the whole test session: the tests of its JSON report,
+    ``--save`` tables, lost records and stages read it, and those of the other formats render the same
+    result through the CLI (:meth:`UncleanAudit.again`)."""
+    from typer.testing import CliRunner
+
+    import auditor.spark.audit as audit
+    from auditor.cli import app
+    from auditor.simulate import SimOptions, run_scenario
+
+    root = tmp_path_factory.mktemp("unclean-audit") / "ule"
+    run_scenario("unclean-election", root, SimOptions(seed=7))  # = `simulate unclean-election --seed 7`
+    out = tmp_path_factory.mktemp("unclean-audit-out")
+    before = tree_state(root)
+    real, runs = audit.run_audit, []
+
+    def recorded(spark, inputs, **kwargs):
+        told = kwargs["stages"].timings
+        first = len(told)
+        result = real(spark, inputs, **kwargs)
+        runs.append((result, [name for name, _ in told[first:]]))
+        return result
+
+    options = ["--format", "json", "--output", str(out / "report.json")]
+    options += ["--save", str(out / "saved"), "--export-lost", str(out / "lost")]
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(audit, "run_audit", recorded)
+        result = CliRunner().invoke(app, ["audit", str(root), *options])
+    assert len(runs) == 1, result.output
+    [(audited, stages)] = runs
+    return UncleanAudit(root, out, result, before, stages, audited)

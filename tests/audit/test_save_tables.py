@@ -12,9 +12,7 @@ import json
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from typer.testing import CliRunner
 
-from auditor.cli import app
 from auditor.spark.audit import lost_record_json
 from tests.report.contract import schema, snake_keys, validate, validate_lines
 
@@ -51,36 +49,19 @@ LOST_RECORDS = pa.schema(
 
 
 @pytest.fixture(scope="module")
-def saved(spark, tmp_path_factory):
-    """One audit of a simulated unclean election (divergence, committed loss, a lagging follower) through
-    the CLI with ``--save`` and ``--export-lost`` and ``-f json``, then ``-f jsonl`` of the same result (the
-    Spark run is reused): the report, the JSON Lines text, every saved table and the export directory."""
-    import auditor.spark.audit as audit
-    from auditor.simulate import SimOptions, run_scenario
-
-    root = tmp_path_factory.mktemp("save") / "ule"
-    run_scenario("unclean-election", root, SimOptions(seed=7))
-    out = root.parent
-    real, results = audit.run_audit, []
-
-    def remembered(*args, **kwargs):
-        if not results:
-            results.append(real(*args, **kwargs))
-        return results[-1]
-
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(audit, "run_audit", remembered)
-        first = ["--format", "json", "--output", str(out / "report.json"), "--export-lost", str(out / "lost")]
-        result = CliRunner().invoke(app, ["audit", str(root), *first, "--save", str(out / "s")])
-        assert result.exit_code == 1, result.output
-        result = CliRunner().invoke(
-            app, ["audit", str(root), "--format", "jsonl", "--output", str(out / "r.jsonl")]
-        )
-        assert result.exit_code == 1, result.output
-    assert len(results) == 1
-    tables = {name: pq.read_table(out / "s" / name) for name in TABLES}
+def saved(unclean_audit, tmp_path_factory):
+    """The session's audit of a simulated unclean election (divergence, committed loss, a lagging follower)
+    through the CLI with ``--save`` and ``--export-lost`` and ``-f json`` (``unclean_audit``,
+    tests/conftest.py), then ``-f jsonl`` of the same result (the Spark run is reused): the report, the JSON
+    Lines text, every saved table and the export directory."""
+    out = unclean_audit.out
+    assert unclean_audit.result.exit_code == 1, unclean_audit.result.output
+    jsonl = tmp_path_factory.mktemp("save-jsonl") / "r.jsonl"
+    result = unclean_audit.again("--format", "jsonl", "--output", str(jsonl))
+    assert result.exit_code == 1, result.output
+    tables = {name: pq.read_table(out / "saved" / name) for name in TABLES}
     report = json.loads((out / "report.json").read_text())
-    return report, (out / "r.jsonl").read_text(encoding="utf-8"), tables, out / "lost"
+    return report, jsonl.read_text(encoding="utf-8"), tables, out / "lost"
 
 
 def _names(data_type: pa.DataType, prefix: str) -> list[str]:

@@ -21,6 +21,7 @@ from auditor.findings import Finding, Severity
 from auditor.report import render
 from auditor.report.model import Report
 from auditor.report.progress import Stages, amount, human_bytes, spark_tasks
+from auditor.spark.tuning import CDS_ENV
 from tests.rules.builder import standard, truncate
 
 REPO = Path(__file__).resolve().parents[2]
@@ -246,26 +247,25 @@ def test_spark_task_poller_sums_the_stages_started_since_it_was_made():
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory) -> Path:
-    """The simulated unclean election (4 log dirs)."""
+    """The simulated unclean election (4 log dirs), 200 records per partition: what the display shows does not
+    depend on the size, and the audit process below is the slowest test of this module."""
     out = tmp_path_factory.mktemp("sim") / "cluster"
-    res = run("simulate", "unclean-election", "--out", str(out), "--seed", "7")
+    res = run("simulate", "unclean-election", "--out", str(out), "--seed", "7", "--records", "200")
     assert res.returncode == 0, res.stderr
     return out
 
 
 @pytest.mark.spark
-def test_audit_tells_its_stages_and_keeps_spark_console_progress_off(spark, cluster):
-    from auditor.spark.audit import run_audit
-    from auditor.spark.inputs import discover
-
-    out = cluster
-    stages = Stages(enabled=False)
-    result = run_audit(spark, discover([out]), stages=stages)
-    assert result.findings
-    assert [name for name, _ in stages.timings] == [
+def test_audit_tells_its_stages_and_keeps_spark_console_progress_off(spark, unclean_audit):
+    """The stages ``run_audit`` told in the session's CLI audit of the simulated unclean election
+    (``unclean_audit``, tests/conftest.py: with ``--export-lost`` and ``--save``, whose stages come last)."""
+    assert unclean_audit.audited.findings
+    assert unclean_audit.stages == [
         "planning the extraction of 4 log dir(s) and 0 extract(s)",
         "extracting and comparing the replicas",
         "per-partition results: transactions, consumer groups, elections",
+        "exporting the lost records",
+        "saving the tables (--save)",
     ]
     assert spark.conf.get("spark.ui.showConsoleProgress") == "false"
 
@@ -283,7 +283,10 @@ def test_audit_draws_its_stages_on_a_terminal_only(cluster, tmp_path):
     most severe first. (Silence when piped: the test of ``scan`` above and every in-process audit of the
     suite, whose stderr is no terminal.)"""
     report = tmp_path / "audit.txt"
-    code, terminal = run_on_tty(["audit", str(cluster), "--master", "local[2]", "-q"], report)
+    # no class-data-sharing archive: the first local audit process of the session would spend ~12 s writing
+    # one at exit that no later test maps (the archive's own end-to-end test is tests/test_tuning.py's)
+    off = {CDS_ENV: "off"}
+    code, terminal = run_on_tty(["audit", str(cluster), "--master", "local[2]", "-q"], report, env=off)
     assert code == 1, terminal
     plain = ANSI.sub("", terminal)
     for stage in (

@@ -1,7 +1,8 @@
 """The audit HTML page in a real headless browser: Chromium renders the page of a simulated unclean election
 (``kafka-auditor simulate unclean-election --seed 7`` then ``audit -f html``, in-process on the session
-SparkSession); the screenshot's pixels hold the divergence marker's colour (the PNG decoded here with zlib and
-struct), a clean scan's screenshot holds none, and ``--dump-dom`` shows the page's filter script ran.
+SparkSession: the session's one audit of it rendered as HTML); the screenshot's pixels hold the divergence
+marker's colour (the PNG decoded here with zlib and struct), a clean scan's screenshot holds none, and
+``--dump-dom`` shows the page's filter script ran.
 
 Skipped, with the reason, when no Chromium is found ($CHROMIUM, /usr/bin/chromium, or chromium,
 chromium-browser, google-chrome on PATH). The screenshot is kept under the test's tmp_path (printed).
@@ -183,14 +184,11 @@ def test_png_decoder_reads_every_filter():
 
 
 @pytest.fixture(scope="module")
-def unclean_audit_page(spark, tmp_path_factory) -> Path:
-    """``simulate unclean-election --seed 7``, then ``audit -f html -o`` (once for the module)."""
-    root = tmp_path_factory.mktemp("html-browser")
-    runner = CliRunner()
-    done = runner.invoke(app, ["simulate", "unclean-election", "--out", str(root / "ule"), "--seed", "7"])
-    assert done.exit_code == 0, done.output
-    page = root / "audit.html"
-    done = runner.invoke(app, ["audit", str(root / "ule"), "--format", "html", "--output", str(page)])
+def unclean_audit_page(unclean_audit, tmp_path_factory) -> Path:
+    """``audit -f html -o`` of ``simulate unclean-election --seed 7``: the session's audit of it
+    (``unclean_audit``, tests/conftest.py) rendered through the CLI as HTML (once for the module)."""
+    page = tmp_path_factory.mktemp("html-browser") / "audit.html"
+    done = unclean_audit.again("--format", "html", "--output", str(page))
     assert done.exit_code == 1, done.output  # critical and error findings: exit 1
     return page
 

@@ -506,12 +506,13 @@ def test_a_scan_on_the_broker_host_and_of_a_renamed_copy_share_fingerprints(tmp_
 
 
 @pytest.mark.spark
-def test_audit_of_an_unclean_election(spark, tmp_path_factory):
-    """One CLI audit (the session SparkSession): KA601 of brokers 1-2 and 1-3 are two tracked results."""
-    root = tmp_path_factory.mktemp("audit") / "ue"
-    run_scenario("unclean-election", root, SimOptions(seed=1))
-    out = root.parent / "audit.sarif"
-    res = run_cli("audit", str(root), "--format", "sarif", "--output", str(out))
+def test_audit_of_an_unclean_election(unclean_audit, tmp_path):
+    """One CLI audit (the session SparkSession; the session's audit of a simulated unclean election, rendered
+    as SARIF): KA601 of brokers 1-2 and 1-3 are two tracked results."""
+    out = tmp_path / "audit.sarif"
+    res = unclean_audit.again(
+        "--format", "sarif", "--output", str(out), env={"NO_COLOR": "1", "COLUMNS": "120"}
+    )
     assert res.exit_code == 1, res.output
     doc = json.loads(out.read_text(encoding="utf-8"))
     validate_sarif(doc)
