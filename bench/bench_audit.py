@@ -5,7 +5,7 @@ per broker (``rows.EXTRACT`` layout, one row group per partition; generating rea
 ``simulate --scale`` and extracting them would take minutes and measure the generator). Every replica holds
 the same batches except: in every 50th partition broker 3 kept 10,000 batches of an older epoch that the
 leader replaced after an unclean election (divergence + committed loss), and in every 40th partition broker 2
-lags 5,000 batches behind.
+lags 5,000 batches behind (a fifth and a tenth of the batches in partitions of no more than 10,000).
 
 Timed in one run, printed separately:
   * Spark start-up (``get_spark``: JVM, session);
@@ -39,21 +39,28 @@ BROKERS = (1, 2, 3)
 RECORDS_PER_BATCH = 5
 
 
+def _epoch_span(batches: int) -> int:
+    """Batches per leader epoch, also the old leader's divergent tail (half of it: the lagging follower's
+    gap): 10,000, the benchmark's shape, or a fifth of the batches when a partition has no more."""
+    return 10_000 if batches > 10_000 else max(2, batches // 5)
+
+
 def _partition_batches(p: int, broker: int, batches: int) -> dict[str, np.ndarray]:
     """Header columns of one replica of partition ``p`` (deterministic; identical on every broker unless this
     partition carries a fault)."""
     rng = np.random.default_rng(p)
     n = batches
+    span = _epoch_span(batches)
     base = np.arange(n, dtype=np.int64) * RECORDS_PER_BATCH
     crc = rng.integers(0, 2**32, n, dtype=np.int64)
-    ple = (np.arange(n) // 10_000).astype(np.int32)
+    ple = (np.arange(n) // span).astype(np.int32)
     size = rng.integers(200, 400, n).astype(np.int32)
-    if p % 50 == 7 and broker == 3:  # old leader: its last 10k batches are from epoch 1, not the leader's
-        cut = n - 10_000
+    if p % 50 == 7 and broker == 3:  # old leader: its last epoch's batches are its own, not the leader's
+        cut = n - span
         crc[cut:] = np.random.default_rng(10_000 + p).integers(0, 2**32, n - cut, dtype=np.int64)
         ple[cut:] = ple[cut - 1]
     if p % 40 == 3 and broker == 2:  # a lagging follower
-        n -= 5_000
+        n -= span // 2
         base, crc, ple, size = base[:n], crc[:n], ple[:n], size[:n]
     return {"base": base, "crc": crc, "ple": ple, "size": size}
 

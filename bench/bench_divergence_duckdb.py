@@ -3,7 +3,8 @@ implementation, on the same Parquet extracts (issue 13, Deliver items 2 and 4).
 
 Data: the extracts of ``bench/bench_audit.py`` (its generator, imported): 3 brokers x 200 partitions x
 50,000 batches = 30 M batch rows, one Parquet extract per broker (``rows.EXTRACT`` layout). Every 50th
-partition has a divergence (broker 3 kept 10,000 batches of an older epoch), every 40th a lagging follower.
+partition has a divergence (broker 3 kept 10,000 batches of an older epoch, a fifth of the batches when a
+partition has no more than 10,000), every 40th a lagging follower.
 
 Measured, each in the same run of this script, on the same files:
 
@@ -38,7 +39,7 @@ with the speed-up over one core. No assertion on timings.
 
 Usage: python bench/bench_divergence_duckdb.py [--partitions 200] [--batches 50000] [--data DIR]
        [--master local[2]] [--cores 1,2] [--standalone 2] [--driver-memory 2g]
-Quick check: python bench/bench_divergence_duckdb.py --partitions 4 --batches 2000
+Quick check: python bench/bench_divergence_duckdb.py --partitions 8 --batches 2000 (partition 7 diverges)
 """
 
 from __future__ import annotations
