@@ -41,11 +41,12 @@ def _jvm_cache(tmp_path_factory):
 def spark():
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from auditor.spark.session import LOG4J2_CONFIG, get_spark
+    from auditor.spark.tuning import SMALL_INPUT_JVM
 
     # The suite's inputs are tiny: the JVM settings for small inputs (C1 JIT only, serial GC; KA_TEST_JVM
     # overrides them, e.g. KA_TEST_JVM="" for the defaults) cut the suite's Spark time by about a third. The
     # results do not depend on them; the audit CLI chooses its own by input size (auditor.spark.tuning).
-    jvm = os.environ.get("KA_TEST_JVM", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
+    jvm = os.environ.get("KA_TEST_JVM", " ".join(SMALL_INPUT_JVM))
     extra = {"spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={LOG4J2_CONFIG.as_uri()} {jvm}"}
     session = get_spark("local[2]", app_name="kafka-auditor-tests", shuffle_partitions=4, extra_conf=extra)
     yield session

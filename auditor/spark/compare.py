@@ -420,25 +420,31 @@ def txn_logs(
         .distinct()
         .join(replicas.select("tp", "broker", "cluster", "topic", "partition"), ["tp", "broker"])
     )
-    # one small action; ``needed`` is recomputed below from the materialised candidates (cheap)
-    spans = [] if driver else sorted({(r["cluster"], r["topic"], r["partition"]) for r in needed.collect()})
-    if not spans and not driver:
+    scoped = batch if driver else _pushed_down(batch, needed)
+    if scoped is None:
         return candidates
-    scoped = batch
-    if spans and len(spans) <= PUSHDOWN_PARTITIONS:
-        cond = None
-        for cluster, topic, partition in spans:
-            term = (
-                (F.col("cluster") == cluster) & (F.col("topic") == topic) & (F.col("partition") == partition)
-            )
-            cond = term if cond is None else cond | term
-        scoped = batch.where(cond)
     # fresh column names: ``needed`` comes from the same rows as both sides (a self-join Spark cannot resolve)
     keys = broadcast(needed.select(F.col("tp").alias("k_tp"), F.col("broker").alias("k_broker")))
     key = (F.col("tp") == F.col("k_tp")) & (F.col("broker") == F.col("k_broker"))
     full = batch_columns(scoped, CHUNK_BITS).join(keys, key, "left_semi")
     # ``chunk`` is not used by txn_states: the chunk size of the audit does not matter here
     return full.unionByName(candidates.join(keys, key, "left_anti"))
+
+
+def _pushed_down(batch: DataFrame, needed: DataFrame) -> DataFrame | None:
+    """``batch`` restricted, by a predicate Parquet can push down, to the partitions of ``needed`` (one small
+    action; ``needed`` is recomputed later from the materialised candidates, which is cheap); None when it
+    has none."""
+    spans = sorted({(r["cluster"], r["topic"], r["partition"]) for r in needed.collect()})
+    if not spans:
+        return None
+    if len(spans) > PUSHDOWN_PARTITIONS:
+        return batch
+    cond = None
+    for cluster, topic, partition in spans:
+        term = (F.col("cluster") == cluster) & (F.col("topic") == topic) & (F.col("partition") == partition)
+        cond = term if cond is None else cond | term
+    return batch.where(cond)
 
 
 def lost_batches(
@@ -877,7 +883,7 @@ def all_findings(
         (offline, each(offline_finding)),  # one KA621 per cluster
         (lags, each(lag_finding)),
         (loss, _loss_findings),
-        (leaders.repartition("cluster"), cluster_findings),
+        (leaders if driver else leaders.repartition("cluster"), cluster_findings),  # a cluster per call
     ]
     if driver:  # their inputs collected in one action
         from auditor.spark.arrow import on_driver_each
