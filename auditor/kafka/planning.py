@@ -1,4 +1,4 @@
-"""The partition tasks of ``extract`` and ``audit``: one per live partition directory, with whether
+"""The partition tasks of ``extract`` and ``audit``: one per partition directory, with whether
 compaction is in play for its partition (Kafka's rule, hence here and not in :mod:`auditor.layout`)."""
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ def plan_tasks(
     clusters: list[str] | None = None,
     compacted_topics: dict[str, set[str]] | None = None,
 ) -> list[PartitionTask]:
-    """One task per live partition directory of ``infos`` (biggest first).
+    """One task per partition directory of ``infos`` (biggest first): every live one, and the ``-future``,
+    ``-delete`` and ``-stray`` ones (``dir_kind``), whose replica row says what they hold.
 
     A partition is treated as compacted on every replica when any log directory of its cluster has a
     cleaner-offset-checkpoint entry for it, its topic is an internal compacted topic, or the KRaft
@@ -32,7 +33,8 @@ def plan_tasks(
         cleaned.update((label, t, p) for (t, p) in info.cleaner)
     tasks = []
     for info, label in zip(infos, labels, strict=True):
-        for name, topic, partition in info.partitions:
+        dirs = [(name, t, p, "live") for name, t, p in info.partitions] + list(info.other_dirs)
+        for name, topic, partition, kind in dirs:
             key = (topic, partition)
             compacted = (
                 (label, topic, partition) in cleaned
@@ -47,13 +49,17 @@ def plan_tasks(
                     dir_name=name,
                     topic=topic,
                     partition=partition,
-                    hw=info.hw.get(key),
-                    recovery_point=info.recovery.get(key),
-                    log_start_checkpoint=info.log_start.get(key),
-                    cleaner_offset=info.cleaner.get(key),
+                    # the log dir's checkpoint entries are the live log's (LogManager also checkpoints a
+                    # -future log's recovery point and log start offset in its own log dir)
+                    hw=info.hw.get(key) if kind == "live" else None,
+                    recovery_point=info.recovery.get(key) if kind in ("live", "future") else None,
+                    log_start_checkpoint=info.log_start.get(key) if kind in ("live", "future") else None,
+                    cleaner_offset=info.cleaner.get(key) if kind == "live" else None,
                     clean_shutdown=info.clean_shutdown,
-                    compacted=compacted and name != METADATA_DIR,
+                    compacted=compacted and name != METADATA_DIR and kind == "live",
                     size=_dir_size(Path(info.path) / name),
+                    dir_kind=kind,
+                    directory_id=info.directory_id,
                 )
             )
     tasks.sort(key=lambda t: -t.size)

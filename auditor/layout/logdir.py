@@ -62,9 +62,9 @@ def read_meta_properties(log_dir: str | os.PathLike) -> MetaPropertiesFile:
     return meta
 
 
-def live_partition_dirs(log_dir: str | os.PathLike) -> list[tuple[str, str, int]]:
-    """(directory name, topic, partition) of every live partition directory of ``log_dir``, by name
-    (``LocalLog.parseTopicPartitionName``; ``-delete``, ``-future`` and ``-stray`` directories left out).
+def partition_dirs(log_dir: str | os.PathLike) -> list[tuple[str, str, int, str]]:
+    """(directory name, topic, partition, kind) of every partition directory of ``log_dir``, by name
+    (``LocalLog.parseTopicPartitionName``): ``kind`` is ``live``, ``future``, ``delete`` or ``stray``.
     OSError when the log dir cannot be listed."""
     out = []
     for name in sorted(os.listdir(log_dir)):
@@ -74,9 +74,14 @@ def live_partition_dirs(log_dir: str | os.PathLike) -> list[tuple[str, str, int]
             topic, partition, kind, _ = parse_partition_dir_name(name)
         except ParseError:
             continue
-        if kind == "live":
-            out.append((name, topic, partition))
+        out.append((name, topic, partition, kind))
     return out
+
+
+def live_partition_dirs(log_dir: str | os.PathLike) -> list[tuple[str, str, int]]:
+    """(directory name, topic, partition) of every live partition directory of ``log_dir`` (``-delete``,
+    ``-future`` and ``-stray`` directories left out). OSError when the log dir cannot be listed."""
+    return [(name, t, p) for name, t, p, kind in partition_dirs(log_dir) if kind == "live"]
 
 
 @dataclass
@@ -93,6 +98,10 @@ class LogDirInfo:
     cleaner: dict[tuple[str, int], int] = field(default_factory=dict)
     partitions: list[tuple[str, str, int]] = field(default_factory=list)
     """(directory name, topic, partition) of the live partition directories (:func:`live_partition_dirs`)."""
+    other_dirs: list[tuple[str, str, int, str]] = field(default_factory=list)
+    """(directory name, topic, partition, kind) of the ``-future``, ``-delete`` and ``-stray`` directories."""
+    directory_id: str | None = None
+    """``directory.id`` of ``meta.properties`` (KIP-858): what KRaft's ``directories`` assignment names."""
     errors: list[str] = field(default_factory=list)
 
     @property
@@ -120,6 +129,7 @@ def _read_meta(info: LogDirInfo) -> None:
     props = meta.value
     info.node = props.node_id  # v0: broker.id
     info.cluster_id = props.cluster_id
+    info.directory_id = props.directory_id
     why = props.identity_problem()
     if why is not None:
         empty = "is empty (0 bytes)" if meta.empty else why
@@ -158,7 +168,9 @@ def read_log_dir(path: str | os.PathLike) -> LogDirInfo:
             with contextlib.suppress(OSError, ParseError):
                 parse_clean_shutdown(read_small(root / ".kafka_cleanshutdown"))
     try:
-        info.partitions = live_partition_dirs(root)
+        found = partition_dirs(root)
+        info.partitions = [(name, t, p) for name, t, p, kind in found if kind == "live"]
+        info.other_dirs = [entry for entry in found if entry[3] != "live"]
     except OSError as exc:
         info.errors.append(f"cannot list {root}: {exc}")
     return info

@@ -44,6 +44,11 @@ class PartitionTask:
     """scan: the topic ID the KRaft metadata gives the topic (``metadata_source``, complete or not)."""
     metadata_source: str | None = None
     metadata_complete: bool = False
+    dir_kind: str = "live"
+    """``live``, or ``future``/``delete``/``stray`` (a directory Kafka does not serve: ``audit`` reads only
+    its replica row, never compares it)."""
+    directory_id: str | None = None
+    """``directory.id`` of the log dir's ``meta.properties`` (KIP-858)."""
 
     @property
     def path(self) -> str:

@@ -725,9 +725,12 @@ def extract_partition(task: PartitionTask) -> Iterator[tuple[str, pa.Table]]:
     errors: list[str] = []
     state = _LogState()
     segments: list[tuple[int, Path]] = []
+    live = task.dir_kind == "live"
     try:
         segments = segment_logs(part_dir)
-        yield from _walk_partition(task, segments, state)
+        for piece in _walk_partition(task, segments, state):
+            if live:  # a -future, -delete or -stray log: only its replica row (never compared)
+                yield piece
     except OSError as exc:
         # the partition directory cannot be listed: nothing of the log is known
         state.hole(task.log_start_checkpoint or 0, None, f"{task.dir_name}: {exc.strerror or exc}")
@@ -737,17 +740,17 @@ def extract_partition(task: PartitionTask) -> Iterator[tuple[str, pa.Table]]:
     entries, dropped, epoch_error = _epochs(task, part_dir)
     if epoch_error:
         errors.append(epoch_error)
-    if entries:
+    if entries and live:
         yield "epoch", _epoch_table(task, entries)
-    has_records = task.compacted
+    has_records = task.compacted and live
     errors.extend(state.record_errors[:5])
-    if task.topic == OFFSETS_TOPIC:
+    if task.topic == OFFSETS_TOPIC and live:
         table = offset_commit_rows(
             task, part_dir, state.valid_batches, recovery.truncation if recovery is not None else None
         )
         if table.num_rows:
             yield "commit", table
-    if task.topic == TRANSACTION_STATE_TOPIC:
+    if task.topic == TRANSACTION_STATE_TOPIC and live:
         table = transaction_state_rows(
             task,
             part_dir,
@@ -757,7 +760,7 @@ def extract_partition(task: PartitionTask) -> Iterator[tuple[str, pa.Table]]:
         )
         if table.num_rows:
             yield "txn_state", table
-    if task.topic == METADATA_TOPIC:
+    if task.topic == METADATA_TOPIC and live:
         try:
             yield "metadata", extract_metadata(task.log_dir, task.broker, task.cluster)
         except (ParseError, OSError) as exc:
@@ -809,6 +812,9 @@ def extract_partition(task: PartitionTask) -> Iterator[tuple[str, pa.Table]]:
         "unreadable_from": state.hole_from,
         "unreadable_to": state.hole_to,
         "unreadable": "; ".join(state.holes) if state.holes else None,
+        "dir_name": task.dir_name,
+        "dir_kind": task.dir_kind,
+        "directory_id": task.directory_id,
     }
     yield "replica", _small_table({name: [value] for name, value in replica.items()}, rows.REPLICA)
 

@@ -16,6 +16,9 @@ Check signatures by ``scope``:
 * ``segment``:   ``check(seg: SegmentFacts, part: PartitionContext)``, once per ``.log`` (or KRaft snapshot);
 * ``partition``: ``check(part: PartitionContext)``, once per partition directory;
 * ``logdir``:    ``check(logdir: LogDirContext)``, once per log directory;
+* ``identity``:  ``check(f: ReplicaFacts)``, once per replica directory of ``audit``, before any comparison
+  (``auditor.rules.replica.identity``: old incarnations, unassigned, ``-future`` and ``-delete`` replicas);
+* ``coverage``:  ``check(c: ClusterCoverage)``, once per cluster of ``audit`` (KRaft metadata in the inputs);
 * ``replicas``:  ``check(part: PartitionReplicas)``, once per partition of ``audit`` (every replica of it, the
   reference leader, caches, divergences, truncation points: ``auditor.rules.replica.model``);
 * ``lag``:       ``check(lag: LagRow)``, once per follower behind the leader, after Spark counted the lag;
@@ -65,6 +68,7 @@ RULE_MODULES: list[str] = [
     "auditor.rules.checkpoint",
     "auditor.rules.partition",
     "auditor.rules.inventory",
+    "auditor.rules.replica.identity",
     "auditor.rules.replica.divergence",
     "auditor.rules.replica.kraft",
     "auditor.rules.replica.lag",
@@ -80,7 +84,7 @@ RULE_MODULES: list[str] = [
 ]
 """Modules that register rules when imported."""
 
-AUDIT_SCOPES = ("replicas", "lag", "loss", "txn", "groups", "cluster")
+AUDIT_SCOPES = ("identity", "coverage", "replicas", "lag", "loss", "txn", "groups", "cluster")
 """The scopes of ``audit``'s cross-replica rules (KA6xx/KA7xx), run by ``auditor.spark.partition_rules``."""
 HISTORY_SCOPES = ("history", "fleet", "ingest")
 """The scopes of ``report``'s rules over an ingest warehouse (KA8xx): ``history`` (per chunk of partitions,

@@ -21,6 +21,7 @@ from typing import Any
 from auditor.findings import Finding
 from auditor.observe import rows
 from auditor.spark.extract import load, ship_code
+from auditor.spark.identity import IdentityResult, set_apart
 from auditor.spark.inputs import PARQUET_WEIGHT, Inputs, input_sizes
 from auditor.text import encode_bytes
 
@@ -72,6 +73,8 @@ class AuditResult:
     elections: list[dict[str, Any]] = field(default_factory=list)  # which replica to elect (spark.election)
     # batch epoch ranges (frames.epochs rows) of partitions with a finding above info that did not diverge
     epoch_ranges: list[dict[str, Any]] = field(default_factory=list)
+    # replica rows set apart by Kafka's identity before any comparison (auditor.spark.identity)
+    set_apart: list[dict[str, Any]] = field(default_factory=list)
 
 
 TASKS = "Spark tasks"
@@ -141,12 +144,15 @@ def run_audit(
         raw, extracts = len(inputs.raw), len(inputs.parquet)
         with stage(f"planning the extraction of {raw} log dir(s) and {extracts} extract(s)"):
             tables = load(spark, inputs, driver=settings.driver)
+        with stage("identifying the replicas (topic IDs, replica sets)", unit=TASKS, poll=True):
+            identity = set_apart(tables)
         with stage("extracting and comparing the replicas", unit=TASKS, poll=True):
             frames = compare.audit(
                 tables, **({"chunk_bits": chunk_bits} if chunk_bits else {}), driver=settings.driver
             )
         with stage("per-partition results: transactions, consumer groups, elections", unit=TASKS, poll=True):
             result = _assemble(frames, tables)
+        _add_identity(result, frames, identity)
         if export_lost is not None:
             with stage("exporting the lost records", unit=TASKS, poll=True):
                 result.exported = export_lost_records(spark, frames, export_lost, settings.driver)
@@ -167,6 +173,23 @@ def run_audit(
         "smallInput": settings.driver,  # the small-input settings of auditor.spark.tuning were used
     }
     return result
+
+
+def _add_identity(result: AuditResult, frames, identity: IdentityResult) -> None:
+    """The identity step's findings (KA605-KA610) first among the audit's, in ``frames.findings`` too (what
+    ``--save`` writes); the replicas it set apart in ``result.set_apart``."""
+    from auditor.rules.registry import REGISTRY
+
+    result.set_apart = identity.apart_rows
+    if not identity.findings:
+        return
+    result.findings = [
+        Finding.from_row(r, REGISTRY[r["code"]].name) for r in identity.findings
+    ] + result.findings
+    spark = frames.findings.sparkSession
+    frames.findings = frames.findings.unionByName(
+        spark.createDataFrame(identity.findings, schema=rows.spark_schema(rows.FINDING))
+    )
 
 
 @contextlib.contextmanager

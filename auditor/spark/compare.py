@@ -60,7 +60,7 @@ from auditor.kafka.transactions import ABORT, ABORTED, COMMIT, COMMITTED, MARKER
 from auditor.observe import rows
 from auditor.rules.registry import REGISTRY
 from auditor.rules.replica.kraft import offline_partitions
-from auditor.rules.replica.model import LOST_MARKERS_LISTED
+from auditor.rules.replica.model import LOST_MARKERS_LISTED, PRODUCERS_LISTED
 from auditor.spark.partition_rules import (
     cluster_findings,
     evaluate_rows,
@@ -592,6 +592,16 @@ def lost_runs(
                 F.slice(
                     F.sort_array(F.collect_list(F.when(is_marker, marker))), 1, LOST_MARKERS_LISTED
                 ).alias("lost_markers"),
+                # who wrote the data records and when (batch max timestamps): the producers to ask
+                F.slice(
+                    F.sort_array(
+                        F.collect_set(F.when(~is_marker & (F.col("producer_id") >= 0), F.col("producer_id")))
+                    ),
+                    1,
+                    PRODUCERS_LISTED,
+                ).alias("producer_ids"),
+                F.min(F.when(~is_marker, F.col("max_timestamp"))).alias("first_timestamp"),
+                F.max(F.when(~is_marker, F.col("max_timestamp"))).alias("last_timestamp"),
             )
             .drop("run")
             .withColumn("kind", F.lit(kind))

@@ -262,6 +262,7 @@ def test_audit_tells_its_stages_and_keeps_spark_console_progress_off(spark, uncl
     assert unclean_audit.audited.findings
     assert unclean_audit.stages == [
         "planning the extraction of 4 log dir(s) and 0 extract(s)",
+        "identifying the replicas (topic IDs, replica sets)",
         "extracting and comparing the replicas",
         "per-partition results: transactions, consumer groups, elections",
         "exporting the lost records",
@@ -293,6 +294,7 @@ def test_audit_draws_its_stages_on_a_terminal_only(cluster, tmp_path):
         "discovering the inputs",
         "starting Spark (local[2])",
         "planning the extraction of 4 log dir(s) and 0 extract(s)",
+        "identifying the replicas (topic IDs, replica sets)",
         "extracting and comparing the replicas",
         "per-partition results: transactions, consumer groups, elections",
     ):

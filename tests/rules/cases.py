@@ -841,6 +841,7 @@ from tests.rules import (  # noqa: E402
     cases_files,
     cases_groups,
     cases_history,
+    cases_identity,
     cases_inputs,
     cases_records,
     cases_replica,
@@ -850,5 +851,6 @@ from tests.rules import (  # noqa: E402
 
 ALL_CODES += cases_files.CODES + cases_inputs.CODES + cases_records.CODES + cases_replica.CODES
 ALL_CODES += cases_txn.CODES + cases_groups.CODES + cases_timeline.CODES + cases_history.CODES
+ALL_CODES += cases_identity.CODES
 
 __all__ = ["ALL_CODES", "FIRE", "SILENT", "T0", "format_leader_epoch_checkpoint"]

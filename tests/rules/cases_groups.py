@@ -193,6 +193,51 @@ def committed_before_the_lost_range(tmp, mp) -> Groups:
 
 
 @silent("KA721")
+def committed_on_the_new_lineage(tmp, mp) -> Groups:
+    """After the unclean election the group read the new leader: its commit carries leader epoch 1, the
+    epoch of the leader's data from offset 80 on (KIP-320), so it consumed nothing of the lost range."""
+    g = _diverged(88)
+    g.commits = [commit_row(b, 3, 88, epoch=1) for b in (1, 2)]
+    return g
+
+
+@fire("KA721")
+def committed_on_the_old_lineage(tmp, mp) -> Groups:
+    """The same offset committed with leader epoch 0: read from the old leader's lost records."""
+    g = _diverged(88)
+    g.commits = [commit_row(b, 3, 88, epoch=0) for b in (1, 2)]
+    return g
+
+
+@silent("KA720", "KA721", "KA722")
+def commit_of_a_deleted_incarnation(tmp, mp) -> Groups:
+    """The group committed 100 on orders before the topic was deleted and re-created (the KRaft metadata's
+    TopicRecord of the new topic ID is newer than the commit): a commit of a deleted incarnation, never
+    judged against the new one."""
+    g = _diverged(100)
+    g.metadata = [
+        _topic_record("orders", "old-orders-id", 0, T0 - 10_000),
+        {**_topic_record("orders", "old-orders-id", 1, T0 + 500), "record_type": "REMOVE_TOPIC_RECORD"},
+        _topic_record("orders", "new-orders-id", 2, T0 + 1_000),
+    ]
+    return g
+
+
+def _topic_record(topic: str, topic_id: str, seq: int, timestamp: int) -> dict:
+    return {
+        "cluster": "c",
+        "node": 100,
+        "seq": seq,
+        "offset": seq,
+        "end_offset": 10,
+        "timestamp": timestamp,
+        "record_type": "TOPIC_RECORD",
+        "topic": topic,
+        "topic_id": topic_id,
+    }
+
+
+@silent("KA721")
 def lost_range_on_the_leader_itself(tmp, mp) -> Groups:
     g = _diverged(100)
     g.lost_runs = [lost(1, 80, 89)]  # a run held by the leader is not lost

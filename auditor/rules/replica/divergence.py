@@ -23,9 +23,10 @@ def divergence(part: PartitionReplicas) -> Iterator[Violation]:
     offsets), min(log end offsets)) where they disagree: a batch missing on one side, different batch
     boundaries, a different CRC, or the same CRC with a different partitionLeaderEpoch (the CRC does not cover
     it). Compacted partitions are compared record by record (offset, key, value, headers); an offset present
-    on one replica only is benign below the other's cleaner offset. Error when the offset is below one of the
-    two checkpointed high watermarks (committed data differs), warning above both (uncommitted tails, which
-    Kafka truncates).
+    on one replica only is benign below the other's cleaner offset. Error when committed data differs: the
+    offset is below both checkpointed high watermarks, or below the one of a replica that is not the leader;
+    warning when only the leader committed its data there (the other replica's data was never committed and
+    is truncated: e.g. an acks=0/1 tail after a clean election) or when it is above both.
     Why it matters: followers copy the leader's batches byte for byte, so two in-sync replicas never differ.
     A difference means one replica kept data the other truncated or never had: an unclean leader election,
     a leader crash with acks=1 data, HW-based truncation (pre-KIP-101) or a Kafka bug (KAFKA-6361,
@@ -39,16 +40,11 @@ def divergence(part: PartitionReplicas) -> Iterator[Violation]:
         ra, rb = part.replica(a), part.replica(b)
         if ra is None or rb is None:
             continue
-        top = max(ra.hw if ra.hw is not None else -1, rb.hw if rb.hw is not None else -1)
-        committed = d.offset < top
+        severity, wording = _committed_sides(part, ra, rb, d.offset)
         yield Violation(
             f"replicas on brokers {a} and {b} diverge at offset {d.offset} (common range [{d.lo}, {d.hi})); "
-            + (
-                "below a checkpointed high watermark: committed data differs"
-                if committed
-                else "above both high watermarks: uncommitted data differs"
-            ),
-            severity=None if committed else Severity.WARNING,
+            + wording,
+            severity=severity,
             broker=a,
             peer=b,
             offset_start=d.offset,
@@ -59,6 +55,36 @@ def divergence(part: PartitionReplicas) -> Iterator[Violation]:
                 "atOffset": camel_keys(d.detail),
             },
         )
+
+
+def _committed_sides(part: PartitionReplicas, ra, rb, offset: int) -> tuple[Severity | None, str]:
+    """Severity and wording of a divergence at ``offset`` by which side committed its data there (the offset
+    is below that replica's checkpointed high watermark). Data only the leader's lineage committed is what
+    the others truncate to: the replica that will truncate never committed its data there, so no committed
+    data differs (an acks=0/1 tail of a crashed leader after a clean election)."""
+
+    def committed(r) -> bool:
+        return r.hw is not None and offset < r.hw
+
+    ca, cb = committed(ra), committed(rb)
+    if ca and cb:
+        return None, "below both checkpointed high watermarks: committed data differs"
+    if not ca and not cb:
+        return Severity.WARNING, "above both high watermarks: data no replica committed differs"
+    keeper, other = (ra, rb) if ca else (rb, ra)
+    lb = part.leader.broker
+    agrees = part.divergence(keeper.broker, lb) if keeper.broker != lb else None
+    same_as_leader = agrees is None or agrees.offset > offset
+    if keeper.broker == lb or (same_as_leader and part.divergence(other.broker, lb) is not None):
+        role = " (the leader)" if keeper.broker == lb else ", like the leader,"
+        return Severity.WARNING, (
+            f"broker {keeper.broker}{role} committed its data there, broker {other.broker}'s data was "
+            f"never committed (above its high watermark {other.hw}) and is truncated when it follows"
+        )
+    return None, (
+        f"broker {keeper.broker} committed its data there (below its high watermark {keeper.hw}), broker "
+        f"{other.broker} holds different data: committed data differs"
+    )
 
 
 @rule(

@@ -29,6 +29,15 @@ class LostSpan:
     kind: str  # committed | uncommitted (auditor.spark.compare.lost_runs)
     records: int | None = None
     log_dir: str | None = None
+    lineage_epoch: int | None = None  # the current leader's leader epoch at ``lo``: the new lineage's there
+
+    def read_by(self, commit: Commit) -> bool:
+        """The commit was made on the lineage that lost these offsets: its leader epoch (KIP-320, the epoch of
+        the last record the group consumed) is below the epoch the current leader's data has at ``lo``. A
+        commit at or above it was made reading the current leader and lost nothing; a commit without an
+        epoch cannot tell and counts as the old lineage's."""
+        lineage = self.lineage_epoch
+        return commit.leader_epoch < 0 or lineage is None or commit.leader_epoch < lineage
 
 
 @dataclass(frozen=True)
@@ -139,6 +148,9 @@ def offset_in_lost_range(g: GroupCommit) -> Iterator[Violation]:
     Why it matters: the group processed N records that are gone (downstream effects without a source record)
     and, resuming at its committed offset, it will never read the M different records the current leader now
     holds at those offsets.
+    A commit whose leader epoch (KIP-320) is at or above the epoch of the current leader's data at the first
+    lost offset was made on the new lineage and is not at risk; only commits from the old lineage (or
+    without an epoch) are reported.
     What to do: export the lost records (``audit --export-lost``), and re-read the leader's records at those
     offsets (reset the group to the first lost offset) if the application must process them.
     References: KIP-101, KIP-279, KIP-320, spec §17.6.
@@ -149,6 +161,8 @@ def offset_in_lost_range(g: GroupCommit) -> Iterator[Violation]:
     for span in g.lost:
         if c.offset <= span.lo or span.records == 0:
             continue  # nothing consumed there, or only transaction markers and aborted records
+        if not span.read_by(c):
+            continue  # committed reading the current leader's lineage (KIP-320 leader epoch)
         last = min(c.offset - 1, span.hi)
         offsets = last - span.lo + 1
         if span.records is None:

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from auditor.findings import Severity
 from auditor.rules.registry import Violation, rule
 from auditor.rules.replica.model import LostRun
+from auditor.text import iso_ms
 
 
 def _located(run: LostRun, message: str) -> Violation:
@@ -22,6 +23,11 @@ def _located(run: LostRun, message: str) -> Violation:
         "committedHighWatermark": run.committed_hw,
         "batches": run.batches,
     }
+    if run.producer_ids:
+        evidence["producerIds"] = list(run.producer_ids)
+    if run.first_timestamp is not None:
+        evidence["firstTimestamp"] = run.first_timestamp
+        evidence["lastTimestamp"] = run.last_timestamp
     # transactional partitions: what the run truncates besides the records it counts
     for attr, key in (
         ("aborted_records", "abortedRecords"),
@@ -70,24 +76,39 @@ def committed_loss(run: LostRun) -> Iterator[Violation]:
     "KA711",
     "replication.divergent-uncommitted-tail",
     Severity.WARNING,
-    "A follower holds a divergent tail above every high watermark",
+    "Records acknowledged only by the old leader, never committed, are truncated",
     scope="loss",
 )
 def uncommitted_tail(run: LostRun) -> Iterator[Violation]:
     """
-    What it finds: batches on a follower that differ from the leader's (or that the leader lacks) at or
-    above the high watermarks of the replicas holding them. Records are counted as KA710 counts them
-    (aborted and open transaction data and markers are named apart).
-    Why it matters: this is what truncation is for; the records were never committed, but acks=1 producers
-    may have been told they were written.
-    What to do: check whether acks=1 producers wrote them; export them with ``--export-lost`` if needed.
-    References: KIP-101, spec §17.6.
+    What it finds: batches on a follower that differ from the current leader's (or that it lacks) at or
+    above the high watermark of every replica holding them: no replica ever committed them. Records are
+    counted as KA710 counts them (aborted and open transaction data and markers are named apart), with the
+    producer ids and the time window (batch timestamps) that wrote them.
+    Why it matters: a clean election never loses committed data, and these records were never committed:
+    the leader of their epoch appended them and then lost leadership before any follower in the ISR copied
+    them (a crash, a partition). Producers with acks=all got an error or a timeout for them and retried;
+    producers with acks=1 (or acks=0) were told they were written, so for them these are acknowledged writes
+    that Kafka truncates: possible only with acks=0/1, never with acks=all.
+    What to do: find out which producers used acks=1 (the producer ids and the time window help); export the
+    records with ``--export-lost`` if the application needs them and produce them again; use acks=all with
+    ``min.insync.replicas`` >= 2 where acknowledged writes must survive a leader crash.
+    References: KIP-101, KIP-279, ``acks``, ``min.insync.replicas``, ``Partition.maybeIncrementLeaderHW``.
     """
-    if run.kind == "uncommitted":
-        also = f"; {run.not_counted}" if run.not_counted else ""
-        yield _located(
-            run,
-            f"divergent uncommitted tail: {run.records} records (offsets {run.lo}..{run.hi}, at or above "
-            f"the high watermarks of the replicas holding them) on broker {run.broker} are not on "
-            f"the current leader {run.leader} and will be truncated{also}",
-        )
+    if run.kind != "uncommitted":
+        return
+    also = f"; {run.not_counted}" if run.not_counted else ""
+    epochs = ", ".join(str(e) for e in run.epochs)
+    who = ""
+    if run.producer_ids:
+        who = f"; producer ids {', '.join(str(p) for p in run.producer_ids)}"
+    if run.first_timestamp is not None and run.last_timestamp is not None:
+        who += f", written {iso_ms(run.first_timestamp)} to {iso_ms(run.last_timestamp)}"
+    yield _located(
+        run,
+        f"{run.records} records (offsets {run.lo}..{run.hi}) on broker {run.broker} were acknowledged only "
+        f"by the old leader (leader epoch {epochs}), never committed: above the high watermark of every "
+        f"replica holding them, possible only with acks=0/1 (acks=1 producers were told they were "
+        f"written); the current leader {run.leader} lacks them and broker {run.broker} truncates them"
+        f"{also}{who}",
+    )

@@ -286,6 +286,9 @@ class LostRun(FollowerSpan):
     markers: int = 0
     commit_markers: int = 0
     lost_markers: tuple[LostMarker, ...] = ()
+    producer_ids: tuple[int, ...] = ()  # the first PRODUCERS_LISTED producer ids of its data batches
+    first_timestamp: int | None = None  # the lowest and highest max timestamp of its data batches (ms)
+    last_timestamp: int | None = None
 
     @property
     def abort_markers(self) -> int:
@@ -330,11 +333,20 @@ class LostRun(FollowerSpan):
             markers=int(row.get("markers") or 0),
             commit_markers=int(row.get("commit_markers") or 0),
             lost_markers=tuple(LostMarker.from_row(m) for m in row.get("lost_markers") or ()),
+            producer_ids=tuple(int(p) for p in row.get("producer_ids") or ()),
+            first_timestamp=_opt(row.get("first_timestamp")),
+            last_timestamp=_opt(row.get("last_timestamp")),
         )
 
 
 LOST_MARKERS_LISTED = 100
 """A lost run lists at most this many of its COMMIT/ABORT markers (``compare.lost_runs``); it counts all."""
+PRODUCERS_LISTED = 20
+"""A lost run lists at most this many producer ids of its data batches."""
+
+
+def _opt(value: Any) -> int | None:
+    return None if value is None else int(value)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,141 @@
+"""The audit's first step after loading: every replica judged by Kafka's identity
+(``auditor.kafka.identity``), the ones set apart reported (KA605-KA610, KA609 per cluster) and removed from
+every table before any comparison, so that no later step can compare, count as loss or elect them.
+
+:func:`identity_findings` is pure Python (the rule cases run it without Spark); :func:`set_apart` runs it on
+the collected replica and metadata rows (one row per replica and per metadata record: small) and filters the
+DataFrames with a broadcast anti-join on (cluster, log dir, topic, partition), which is unique among live
+partition directories (``-future``, ``-delete`` and ``-stray`` directories have a replica row only)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from auditor.kafka.identity import (
+    OTHER_INCARNATION,
+    cluster_identities,
+    directory_mismatch,
+    identify_rows,
+)
+from auditor.rules.registry import scope_rules
+from auditor.rules.replica.identity import ClusterCoverage, ReplicaFacts
+from auditor.spark.partition_rules import finding_row
+
+REPLICA_KEY = ("cluster", "log_dir", "topic", "partition")
+"""What identifies a live partition directory in every extract table."""
+
+
+@dataclass
+class IdentityResult:
+    """The identity step's findings (``rows.FINDING`` dicts) and the live replicas it set apart."""
+
+    findings: list[dict] = field(default_factory=list)
+    set_apart: list[tuple] = field(default_factory=list)  # REPLICA_KEY values of live replicas set apart
+    apart_rows: list[dict] = field(default_factory=list)  # their replica rows, and the non-live ones
+
+
+def identity_findings(
+    replicas: Iterable[Mapping[str, Any]], metadata: Iterable[Mapping[str, Any]]
+) -> IdentityResult:
+    """Judge every replica row (``rows.REPLICA`` dicts, live and not) against the KRaft metadata rows; run the
+    ``identity`` rules on each and the ``coverage`` rules on each cluster."""
+    replicas = list(replicas)
+    metadata = list(metadata)
+    judged = identify_rows(replicas, metadata)
+    idents = cluster_identities(metadata)
+    live_by: dict[tuple, dict] = {}
+    for r, ident in judged:
+        if (r.get("dir_kind") or "live") == "live" and ident.compared:
+            live_by[(r.get("cluster"), r["topic"], int(r["partition"]), r.get("broker"))] = r
+    out = IdentityResult()
+    rules = scope_rules("identity")
+    for r, ident in judged:
+        live = (r.get("dir_kind") or "live") == "live"
+        cluster = r.get("cluster")
+        ci = idents.get(cluster)
+        state = ci.partitions.get((r["topic"], int(r["partition"]))) if ci is not None else None
+        twin = live_by.get((cluster, r["topic"], int(r["partition"]), r.get("broker")))
+        facts = ReplicaFacts(
+            cluster,
+            r["topic"],
+            int(r["partition"]),
+            r.get("broker"),
+            r.get("log_dir"),
+            ident,
+            dict(r),
+            live_leo=twin.get("leo") if twin is not None and not live else None,
+            live_log_dir=twin.get("log_dir") if twin is not None and not live else None,
+            assigned_directory=(
+                directory_mismatch(state, r.get("broker"), r.get("directory_id"))
+                if live and ident.compared and state is not None and state.topic_id == r.get("topic_id")
+                else None
+            ),
+        )
+        for rule in rules:
+            for v in rule.check(facts):
+                out.findings.append(finding_row(rule, v, cluster, facts.topic, facts.partition))
+        if not ident.compared:
+            out.apart_rows.append(dict(r))
+            if live:
+                out.set_apart.append(tuple(r.get(k) for k in REPLICA_KEY))
+    clusters = sorted({r.get("cluster") for r in replicas}, key=str)
+    coverage = scope_rules("coverage")
+    for cluster in clusters:
+        ci = idents.get(cluster)
+        mine = [(r, i) for r, i in judged if r.get("cluster") == cluster]
+        subject = ClusterCoverage(
+            cluster,
+            ci is not None and ci.has_metadata,
+            len(mine),
+            sum(1 for _r, i in mine if i.status == OTHER_INCARNATION),
+        )
+        for rule in coverage:
+            for v in rule.check(subject):
+                out.findings.append(finding_row(rule, v, cluster))
+    return out
+
+
+def set_apart(tables) -> IdentityResult:
+    """Judge the replicas of ``tables`` (``auditor.spark.extract.Tables``) and remove the ones set apart, and
+    every ``-future``/``-delete``/``-stray`` replica row, from every table (in place). One small action:
+    the replica rows and the topic/partition records of the metadata."""
+    from pyspark.sql import functions as F
+
+    from auditor.spark.tuning import broadcast
+
+    replica_cols = [
+        *REPLICA_KEY,
+        "broker",
+        "topic_id",
+        "dir_name",
+        "dir_kind",
+        "directory_id",
+        "hw",
+        "log_start",
+        "leo",
+        "record_count",
+        "bytes",
+    ]
+    replicas = [r.asDict() for r in tables.replica.select(*replica_cols).collect()]
+    wanted = ("TOPIC_RECORD", "REMOVE_TOPIC_RECORD", "PARTITION_RECORD", "PARTITION_CHANGE_RECORD")
+    metadata = [
+        r.asDict(recursive=True) for r in tables.metadata.where(F.col("record_type").isin(*wanted)).collect()
+    ]
+    result = identity_findings(replicas, metadata)
+    live = F.coalesce(F.col("dir_kind"), F.lit("live")) == "live"
+    tables.replica = tables.replica.where(live)
+    if result.set_apart:
+        spark = tables.replica.sparkSession
+        keys = broadcast(
+            spark.createDataFrame(
+                [tuple(k) for k in result.set_apart],
+                "cluster string, log_dir string, topic string, partition int",
+            )
+        )
+        for kind in ("batch", "epoch", "replica", "record", "commit", "txn_state"):
+            df = getattr(tables, kind, None)
+            if df is not None:
+                setattr(tables, kind, df.join(keys, list(REPLICA_KEY), "left_anti"))
+    return result
