@@ -29,6 +29,7 @@ from typing import Any
 from auditor import __version__
 from auditor.errors import describe_error, error_evidence
 from auditor.findings import Finding, Location
+from auditor.kafka.identity import checkpointed
 from auditor.kafka.kraft import TopicView, topic_view
 from auditor.layout.discover import discover
 from auditor.layout.filetypes import METADATA_DIR
@@ -332,7 +333,9 @@ def partition_task(ld: LogDirContext, part: PartitionDir, view: TopicView | None
 
     def value(name: str) -> int | None:
         ckpt = ld.checkpoint(name)
-        return None if ckpt is None else ckpt.as_dict().get((part.topic, part.partition))
+        if ckpt is None or not checkpointed(part.kind, name):  # a -delete/-stray log has no entries
+            return None
+        return ckpt.as_dict().get((part.topic, part.partition))
 
     meta = ld.meta_value
     task = PartitionTask(

@@ -78,6 +78,7 @@ def collect(log_dirs: list[str], topic: str | None, partition: int | None):
     """The timeline of every cluster among ``log_dirs`` (cluster label -> ``Timeline``) and the problems met
     (one line each): the metadata rows of every node, then the leader-epoch caches and batch epoch ranges of
     the selected partitions' replicas."""
+    from auditor.kafka.identity import identify_rows
     from auditor.kafka.planning import plan_tasks
     from auditor.kafka.timeline import build_timeline
     from auditor.kafka.topics import METADATA_TOPIC
@@ -100,6 +101,7 @@ def collect(log_dirs: list[str], topic: str | None, partition: int | None):
             problems.append(_problem(info.path, exc))
     caches: dict[str, dict] = {}
     ranges: dict[str, dict] = {}
+    held: list[tuple[dict, list, list]] = []  # replica row, cache, epoch ranges of each replica read
     for task in plan_tasks(infos, labels, None):
         if task.topic == METADATA_TOPIC:
             continue
@@ -111,6 +113,7 @@ def collect(log_dirs: list[str], topic: str | None, partition: int | None):
         path = str(Path(task.log_dir) / task.dir_name)
         cache: list[tuple[int, int, int]] = []
         per_epoch: dict[int, dict] = {}
+        replica: dict | None = None
         try:
             for kind, table in extract_partition(task):
                 if kind == "epoch":
@@ -118,20 +121,35 @@ def collect(log_dirs: list[str], topic: str | None, partition: int | None):
                 elif kind == "batch":
                     _add_batches(per_epoch, table)
                 elif kind == "replica":
-                    problems += [w for r in table.to_pylist() for w in replica_warnings(path, r)]
+                    replica = table.to_pylist()[0]
+                    problems += [w for w in replica_warnings(path, replica)]
         except (ParseError, OSError) as exc:
             problems.append(_problem(path, exc))
-        caches.setdefault(task.cluster, {}).setdefault(key, {})[task.broker] = [
+        if replica is not None:
+            held.append((replica, cache, [per_epoch[e] for e in sorted(per_epoch)]))
+    # only the replicas Kafka's identity compares line up with the metadata (auditor.kafka.identity)
+    everything = [m for rows_ in metadata.values() for m in rows_]
+    apart: dict[str, list[str]] = {}
+    for (replica, cache, per), verdict in zip(
+        held, (v for _r, v in identify_rows([h[0] for h in held], everything)), strict=True
+    ):
+        key = (replica["topic"], int(replica["partition"]))
+        if not verdict.compared:
+            apart.setdefault(replica["cluster"], []).append(
+                f"broker {replica['broker']} {replica.get('dir_name')} ({replica['log_dir']}) left out: "
+                f"{verdict.status}: {verdict.reason}"
+            )
+            continue
+        caches.setdefault(replica["cluster"], {}).setdefault(key, {})[replica["broker"]] = [
             (e, s) for _o, e, s in sorted(cache)
         ]
-        ranges.setdefault(task.cluster, {}).setdefault(key, {})[task.broker] = [
-            per_epoch[e] for e in sorted(per_epoch)
-        ]
+        ranges.setdefault(replica["cluster"], {}).setdefault(key, {})[replica["broker"]] = per
     timelines = {}
     for label in sorted(set(metadata) | set(caches)):
         timelines[label] = build_timeline(
             metadata.get(label, []), caches.get(label), ranges.get(label), topic, partition
         )
+        timelines[label].notes.extend(apart.get(label, []))
     return timelines, problems
 
 

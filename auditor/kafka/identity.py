@@ -281,3 +281,20 @@ def directory_mismatch(
     if assigned in RESERVED_DIRECTORIES or assigned == directory_id:
         return None
     return assigned
+
+
+CHECKPOINTED_KINDS = {
+    "replication-offset-checkpoint": ("live",),
+    "recovery-point-offset-checkpoint": ("live", "future"),
+    "log-start-offset-checkpoint": ("live", "future"),
+    "cleaner-offset-checkpoint": ("live",),
+}
+"""Which partition directories a log dir's checkpoint entry for (topic, partition) describes: the high
+watermarks are the ``ReplicaManager``'s live logs only, ``LogManager`` checkpoints the recovery points and log
+start offsets of the live and the ``-future`` logs of that log dir; a ``-delete`` or ``-stray`` log has none
+(an entry of the same partition belongs to a live log beside it)."""
+
+
+def checkpointed(dir_kind: str | None, checkpoint: str) -> bool:
+    """The entry of ``checkpoint`` (a file name) for a partition describes its directory of ``dir_kind``."""
+    return (dir_kind or "live") in CHECKPOINTED_KINDS.get(checkpoint, ("live",))

@@ -8,11 +8,15 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from auditor.kafka.identity import checkpointed
 from auditor.kafka.topics import COMPACTED_TOPICS
 from auditor.layout.filetypes import METADATA_DIR
 from auditor.layout.inventory import segment_logs
 from auditor.layout.logdir import LogDirInfo
 from auditor.layout.tasks import PartitionTask
+
+HW_FILE, RECOVERY_FILE = "replication-offset-checkpoint", "recovery-point-offset-checkpoint"
+LOG_START_FILE, CLEANER_FILE = "log-start-offset-checkpoint", "cleaner-offset-checkpoint"
 
 
 def plan_tasks(
@@ -49,12 +53,12 @@ def plan_tasks(
                     dir_name=name,
                     topic=topic,
                     partition=partition,
-                    # the log dir's checkpoint entries are the live log's (LogManager also checkpoints a
-                    # -future log's recovery point and log start offset in its own log dir)
-                    hw=info.hw.get(key) if kind == "live" else None,
-                    recovery_point=info.recovery.get(key) if kind in ("live", "future") else None,
-                    log_start_checkpoint=info.log_start.get(key) if kind in ("live", "future") else None,
-                    cleaner_offset=info.cleaner.get(key) if kind == "live" else None,
+                    hw=info.hw.get(key) if checkpointed(kind, HW_FILE) else None,
+                    recovery_point=info.recovery.get(key) if checkpointed(kind, RECOVERY_FILE) else None,
+                    log_start_checkpoint=(
+                        info.log_start.get(key) if checkpointed(kind, LOG_START_FILE) else None
+                    ),
+                    cleaner_offset=info.cleaner.get(key) if checkpointed(kind, CLEANER_FILE) else None,
                     clean_shutdown=info.clean_shutdown,
                     compacted=compacted and name != METADATA_DIR and kind == "live",
                     size=_dir_size(Path(info.path) / name),

@@ -20,7 +20,7 @@ from typing import Any
 
 from auditor.findings import Finding
 from auditor.observe import rows
-from auditor.spark.extract import load, ship_code
+from auditor.spark.extract import load, remove_scratch, ship_code
 from auditor.spark.identity import IdentityResult, set_apart
 from auditor.spark.inputs import PARQUET_WEIGHT, Inputs, input_sizes
 from auditor.text import encode_bytes
@@ -133,7 +133,6 @@ def run_audit(
     (``auditor.report.progress.Stages`` or anything with its ``stage(name, poll=...)`` context manager),
     told each stage of the run; Spark's stages fill in their task counts."""
     from auditor.rules.registry import load_rules
-    from auditor.spark import compare
 
     load_rules()  # registers KA6xx/KA7xx (their names label the findings)
 
@@ -142,26 +141,12 @@ def run_audit(
     ship_code(spark)
     with _small_input_settings(spark, inputs) as settings:
         raw, extracts = len(inputs.raw), len(inputs.parquet)
-        with stage(f"planning the extraction of {raw} log dir(s) and {extracts} extract(s)"):
+        with stage(f"extracting {raw} log dir(s), reading {extracts} extract(s)", unit=TASKS, poll=True):
             tables = load(spark, inputs, driver=settings.driver)
-        with stage("identifying the replicas (topic IDs, replica sets)", unit=TASKS, poll=True):
-            identity = set_apart(tables)
-        with stage("extracting and comparing the replicas", unit=TASKS, poll=True):
-            frames = compare.audit(
-                tables, **({"chunk_bits": chunk_bits} if chunk_bits else {}), driver=settings.driver
-            )
-        with stage("per-partition results: transactions, consumer groups, elections", unit=TASKS, poll=True):
-            result = _assemble(frames, tables)
-        _add_identity(result, frames, identity)
-        if export_lost is not None:
-            with stage("exporting the lost records", unit=TASKS, poll=True):
-                result.exported = export_lost_records(spark, frames, export_lost, settings.driver)
-            result.problems.extend(result.exported.get("problems", []))
-        if save is not None:
-            with stage("saving the tables (--save)", unit=TASKS, poll=True):
-                save_frames(frames, tables, save)
-        if tables.extract is not None and tables.extract.is_cached:
-            tables.extract.unpersist()
+        try:
+            result = _run(spark, tables, settings, stage, chunk_bits, export_lost, save)
+        finally:
+            remove_scratch(tables)
     partitions = {(r["cluster"], r["topic"], r["partition"]) for r in result.replicas}
     result.stats = {
         "logDirs": len(inputs.raw),
@@ -190,6 +175,29 @@ def _add_identity(result: AuditResult, frames, identity: IdentityResult) -> None
     frames.findings = frames.findings.unionByName(
         spark.createDataFrame(identity.findings, schema=rows.spark_schema(rows.FINDING))
     )
+
+
+def _run(spark, tables, settings, stage, chunk_bits, export_lost, save) -> AuditResult:
+    """Everything after the extraction: identity, comparisons, the driver's rules, export and save."""
+    from auditor.spark import compare
+
+    with stage("identifying the replicas (topic IDs, replica sets)", unit=TASKS, poll=True):
+        identity = set_apart(tables)
+    with stage("comparing the replicas", unit=TASKS, poll=True):
+        frames = compare.audit(
+            tables, **({"chunk_bits": chunk_bits} if chunk_bits else {}), driver=settings.driver
+        )
+    with stage("per-partition results: transactions, consumer groups, elections", unit=TASKS, poll=True):
+        result = _assemble(frames, tables)
+    _add_identity(result, frames, identity)
+    if export_lost is not None:
+        with stage("exporting the lost records", unit=TASKS, poll=True):
+            result.exported = export_lost_records(spark, frames, export_lost, settings.driver)
+        result.problems.extend(result.exported.get("problems", []))
+    if save is not None:
+        with stage("saving the tables (--save)", unit=TASKS, poll=True):
+            save_frames(frames, tables, save)
+    return result
 
 
 @contextlib.contextmanager

@@ -2,13 +2,15 @@
 
 Raw directories: the driver reads only the root files of each log directory (meta.properties and the
 offset checkpoints, a few KB) and the KRaft metadata log (to learn which topics are compacted), then
-ships one task per partition directory; executors run
-:func:`auditor.observe.extract.extract_partition` through
-``mapInArrow`` (Arrow batches straight into Spark, no Python row objects). On a cluster the directories
-must be readable at the same path from every executor (a shared filesystem).
+ships one task per partition directory; executors run :func:`auditor.observe.extract.extract_partition` and
+stream its pieces into Parquet files under a scratch directory, one per executor task and table kind
+(:func:`spilled_extract`), which Spark reads back as flat tables: nothing of the extract is held in memory
+or shipped through the driver. Small inputs are extracted in the driver's Python instead
+(:func:`driver_extract`). On a cluster the log directories and the scratch directory must be readable at
+the same path from every executor (a shared filesystem).
 
-Parquet extracts (``kafka-auditor extract``) are read with ``spark.read.parquet``. Both give a DataFrame
-in the ``rows.EXTRACT`` layout, which :func:`split` turns into one flat DataFrame per table.
+Parquet extracts (``kafka-auditor extract``) are read with ``spark.read.parquet``, in the ``rows.EXTRACT``
+layout, which :func:`split` turns into one flat DataFrame per table.
 """
 
 from __future__ import annotations
@@ -50,38 +52,109 @@ def plan_raw(sources: list[Source]) -> tuple[list[LogDirInfo], list[PartitionTas
     return infos, plan_tasks(infos, labels, compacted), problems
 
 
-def _extract_tasks(batches):
-    """mapInArrow body: every input row is one JSON task; yields ``rows.EXTRACT`` record batches."""
-    from auditor.layout.tasks import PartitionTask
-    from auditor.observe.extract import extract_partition_wrapped
-
-    for batch in batches:
-        for text in batch.column(0).to_pylist():
-            yield from extract_partition_wrapped(PartitionTask(**json.loads(text)))
-
-
-def raw_extract(spark, sources: list[Source]):
-    """The extract DataFrame of raw log directories, parsed on the executors; also the problems found."""
-    _infos, tasks, problems = plan_raw(sources)
-    schema = rows.spark_schema(rows.EXTRACT)
-    if not tasks:
-        return spark.createDataFrame([], schema), problems
+def _task_frame(spark, tasks: list[PartitionTask]):
+    """One row per task (its JSON), in slices: enough to keep every core busy on big inputs, few on small
+    ones; round-robin over the slices, the tasks coming biggest first, so every slice gets big ones."""
     total = sum(t.size for t in tasks)
-    # enough slices to keep every core busy on big inputs, few on small ones (every later stage that
-    # reads the persisted extract runs one task per slice)
     slices = max(1, min(len(tasks), spark.sparkContext.defaultParallelism * 4, total // SLICE_BYTES + 1))
-    # round-robin over slices; tasks come biggest first, so every slice gets a share of the big ones
     ordered = [json.dumps(t.to_dict()) for t in tasks]
     rdd = spark.sparkContext.parallelize(
         [(text,) for i in range(slices) for text in ordered[i::slices]], slices
     )
-    task_df = spark.createDataFrame(rdd, "task string")
-    return task_df.mapInArrow(_extract_tasks, schema), problems
+    return spark.createDataFrame(rdd, "task string")
+
+
+WRITTEN = "kind string, path string, rows bigint"
+"""What each executor task of :func:`spilled_extract` reports: the Parquet file it wrote per table kind."""
+
+
+def _spill_tasks(scratch: str):
+    """mapInArrow body of :func:`spilled_extract`: every partition task of the slice extracted in turn and
+    streamed, piece by piece, into one Parquet file per table kind under ``scratch`` (flat, the kind's own
+    schema); yields one row per file written. Memory: the pieces ``extract_partition`` yields, one at a
+    time."""
+
+    def run(batches):
+        import os
+        import uuid
+
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        from auditor.layout.tasks import PartitionTask
+        from auditor.observe.extract import extract_partition
+
+        writers: dict[str, pq.ParquetWriter] = {}
+        counts: dict[str, int] = {}
+        paths: dict[str, str] = {}
+        name = uuid.uuid4().hex
+        try:
+            for batch in batches:
+                for text in batch.column(0).to_pylist():
+                    for kind, table in extract_partition(PartitionTask(**json.loads(text))):
+                        if not table.num_rows:
+                            continue
+                        if kind not in writers:
+                            os.makedirs(os.path.join(scratch, kind), exist_ok=True)
+                            paths[kind] = os.path.join(scratch, kind, f"{name}.parquet")
+                            schema = rows.TABLES[kind]
+                            writers[kind] = pq.ParquetWriter(paths[kind], schema, compression="lz4")
+                            counts[kind] = 0
+                        writers[kind].write_table(table.cast(rows.TABLES[kind]))
+                        counts[kind] += table.num_rows
+        finally:
+            for writer in writers.values():
+                writer.close()
+        kinds = sorted(writers)
+        yield pa.RecordBatch.from_pydict(
+            {"kind": kinds, "path": [paths[k] for k in kinds], "rows": [counts[k] for k in kinds]},
+            schema=pa.schema([("kind", pa.string()), ("path", pa.string()), ("rows", pa.int64())]),
+        )
+
+    return run
+
+
+def spilled_extract(spark, sources: list[Source], scratch: str) -> tuple[dict[str, object], list[str]]:
+    """Raw log directories extracted on the executors and streamed to Parquet under ``scratch`` (one file per
+    executor task and table kind): one flat DataFrame per kind read back from those files, so no step holds
+    the extract in memory, whatever its size. ``scratch`` must be readable by the driver and the executors
+    (local mode; a shared filesystem on a cluster, like the log dirs)."""
+    _infos, tasks, problems = plan_raw(sources)
+    written: dict[str, list[str]] = {}
+    if tasks:
+        for row in _task_frame(spark, tasks).mapInArrow(_spill_tasks(scratch), WRITTEN).collect():
+            written.setdefault(row["kind"], []).append(row["path"])
+    frames = {}
+    for kind, schema in rows.TABLES.items():
+        spark_schema = rows.spark_schema(schema)
+        paths = written.get(kind)
+        reader = spark.read.schema(spark_schema)
+        frames[kind] = reader.parquet(*paths) if paths else spark.createDataFrame([], spark_schema)
+    return frames, problems
+
+
+def wrapped(frames: dict[str, object]):
+    """The flat tables of ``frames`` in the one extract layout (``rows.EXTRACT``: ``kind`` and a struct column
+    per kind), built lazily (what ``--save`` writes as ``extract/``)."""
+    from pyspark.sql import functions as F
+
+    layout = rows.spark_schema(rows.EXTRACT)
+    out = None
+    for kind, df in frames.items():
+        cols = [F.lit(kind).alias("kind")]
+        for other, schema in rows.TABLES.items():
+            if other == kind:
+                cols.append(F.struct(*[F.col(f.name) for f in schema]).alias(other))
+            else:
+                cols.append(F.lit(None).cast(layout[other].dataType).alias(other))
+        part = df.select(*cols)
+        out = part if out is None else out.unionByName(part)
+    return out
 
 
 def driver_extract(spark, sources: list[Source]):
     """Small inputs: the raw log directories parsed in the driver's Python (the tasks of
-    :func:`raw_extract`, as an executor receives them) and handed to the JVM as Arrow
+    :func:`spilled_extract`, as an executor receives them) and handed to the JVM as Arrow
     (:func:`auditor.spark.arrow.frame_of`: no Python worker). Returns the extract DataFrame (what ``--save``
     writes), one flat DataFrame per table (``split`` of it, made in Arrow: plans over flat columns are
     quicker to optimise than over the nested extract) and the problems found."""
@@ -149,6 +222,7 @@ class Tables:
     txn_state: object = None  # rows.TXN_STATE: transaction coordinator records
     problems: list[str] = field(default_factory=list)
     extract: object = None
+    scratch: str | None = None  # where the executors streamed a large raw extraction (removed after)
 
     def frames(self) -> dict[str, object]:
         return {kind: getattr(self, kind) for kind in rows.TABLES}
@@ -160,9 +234,10 @@ def split(extract) -> dict[str, object]:
     return {kind: extract.where(F.col("kind") == kind).select(f"{kind}.*") for kind in rows.TABLES}
 
 
-def load(spark, inputs: Inputs, persist: bool = True, driver: bool = False) -> Tables:
-    """Load every source of ``inputs`` into :class:`Tables`; raw extraction is persisted (parsed once), or
-    done in the driver's Python when ``driver`` (:func:`driver_extract`)."""
+def load(spark, inputs: Inputs, driver: bool = False) -> Tables:
+    """Load every source of ``inputs`` into :class:`Tables`: raw log dirs extracted in the driver's Python
+    when ``driver`` (a small input, :func:`driver_extract`), else on the executors, streamed to Parquet under
+    a scratch directory (:func:`spilled_extract`: parsed once, memory bounded), read back as flat tables."""
     frames = []
     problems = list(inputs.problems)
     flat = None
@@ -171,9 +246,14 @@ def load(spark, inputs: Inputs, persist: bool = True, driver: bool = False) -> T
         problems.extend(raw_problems)
         frames.append(raw)
     elif inputs.raw:
-        raw, raw_problems = raw_extract(spark, inputs.raw)
+        scratch = scratch_dir()
+        flat, raw_problems = spilled_extract(spark, inputs.raw, scratch)
         problems.extend(raw_problems)
-        frames.append(raw)
+        parquet = parquet_extract(spark, inputs.parquet) if inputs.parquet else None
+        if parquet is not None:
+            tables = split(parquet)
+            flat = {kind: df.unionByName(tables[kind]) for kind, df in flat.items()}
+        return Tables(**flat, problems=problems, extract=wrapped(flat), scratch=scratch)
     parquet = parquet_extract(spark, inputs.parquet) if inputs.parquet else None
     if parquet is not None:
         frames.append(parquet)
@@ -189,12 +269,33 @@ def load(spark, inputs: Inputs, persist: bool = True, driver: bool = False) -> T
             tables = split(parquet)
             parts = {kind: df.unionByName(tables[kind]) for kind, df in flat.items()}
         return Tables(**parts, problems=problems, extract=extract)
-    if persist and inputs.raw:
-        from pyspark import StorageLevel
-
-        extract = extract.persist(StorageLevel.MEMORY_AND_DISK)
     parts = split(extract)
     return Tables(**parts, problems=problems, extract=extract)
+
+
+SCRATCH_ENV = "KAFKA_AUDITOR_SCRATCH"
+"""Where large raw extractions are streamed (default: the system's temporary directory); never inside the
+audited log dirs. On a Spark cluster it must be a filesystem every executor and the driver share."""
+
+
+def scratch_dir() -> str:
+    """A new private directory for one audit's extraction (:data:`SCRATCH_ENV`, else the temp directory)."""
+    import os
+    import tempfile
+
+    base = os.environ.get(SCRATCH_ENV) or None
+    if base is not None:
+        os.makedirs(base, exist_ok=True)
+    return tempfile.mkdtemp(prefix="kafka-auditor-extract-", dir=base)
+
+
+def remove_scratch(tables: Tables) -> None:
+    """Remove the scratch directory of ``tables`` (if any)."""
+    import shutil
+
+    if tables.scratch is not None:
+        shutil.rmtree(tables.scratch, ignore_errors=True)
+        tables.scratch = None
 
 
 _SHIPPED: set[str] = set()

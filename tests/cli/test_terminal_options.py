@@ -261,9 +261,9 @@ def test_audit_tells_its_stages_and_keeps_spark_console_progress_off(spark, uncl
     (``unclean_audit``, tests/conftest.py: with ``--export-lost`` and ``--save``, whose stages come last)."""
     assert unclean_audit.audited.findings
     assert unclean_audit.stages == [
-        "planning the extraction of 4 log dir(s) and 0 extract(s)",
+        "extracting 4 log dir(s), reading 0 extract(s)",
         "identifying the replicas (topic IDs, replica sets)",
-        "extracting and comparing the replicas",
+        "comparing the replicas",
         "per-partition results: transactions, consumer groups, elections",
         "exporting the lost records",
         "saving the tables (--save)",
@@ -293,9 +293,9 @@ def test_audit_draws_its_stages_on_a_terminal_only(cluster, tmp_path):
     for stage in (
         "discovering the inputs",
         "starting Spark (local[2])",
-        "planning the extraction of 4 log dir(s) and 0 extract(s)",
+        "extracting 4 log dir(s), reading 0 extract(s)",
         "identifying the replicas (topic IDs, replica sets)",
-        "extracting and comparing the replicas",
+        "comparing the replicas",
         "per-partition results: transactions, consumer groups, elections",
     ):
         assert re.search(rf"✓ {re.escape(stage)}\s.*\d+\.\d s", plain), (stage, plain)
