@@ -656,7 +656,6 @@ def run_on_spark(
     job's stages show Spark's task counts); ``verbose``: ``-v`` (Spark's log level,
     :data:`SPARK_LOG_LEVELS`); ``input_bytes``: the size of the input, which chooses the JVM's settings
     (``auditor.spark.tuning``)."""
-    from auditor.errors import describe_error
     from auditor.spark.master import MasterError, probe
 
     try:
@@ -675,9 +674,32 @@ def run_on_spark(
     try:
         return job(spark)
     except Exception as exc:
-        if not is_spark_error(exc):
+        if not is_spark_error(exc) and not isinstance(exc, ConnectionError):
             raise
-        raise fail(f"the Spark job failed: {describe_error(exc)}") from None
+        raise fail(spark_failure(exc, getattr(stages, "failed", None), master.url)) from None
+
+
+JVM_GONE = ("Answer from Java side is empty", "Connection refused", "SparkContext was shut down")
+"""What py4j and Spark say once the JVM died (an OutOfMemoryError kills it: SparkUncaughtExceptionHandler)."""
+
+
+def spark_failure(exc: BaseException, stage: str | None, master: str) -> str:
+    """One line for a Spark job that failed: the step it failed in, and the likely cause with what to do
+    (the JVM out of memory or gone: the setting to raise), else the Java exception's first line."""
+    from auditor.errors import describe_error
+    from auditor.spark.session import DRIVER_MEMORY_ENV, driver_memory
+
+    where = f" while {stage}" if stage else ""
+    text = " ".join(str(e) for e in (exc, exc.__cause__) if e)
+    gone = isinstance(exc, ConnectionError) or any(mark in text for mark in JVM_GONE)
+    if "OutOfMemoryError" in text or "Java heap space" in text or gone:
+        what = "exited (most often: out of memory)" if gone else "ran out of memory (OutOfMemoryError)"
+        if master.startswith("local"):
+            fix = f"raise {DRIVER_MEMORY_ENV} (now {driver_memory()}, the heap of the local Spark JVM)"
+        else:
+            fix = "give the executors more memory (spark.executor.memory of the cluster)"
+        return f"the Spark job failed{where}: the Spark JVM {what}; {fix}"
+    return f"the Spark job failed{where}: {describe_error(exc)}"
 
 
 SPARK_LOG_LEVELS = ("ERROR", "WARN", "INFO", "DEBUG")

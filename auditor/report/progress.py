@@ -127,6 +127,7 @@ class Stages:
         self.forced = bool(enabled) and not terminal(self.file)
         self.timings: list[tuple[str, float]] = []
         self.poller: Callable[[], Poll] | None = None
+        self.failed: str | None = None  # the first stage that raised (named in the command's error line)
         self._progress: Any = None
         self._lock = threading.Lock()
 
@@ -244,6 +245,8 @@ class Stages:
             if ok and poll and stage.total:
                 stage.done = stage.total  # every Spark task of the stage has run
             self.timings.append((name, seconds))
+            if not ok and self.failed is None:
+                self.failed = name
             log.info("%s: %s in %.2f s", name, "done" if ok else "failed", seconds)
             self._draw(stage, finished="" if ok else " (failed)")
 

@@ -203,6 +203,18 @@ def _loopback_only(master: str) -> bool:
     return True
 
 
+DRIVER_MEMORY_ENV = "KAFKA_AUDITOR_DRIVER_MEMORY"
+"""The heap of the driver JVM of a local master (``spark.driver.memory``: the executors run in it too)."""
+DEFAULT_DRIVER_MEMORY = "2g"
+"""Its default: the audit's memory is bounded by design (it streams the extraction to Parquet and Spark
+spills), so it does not grow with the input."""
+
+
+def driver_memory() -> str:
+    """``spark.driver.memory`` of a local session: :data:`DRIVER_MEMORY_ENV`, else the default."""
+    return os.environ.get(DRIVER_MEMORY_ENV, "").strip() or DEFAULT_DRIVER_MEMORY
+
+
 def get_spark(
     master: str | None = None,
     app_name: str = "kafka-auditor",
@@ -243,8 +255,10 @@ def get_spark(
         .config("spark.python.worker.reuse", "true")
     )
     if master.startswith("local"):
-        builder = builder.config("spark.driver.bindAddress", "127.0.0.1").config(
-            "spark.driver.host", "127.0.0.1"
+        builder = (
+            builder.config("spark.driver.bindAddress", "127.0.0.1")
+            .config("spark.driver.host", "127.0.0.1")
+            .config("spark.driver.memory", driver_memory())
         )
     for key, value in (extra_conf or {}).items():
         builder = builder.config(key, value)

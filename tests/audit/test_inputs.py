@@ -308,7 +308,7 @@ JAVA_ERROR = (
 )
 
 
-def _audit_with(monkeypatch, tmp_path, target: str):
+def _audit_with(monkeypatch, tmp_path, target: str, error: BaseException | None = None):
     from typer.testing import CliRunner
 
     from auditor.cli import app
@@ -317,7 +317,7 @@ def _audit_with(monkeypatch, tmp_path, target: str):
     ld.write()
 
     def fail(*_args, **_kw):
-        raise Py4JJavaError(JAVA_ERROR)
+        raise error if error is not None else Py4JJavaError(JAVA_ERROR)
 
     if target == "session":
         monkeypatch.setattr("auditor.spark.session.get_spark", fail)
@@ -340,3 +340,21 @@ def test_java_errors_are_one_line(monkeypatch, tmp_path, target, line):
     (only,) = result.stderr.splitlines()
     assert only.startswith(f"kafka-auditor: error: {line}") and "IllegalStateException: boom" in only
     assert "\tat " not in result.output
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        ConnectionRefusedError(111, "Connection refused"),
+        Py4JJavaError("java.lang.OutOfMemoryError: Java heap space"),
+    ],
+)
+def test_a_jvm_out_of_memory_is_one_line_with_the_setting_to_raise(monkeypatch, tmp_path, error):
+    """The JVM killed by an OutOfMemoryError (py4j then meets a closed connection): one line naming the
+    cause and the setting, never "internal error: ConnectionRefusedError"."""
+    monkeypatch.setenv("KAFKA_AUDITOR_DRIVER_MEMORY", "3g")
+    result = _audit_with(monkeypatch, tmp_path, "job", error)
+    assert result.exit_code == 2
+    (only,) = result.stderr.splitlines()
+    assert only.startswith("kafka-auditor: error: the Spark job failed"), only
+    assert "memory" in only and "KAFKA_AUDITOR_DRIVER_MEMORY (now 3g" in only
