@@ -5,9 +5,11 @@
     key   = int16 record_type, key message   (read at version = record_type; never flexible)
     value = int16 value_version, value message, or null (tombstone: the key's state is deleted)
 
-Record types: 0/1 offset commit, 2 classic group metadata, 3–8 KIP-848 consumer groups (tables from Kafka's
-``group-coordinator/src/main/resources/common/message/*.json``, 4.0 line). Other types (share groups,
-later additions) and unknown value versions are returned raw. Output is shaped like
+Record types (``GroupCoordinatorRecordSerde`` of Kafka 4.0; tables from its
+``group-coordinator/src/main/resources/common/message/*.json``): 0/1 offset commit, 2 classic group metadata,
+3–8 KIP-848 consumer groups, 9–15 KIP-932 share groups (early access in 4.0), 16 a consumer group's resolved
+regular expression. Other types (later additions; Kafka's loader skips them) and unknown value versions are
+returned raw. Output is shaped like
 ``kafka-dump-log --offsets-decoder``: key ``{"type": "1", "data": {...}}``, value
 ``{"version": "3", "data": {...}}``; for a classic group whose ``protocolType`` is ``consumer`` each member's
 ``subscription`` and ``assignment`` bytes are decoded (ConsumerProtocolSubscription/Assignment) and kept as
@@ -68,6 +70,18 @@ KEY_SCHEMAS: dict[int, Message] = {
             Field("MemberId", "string", versions="7")),
     8: _key("ConsumerGroupCurrentMemberAssignmentKey", 8, Field("GroupId", "string", versions="8"),
             Field("MemberId", "string", versions="8")),
+    9: _key("ShareGroupPartitionMetadataKey", 9, Field("GroupId", "string", versions="9")),
+    10: _key("ShareGroupMemberMetadataKey", 10, Field("GroupId", "string", versions="10"),
+             Field("MemberId", "string", versions="10")),
+    11: _key("ShareGroupMetadataKey", 11, Field("GroupId", "string", versions="11")),
+    12: _key("ShareGroupTargetAssignmentMetadataKey", 12, Field("GroupId", "string", versions="12")),
+    13: _key("ShareGroupTargetAssignmentMemberKey", 13, Field("GroupId", "string", versions="13"),
+             Field("MemberId", "string", versions="13")),
+    14: _key("ShareGroupCurrentMemberAssignmentKey", 14, Field("GroupId", "string", versions="14"),
+             Field("MemberId", "string", versions="14")),
+    15: _key("ShareGroupStatePartitionMetadataKey", 15, Field("GroupId", "string", versions="15")),
+    16: _key("ConsumerGroupRegularExpressionKey", 16, Field("GroupId", "string", versions="16"),
+             Field("RegularExpression", "string", versions="16")),
 }
 """record type → key schema."""
 
@@ -82,6 +96,16 @@ _OFFSET_COMMIT_VALUE = Message("OffsetCommitValue", "0-4", "4+", fields=[
 _TOPIC_PARTITIONS = [
     Field("TopicId", "uuid"),
     Field("Partitions", "[]int32"),
+]
+
+_TOPIC_METADATA = [
+    Field("TopicId", "uuid"),
+    Field("TopicName", "string"),
+    Field("NumPartitions", "int32"),
+    Field("PartitionMetadata", "[]PartitionMetadata", fields=[
+        Field("Partition", "int32"),
+        Field("Racks", "[]string"),
+    ]),
 ]
 
 VALUE_SCHEMAS: dict[int, Message] = {
@@ -108,15 +132,7 @@ VALUE_SCHEMAS: dict[int, Message] = {
         Field("Epoch", "int32"),
     ]),
     4: Message("ConsumerGroupPartitionMetadataValue", "0", "0+", fields=[
-        Field("Topics", "[]TopicMetadata", fields=[
-            Field("TopicId", "uuid"),
-            Field("TopicName", "string"),
-            Field("NumPartitions", "int32"),
-            Field("PartitionMetadata", "[]PartitionMetadata", fields=[
-                Field("Partition", "int32"),
-                Field("Racks", "[]string"),
-            ]),
-        ]),
+        Field("Topics", "[]TopicMetadata", fields=_TOPIC_METADATA),
     ]),
     5: Message("ConsumerGroupMemberMetadataValue", "0", "0+", fields=[
         Field("InstanceId", "string", nullable="0+"),
@@ -147,6 +163,46 @@ VALUE_SCHEMAS: dict[int, Message] = {
         Field("State", "int8"),
         Field("AssignedPartitions", "[]TopicPartitions", fields=_TOPIC_PARTITIONS),
         Field("PartitionsPendingRevocation", "[]TopicPartitions", fields=_TOPIC_PARTITIONS),
+    ]),
+    9: Message("ShareGroupPartitionMetadataValue", "0", "0+", fields=[
+        Field("Topics", "[]TopicMetadata", fields=_TOPIC_METADATA),
+    ]),
+    10: Message("ShareGroupMemberMetadataValue", "0", "0+", fields=[
+        Field("RackId", "string", nullable="0+"),
+        Field("ClientId", "string"),
+        Field("ClientHost", "string"),
+        Field("SubscribedTopicNames", "[]string"),
+    ]),
+    11: Message("ShareGroupMetadataValue", "0", "0+", fields=[
+        Field("Epoch", "int32"),
+    ]),
+    12: Message("ShareGroupTargetAssignmentMetadataValue", "0", "0+", fields=[
+        Field("AssignmentEpoch", "int32"),
+    ]),
+    13: Message("ShareGroupTargetAssignmentMemberValue", "0", "0+", fields=[
+        Field("TopicPartitions", "[]TopicPartition", fields=_TOPIC_PARTITIONS),
+    ]),
+    14: Message("ShareGroupCurrentMemberAssignmentValue", "0", "0+", fields=[
+        Field("MemberEpoch", "int32"),
+        Field("PreviousMemberEpoch", "int32"),
+        Field("State", "int8"),
+        Field("AssignedPartitions", "[]TopicPartitions", fields=_TOPIC_PARTITIONS),
+    ]),
+    15: Message("ShareGroupStatePartitionMetadataValue", "0", "0+", fields=[
+        Field("InitializedTopics", "[]TopicPartitionsInfo", fields=[
+            Field("TopicId", "uuid"),
+            Field("TopicName", "string"),
+            Field("Partitions", "[]int32"),
+        ]),
+        Field("DeletingTopics", "[]TopicInfo", fields=[
+            Field("TopicId", "uuid"),
+            Field("TopicName", "string"),
+        ]),
+    ]),
+    16: Message("ConsumerGroupRegularExpressionValue", "0", "0+", fields=[
+        Field("Topics", "[]string"),
+        Field("Version", "int64"),
+        Field("Timestamp", "int64"),
     ]),
 }
 """record type → value schema."""

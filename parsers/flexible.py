@@ -18,6 +18,8 @@ lower-cased, as ``kafka-dump-log`` prints them), in declaration order:
 * uuid → Kafka's base64url text (22 characters); bytes → **standard base64 with padding**, which is what
   Kafka's JSON converters print (Jackson ``BinaryNode``); bool → ``True``/``False``; float64 → ``float``;
 * like Kafka's JSON converters, a tagged field is present in the dict only when it differs from its default;
+  for a tagged struct that is its default-constructed struct (:func:`tag_default`), so a null one is present
+  (``None``) and written, as Kafka's generated code does;
 * tags this schema does not know are kept (Kafka skips them) under ``"_unknownTaggedFields"`` as
   ``[{"tag": N, "data": "<hex>"}]`` and written back by :func:`encode_message`;
 * strings are decoded as UTF-8 with U+FFFD replacement, as Java's ``new String(bytes, UTF_8)`` does.
@@ -49,6 +51,7 @@ __all__ = [
     "decode_exact",
     "encode_message",
     "default_value",
+    "tag_default",
 ]
 
 UNKNOWN_TAGS = "_unknownTaggedFields"
@@ -227,6 +230,16 @@ def default_value(f: Field, version: int) -> Any:
     return _default_struct(f.fields, version)
 
 
+def tag_default(f: Field, version: int) -> Any:
+    """The value at which Kafka leaves a tagged field out (of the bytes and of its JSON): its default, but
+    for a struct the default-constructed struct whatever its declared default (the generated ``write``
+    compares with ``new Struct()``: a null struct, e.g. ConsumerGroupMemberMetadataValue's
+    ClassicMemberMetadata, is written as tag, size 1, null)."""
+    if f.element == "struct" and not f.is_array:
+        return _default_struct(f.fields, version)
+    return default_value(f, version)
+
+
 def _default_struct(fields: Sequence[Field], version: int) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for f in fields:
@@ -328,12 +341,19 @@ def _read_struct(r: _Reader, fields: Sequence[Field], version: int, flexible: bo
                                  f"{size} byte(s)", offset=sub.pos)
             r.pos = sub.end
             values[f.json_name] = value
-    # Declaration order, like Kafka's JSON; tagged fields only when not at their default.
+    # Declaration order, like Kafka's JSON; tagged fields only when not at their tag_default.
     out: dict[str, Any] = {}
     for f in fields:
         name = f.json_name
-        if name in values and (not f.tagged_in(version) or values[name] != default_value(f, version)):
-            out[name] = values[name]
+        if not f.tagged_in(version):
+            if name in values:
+                out[name] = values[name]
+            continue
+        if not f.present_in(version):
+            continue
+        value = values.get(name, default_value(f, version))
+        if value != tag_default(f, version):
+            out[name] = value
     if unknown:
         out[UNKNOWN_TAGS] = unknown
     return out
@@ -421,7 +441,7 @@ def _write_struct(out: bytearray, fields: Sequence[Field], version: int, flexibl
             continue
         value = data.get(name, default_value(f, version))
         if f.tagged_in(version):
-            if value != default_value(f, version):
+            if value != tag_default(f, version):
                 buf = bytearray()
                 _write_field(buf, f, version, True, value, f"{where}.{f.name}", tagged=True)
                 tags.append((f.tag, bytes(buf)))  # type: ignore[arg-type]

@@ -1,5 +1,5 @@
-"""``kafka-auditor groups``: the committed offsets of every consumer group, read from each broker's
-replicas of ``__consumer_offsets`` without Spark."""
+"""``kafka-auditor groups``: every consumer group (classic and KIP-848 consumer protocol) with its state,
+members and committed offsets, read from each broker's replicas of ``__consumer_offsets`` without Spark."""
 
 from __future__ import annotations
 
@@ -25,11 +25,13 @@ def groups_command(
     fmt: ListingFormat = typer.Option(ListingFormat.text, "--format", "-f", help="text, json or jsonl."),
     output: Path | None = typer.Option(None, "--output", "-o", help="Write here instead of stdout."),
 ) -> None:
-    """List every consumer group's committed offsets from the brokers' __consumer_offsets replicas: its
-    offsets partition (abs(Java String.hashCode(group)) % the partition count the KRaft metadata gives, 50
-    by default) and coordinator, and per topic-partition the committed offset, leader epoch, metadata and
-    commit time, which replicas hold that commit, whether the offsets partition's leader does, and the data
-    partition's leader log end offset and lag when that partition is among the inputs.
+    """List every consumer group of the brokers' __consumer_offsets replicas: its offsets partition
+    (abs(Java String.hashCode(group)) % the partition count the KRaft metadata gives, 50 by default) and
+    coordinator; its protocol (classic, or consumer for KIP-848 groups), state and members as the
+    coordinator (the offsets partition's leader) loads them; and per topic-partition the committed offset,
+    leader epoch, metadata and commit time, which replicas hold that commit, whether the offsets
+    partition's leader does, and the data partition's leader log end offset and lag when that partition is
+    among the inputs. JSON: "groups" has one item per committed partition, "groupStates" one per group.
 
     Exit status: 0 listed, 2 for usage errors or input that cannot be read.
     """
@@ -37,7 +39,7 @@ def groups_command(
 
     log_dirs = listed_log_dirs(roots, output, "give at least one broker log directory (ROOT...)")
     try:
-        view, problems = _collect(log_dirs, group)
+        view, summaries, problems = _collect(log_dirs, group)
     except OSError as exc:
         raise fail(f"{getattr(exc, 'filename', None) or ''}: {exc.strerror or exc}") from None
     for line in problems:
@@ -47,13 +49,13 @@ def groups_command(
         from auditor.report import groups as render
 
         if fmt is ListingFormat.json:
-            render.write_json(view, stream, problems)
+            render.write_json(view, stream, problems, summaries)
         elif fmt is ListingFormat.jsonl:
             render.write_jsonl(view, stream)
         else:
             from auditor.report.terminal import make_console
 
-            render.render_groups(view, make_console(stream, color=color))
+            render.render_groups(view, make_console(stream, color=color), summaries)
 
     try:
         emit(write, output)
@@ -61,14 +63,14 @@ def groups_command(
         raise fail(f"cannot write {output}: {exc.strerror or exc}") from None
 
 
-def _collect(log_dirs: list[str], group: str | None) -> tuple[list[dict], list[str]]:
+def _collect(log_dirs: list[str], group: str | None) -> tuple[list[dict], list[dict], list[str]]:
     """Extract the offsets partitions (and then the data partitions their commits name) of every log dir
-    in one process; return the group view and the problems met (one line each)."""
+    in one process; return the group view, the group summaries and the problems met (one line each)."""
     from auditor.kafka.planning import compacted_topics, plan_tasks
     from auditor.kafka.topics import OFFSETS_TOPIC
     from auditor.layout.logdir import read_log_dir
     from auditor.observe.extract import extract_partition, metadata_for
-    from auditor.spark.groups import GroupInputs, group_view
+    from auditor.spark.groups import GroupInputs, group_summaries, group_view
 
     infos = [read_log_dir(path) for path in log_dirs]
     problems: list[str] = [f"{info.path}: {e}" for info in infos for e in info.errors]
@@ -103,10 +105,37 @@ def _collect(log_dirs: list[str], group: str | None) -> tuple[list[dict], list[s
     for task in tasks:
         if task.topic == OFFSETS_TOPIC:
             run(task)
+    _compared_only(inputs, metadata, problems)
     if group is not None:
         inputs.commits = [c for c in inputs.commits if c.get("group") == group]
     wanted = {(c["cluster"], c["commit_topic"], c["commit_partition"]) for c in inputs.commits}
     for task in tasks:
-        if (task.cluster, task.topic, task.partition) in wanted:
+        if (task.cluster, task.topic, task.partition) in wanted and task.topic != OFFSETS_TOPIC:
             run(task)
-    return group_view(inputs, group), problems
+    _compared_only(inputs, metadata, problems)
+    return group_view(inputs, group), group_summaries(inputs, group), problems
+
+
+def _compared_only(inputs, metadata: list[dict], problems: list[str]) -> None:
+    """Keep only the replicas Kafka's identity compares (``auditor.kafka.identity``: the current topic ID on a
+    broker of the replica set, live directories) and the commit rows read from them; say which were left
+    out. Commits of a stale ``__consumer_offsets`` replica are never the coordinator's."""
+    from auditor.kafka.identity import identify_rows
+
+    apart = set()
+    kept = []
+    for row, verdict in identify_rows(inputs.replicas, metadata):
+        if verdict.compared:
+            kept.append(row)
+            continue
+        apart.add((row.get("cluster"), row.get("log_dir"), row["topic"], row["partition"]))
+        if (row.get("dir_kind") or "live") == "live":
+            problems.append(
+                f"{row.get('log_dir')}/{row.get('dir_name')}: left out ({verdict.status}: {verdict.reason})"
+            )
+    inputs.replicas = kept
+    inputs.commits = [
+        c
+        for c in inputs.commits
+        if (c.get("cluster"), c.get("log_dir"), c["topic"], c["partition"]) not in apart
+    ]

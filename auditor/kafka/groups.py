@@ -14,14 +14,26 @@
   (``DeleteGroups``, offset expiration) writes a tombstone for every offset of it next to the group tombstone.
 * A consumer resumes from the committed offset; the leader epoch stored with it (KIP-320, value version 3+)
   is the epoch of the last record consumed, which the consumer validates with OffsetsForLeaderEpoch.
+* Groups of two protocols live side by side (``GroupMetadataManager.replay``). A *classic* group is what its
+  last GroupMetadataValue (type 2) says: Empty without members, Stable with them (the loader's choice; the
+  rebalance states are never stored); a tombstone removes it (Dead). An offset commit of a group that does
+  not exist creates a "simple" classic group (Empty, no protocol type). A *consumer* group (KIP-848) is
+  built from six record types: ConsumerGroupMetadata (3, the group epoch), ConsumerGroupPartitionMetadata
+  (4, the subscribed topics' ids and names), ConsumerGroupMemberMetadata (5, a member's subscription),
+  ConsumerGroupTargetAssignmentMetadata (6, the assignment epoch), ConsumerGroupTargetAssignmentMember (7,
+  a member's target partitions) and ConsumerGroupCurrentMemberAssignment (8, a member's epoch, state and
+  partitions); a consumer group record replaces a simple classic group. Its state is derived as
+  ``ConsumerGroup.maybeUpdateGroupState`` does: Empty without members, Assigning while the group epoch is
+  above the assignment epoch, Reconciling while a member is not STABLE at the assignment epoch, else
+  Stable; the tombstone of its metadata (written last when the group is deleted) removes it (Dead).
 
-References: KIP-98, KIP-320, KIP-848, ``GroupMetadataManager``, ``OffsetMetadataManager``.
+References: KIP-98, KIP-320, KIP-848, ``GroupMetadataManager``, ``OffsetMetadataManager``, ``ConsumerGroup``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from auditor.kafka.coordinator import coordinator_partition
@@ -35,6 +47,23 @@ DEFAULT_OFFSETS_PARTITIONS = 50
 OFFSET_COMMIT_TYPES = frozenset({0, 1})
 """Key types of offset commits (0: the pre-0.10 layout, 1: current); both share OffsetCommitKey."""
 GROUP_METADATA_TYPE = 2
+CONSUMER_GROUP_METADATA_TYPE = 3
+CONSUMER_GROUP_PARTITION_METADATA_TYPE = 4
+CONSUMER_GROUP_MEMBER_METADATA_TYPE = 5
+CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_TYPE = 6
+CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_TYPE = 7
+CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_TYPE = 8
+CONSUMER_GROUP_TYPES = frozenset(range(3, 9))
+"""Key types of the KIP-848 consumer group records (type 16, a resolved regular expression, changes no state
+shown here; 9-15 are share groups)."""
+
+CLASSIC = "classic"
+CONSUMER = "consumer"
+"""The group protocols (``GroupType``): classic (JoinGroup/SyncGroup) and consumer (KIP-848)."""
+
+MEMBER_STATES = {0: "STABLE", 1: "UNREVOKED_PARTITIONS", 2: "UNRELEASED_PARTITIONS"}
+"""``MemberState`` values of ConsumerGroupCurrentMemberAssignmentValue.State (others: UNKNOWN)."""
+LEAVE_GROUP_MEMBER_EPOCH = -1
 
 
 def partition_for(group: str, partitions: int) -> int:
@@ -132,6 +161,270 @@ def latest_commits(rows_: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str, i
             transactional=bool(row.get("is_transactional")),
         )
     return out
+
+
+@dataclass(frozen=True)
+class GroupMember:
+    """One member of a group as the coordinator loads it. Partitions are ``(topic, partition)``; a KIP-848
+    assignment names topics by id, resolved to names when the group's subscription metadata or the caller's
+    map knows them (else the id stands)."""
+
+    member_id: str
+    protocol: str  # classic | consumer (a KIP-848 member that joined with the classic protocol: classic)
+    group_instance_id: str | None = None
+    client_id: str = ""
+    client_host: str = ""
+    rack_id: str | None = None
+    rebalance_timeout_ms: int = -1
+    session_timeout_ms: int | None = None
+    subscribed_topic_names: tuple[str, ...] | None = None
+    subscribed_topic_regex: str | None = None
+    server_assignor: str | None = None
+    member_epoch: int | None = None  # consumer: MemberEpoch (-1: left, its assignment tombstoned)
+    previous_member_epoch: int | None = None
+    member_state: str | None = None  # consumer: MemberState name
+    assigned_partitions: tuple[tuple[str, int], ...] | None = None  # classic: the leader's assignment
+    target_partitions: tuple[tuple[str, int], ...] | None = None  # consumer: its target assignment
+    partitions_pending_revocation: tuple[tuple[str, int], ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class GroupState:
+    """A group as the coordinator loads it from one replica of its offsets partition.
+
+    ``state``: Empty, Stable or Dead (classic); Empty, Assigning, Reconciling, Stable or Dead (consumer).
+    ``record_offset``: the last group record (not offset commit) applied, None for a simple group.
+    ``problems``: records Kafka's loader would refuse (it fails loading the partition on them)."""
+
+    group: str
+    protocol: str
+    state: str
+    protocol_type: str | None = None  # classic: protocolType (None: a simple group)
+    generation: int | None = None  # classic
+    protocol_name: str | None = None  # classic: the chosen assignor
+    leader: str | None = None  # classic: the leader's member id
+    state_timestamp: int | None = None  # classic: currentStateTimestamp
+    group_epoch: int | None = None  # consumer
+    assignment_epoch: int | None = None  # consumer: the target assignment epoch
+    members: tuple[GroupMember, ...] = ()
+    record_offset: int | None = None
+    problems: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class _Consumer:
+    """A KIP-848 consumer group being replayed."""
+
+    epoch: int = 0
+    assignment_epoch: int = 0
+    topics: dict[str, str] = field(default_factory=dict)  # topic id -> name (subscription metadata)
+    members: dict[str, dict[str, Any]] = field(default_factory=dict)
+    target: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+
+
+@dataclass
+class _Group:
+    protocol: str
+    classic: Mapping[str, Any] | None = None  # the GroupMetadata row (None: a simple group)
+    consumer: _Consumer | None = None
+    dead: bool = False
+    record_offset: int | None = None
+    problems: list[str] = field(default_factory=list)
+
+
+def group_states(
+    rows_: Iterable[Mapping[str, Any]], topic_names: Mapping[str, str] | None = None
+) -> dict[str, GroupState]:
+    """Replay ONE replica's ``rows.COMMIT`` rows as ``GroupMetadataManager.replay`` does: every group's
+    protocol, state and members (see the module docstring). A group whose last record removed it is kept
+    as Dead. ``topic_names`` (topic id -> name, e.g. from the KRaft metadata) resolves KIP-848 assignments
+    the group's own subscription metadata does not name."""
+    groups: dict[str, _Group] = {}
+    for row in _replayed(rows_):
+        kind, name = int(row["record_type"]), row.get("group")
+        if name is None:
+            continue
+        g = groups.get(name)
+        if kind in OFFSET_COMMIT_TYPES:
+            if not row.get("tombstone") and (g is None or g.dead):
+                groups[name] = _Group(CLASSIC)  # OffsetMetadataManager.replay: a simple classic group
+            continue
+        if kind == GROUP_METADATA_TYPE:
+            if row.get("tombstone"):
+                if g is not None:
+                    g.dead, g.record_offset = True, int(row["offset"])
+            else:
+                groups[name] = _Group(CLASSIC, classic=row, record_offset=int(row["offset"]))
+            continue
+        if kind not in CONSUMER_GROUP_TYPES:
+            continue
+        if g is None or g.dead or g.consumer is None:
+            tomb = bool(row.get("tombstone"))
+            if g is not None and not g.dead and g.classic is not None:
+                g.problems.append(
+                    f"record at offset {row['offset']}: a consumer group record of type {kind} for a classic "
+                    "group (Kafka's loader fails on it: the group is not a consumer group)"
+                )
+                if tomb:
+                    continue
+            elif tomb and (g is None or g.dead):
+                continue  # a tombstone of a group that does not exist is ignored
+            # a new consumer group; it replaces a simple classic group (offsets only)
+            g = groups[name] = _Group(CONSUMER, consumer=_Consumer(), problems=g.problems if g else [])
+        g.record_offset = int(row["offset"])
+        _replay_consumer(g, kind, row)
+    return {name: _state(name, g, topic_names or {}) for name, g in sorted(groups.items())}
+
+
+def _replay_consumer(g: _Group, kind: int, row: Mapping[str, Any]) -> None:
+    c = g.consumer
+    assert c is not None
+    tomb = bool(row.get("tombstone"))
+    member_id = row.get("member_id")
+    if kind == CONSUMER_GROUP_METADATA_TYPE:
+        if tomb:
+            g.dead = True
+        else:
+            c.epoch = int(row["group_epoch"])
+    elif kind == CONSUMER_GROUP_PARTITION_METADATA_TYPE:
+        c.topics = {} if tomb else {t["topic_id"]: t["topic"] for t in row.get("subscribed_topics") or []}
+    elif kind == CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_TYPE:
+        c.assignment_epoch = -1 if tomb else int(row["assignment_epoch"])
+    elif member_id is None:
+        return
+    elif kind == CONSUMER_GROUP_MEMBER_METADATA_TYPE:
+        if tomb:
+            c.members.pop(member_id, None)
+        else:
+            (member,) = row.get("members") or [{}]
+            c.members.setdefault(member_id, _new_member()).update(metadata=member)
+    elif kind == CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_TYPE:
+        if tomb:
+            c.target.pop(member_id, None)
+        else:
+            c.target[member_id] = list(row.get("assigned_partitions") or [])
+    elif kind == CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_TYPE:
+        if tomb:
+            if member_id in c.members:
+                c.members[member_id].update(
+                    epoch=LEAVE_GROUP_MEMBER_EPOCH, previous=LEAVE_GROUP_MEMBER_EPOCH, assigned=[], pending=[]
+                )
+        else:
+            c.members.setdefault(member_id, _new_member()).update(
+                epoch=int(row["member_epoch"]),
+                previous=int(row["previous_member_epoch"]),
+                state=int(row["member_state"]),
+                assigned=list(row.get("assigned_partitions") or []),
+                pending=list(row.get("partitions_pending_revocation") or []),
+            )
+
+
+def _new_member() -> dict[str, Any]:
+    """``ConsumerGroupMember.Builder``'s defaults: epoch 0, previous epoch -1, STABLE, nothing assigned."""
+    return {"metadata": {}, "epoch": 0, "previous": -1, "state": 0, "assigned": [], "pending": []}
+
+
+def _state(name: str, g: _Group, topic_names: Mapping[str, str]) -> GroupState:
+    common = {"record_offset": g.record_offset, "problems": tuple(g.problems)}
+    if g.protocol == CLASSIC:
+        row = g.classic
+        if row is None:
+            return GroupState(name, CLASSIC, "Dead" if g.dead else "Empty", **common)
+        members = tuple(_classic_member(m) for m in row.get("members") or [])
+        return GroupState(
+            name,
+            CLASSIC,
+            "Dead" if g.dead else ("Stable" if members else "Empty"),
+            protocol_type=row.get("protocol_type"),
+            generation=row.get("generation"),
+            protocol_name=row.get("protocol_name"),
+            leader=row.get("group_leader"),
+            state_timestamp=row.get("state_timestamp"),
+            members=() if g.dead else members,
+            **common,
+        )
+    c = g.consumer
+    assert c is not None
+    names = {**topic_names, **c.topics}
+
+    def tps(items: list[dict[str, Any]]) -> tuple[tuple[str, int], ...]:
+        return tuple(sorted((names.get(i["topic_id"], i["topic_id"]), int(i["partition"])) for i in items))
+
+    members = tuple(
+        _consumer_member(mid, m, tps(m["assigned"]), tps(c.target.get(mid, [])), tps(m["pending"]))
+        for mid, m in sorted(c.members.items())
+    )
+    if g.dead:
+        state = "Dead"
+    elif not members:
+        state = "Empty"
+    elif c.epoch > c.assignment_epoch:
+        state = "Assigning"
+    elif any(m.member_state != "STABLE" or m.member_epoch != c.assignment_epoch for m in members):
+        state = "Reconciling"
+    else:
+        state = "Stable"
+    return GroupState(
+        name,
+        CONSUMER,
+        state,
+        group_epoch=c.epoch,
+        assignment_epoch=c.assignment_epoch,
+        members=members,
+        **common,
+    )
+
+
+def _classic_member(m: Mapping[str, Any]) -> GroupMember:
+    assignment = m.get("assignment")
+    topics = m.get("subscribed_topic_names")
+    return GroupMember(
+        member_id=m["member_id"],
+        protocol=CLASSIC,
+        group_instance_id=m.get("group_instance_id"),
+        client_id=m.get("client_id") or "",
+        client_host=m.get("client_host") or "",
+        rebalance_timeout_ms=_int(m.get("rebalance_timeout_ms"), -1),
+        session_timeout_ms=m.get("session_timeout_ms"),
+        subscribed_topic_names=tuple(topics) if topics is not None else None,
+        assigned_partitions=(
+            tuple(sorted((a["topic"], int(a["partition"])) for a in assignment))
+            if assignment is not None
+            else None
+        ),
+    )
+
+
+def _consumer_member(
+    member_id: str, m: Mapping[str, Any], assigned: tuple, target: tuple, pending: tuple
+) -> GroupMember:
+    meta = m["metadata"]
+    topics = meta.get("subscribed_topic_names")
+    return GroupMember(
+        member_id=member_id,
+        protocol=CLASSIC if meta.get("classic") else CONSUMER,
+        group_instance_id=meta.get("group_instance_id"),
+        client_id=meta.get("client_id") or "",
+        client_host=meta.get("client_host") or "",
+        rack_id=meta.get("rack_id"),
+        rebalance_timeout_ms=_int(meta.get("rebalance_timeout_ms"), -1),
+        session_timeout_ms=meta.get("session_timeout_ms"),
+        subscribed_topic_names=tuple(topics) if topics is not None else None,
+        subscribed_topic_regex=meta.get("subscribed_topic_regex"),
+        server_assignor=meta.get("server_assignor"),
+        member_epoch=m["epoch"],
+        previous_member_epoch=m["previous"],
+        member_state=MEMBER_STATES.get(m["state"], "UNKNOWN"),
+        assigned_partitions=assigned,
+        target_partitions=target,
+        partitions_pending_revocation=pending,
+    )
 
 
 def group_metadata_state(rows_: Iterable[Mapping[str, Any]]) -> dict[str, str]:

@@ -111,6 +111,9 @@ REPLICA = pa.schema(
         pa.field("unreadable_from", pa.int64()),
         pa.field("unreadable_to", pa.int64()),
         pa.field("unreadable", pa.string()),
+        pa.field("dir_name", pa.string()),  # the partition directory's name
+        pa.field("dir_kind", pa.string()),  # live | future | delete | stray (null: live, an older extract)
+        pa.field("directory_id", pa.string()),  # directory.id of the log dir's meta.properties (KIP-858)
     ]
 )
 
@@ -175,6 +178,34 @@ _LOGGED = [
     pa.field("tombstone", pa.bool_()),  # null value: the key's state is deleted
 ]
 
+_TOPIC_PARTITION = pa.struct(
+    [
+        ("topic", pa.string()),  # classic assignments name the topic
+        ("topic_id", pa.string()),  # KIP-848 assignments give its id (base64url)
+        ("partition", pa.int32()),
+    ]
+)
+"""One partition of a group member's assignment."""
+
+_GROUP_MEMBER = pa.struct(
+    [
+        ("member_id", pa.string()),
+        ("group_instance_id", pa.string()),  # static membership (groupInstanceId / InstanceId); null: none
+        ("client_id", pa.string()),
+        ("client_host", pa.string()),
+        ("rack_id", pa.string()),  # KIP-848 only (null: none)
+        ("rebalance_timeout_ms", pa.int32()),
+        ("session_timeout_ms", pa.int32()),  # classic (and a KIP-848 member on the classic protocol)
+        ("subscribed_topic_names", pa.list_(pa.string())),
+        ("subscribed_topic_regex", pa.string()),  # KIP-848 only
+        ("server_assignor", pa.string()),  # KIP-848 only (null: the group's default)
+        ("classic", pa.bool_()),  # joined with the classic protocol (a KIP-848 member: ClassicMemberMetadata)
+        # classic: the assignment the leader gave (decoded ConsumerProtocolAssignment; null: not decodable)
+        ("assignment", pa.list_(_TOPIC_PARTITION)),
+    ]
+)
+"""A group member as a group metadata record stores it."""
+
 COMMIT = pa.schema(
     _KEY
     + _LOGGED
@@ -190,9 +221,37 @@ COMMIT = pa.schema(
         pa.field("expire_timestamp", pa.int64()),  # -1: none (value versions above 1)
         pa.field("value_version", pa.int16()),  # null: tombstone or undecoded
         pa.field("error", pa.string()),  # a record that does not decode (its other columns null)
+        # classic group metadata (type 2, GroupMetadataValue)
+        pa.field("protocol_type", pa.string()),  # protocolType: consumer, connect, ... ("" none)
+        pa.field("generation", pa.int32()),  # the generation id
+        pa.field("protocol_name", pa.string()),  # protocol: the assignor the group chose (null: none)
+        pa.field("group_leader", pa.string()),  # leader: the leader's member id (null: none)
+        pa.field("state_timestamp", pa.int64()),  # currentStateTimestamp (-1: none)
+        # KIP-848 consumer groups (types 3-8)
+        pa.field("group_epoch", pa.int32()),  # 3: ConsumerGroupMetadataValue.Epoch
+        pa.field("assignment_epoch", pa.int32()),  # 6: the target assignment epoch
+        pa.field("member_id", pa.string()),  # 5, 7, 8 (share groups: 10, 13, 14): the key's MemberId
+        pa.field("member_epoch", pa.int32()),  # 8: MemberEpoch
+        pa.field("previous_member_epoch", pa.int32()),  # 8: PreviousMemberEpoch
+        pa.field("member_state", pa.int8()),  # 8: State (MemberState: 0 STABLE, 1 UNREVOKED_PARTITIONS, ...)
+        # 2: every member of the classic group; 5: the key's member (ConsumerGroupMemberMetadataValue)
+        pa.field("members", pa.list_(_GROUP_MEMBER)),
+        # 7: the member's target assignment (TopicPartitions); 8: its current AssignedPartitions
+        pa.field("assigned_partitions", pa.list_(_TOPIC_PARTITION)),
+        pa.field("partitions_pending_revocation", pa.list_(_TOPIC_PARTITION)),  # 8
+        # 4: the subscription metadata's topics (ConsumerGroupPartitionMetadataValue: id, name, partitions)
+        pa.field(
+            "subscribed_topics",
+            pa.list_(
+                pa.struct(
+                    [("topic_id", pa.string()), ("topic", pa.string()), ("num_partitions", pa.int32())]
+                )
+            ),
+        ),
     ]
 )
-"""Group coordinator records of ``__consumer_offsets`` replicas: offset commits and group metadata keys."""
+"""Group coordinator records of ``__consumer_offsets`` replicas: offset commits, classic group metadata and
+the KIP-848 consumer group records (group, member, target and current assignment), and their tombstones."""
 
 TXN_STATE = pa.schema(
     _KEY

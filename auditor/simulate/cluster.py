@@ -12,12 +12,19 @@ point found with OffsetsForLeaderEpoch (``"epoch"``, KIP-101/KIP-279, spec §17.
 change as metadata records. Brokers crash (losing unflushed data or not, optionally tearing the last
 batch), shut down cleanly (``.kafka_cleanshutdown``) and restart with log recovery (spec §17.3).
 HW and recovery-point checkpoints are written on their own schedules, so on-disk values can be stale.
+
+Replicas by Kafka's identity: brokers may have several log dirs (JBOD, each with its own
+``directory.id``, KIP-858: the controller records in ``directories`` which one holds each replica); a topic
+can be deleted (``RemoveTopicRecord``: running brokers rename their replicas ``-delete``, a broker that is
+down keeps them as an old incarnation, renamed ``-stray`` when it starts again) and re-created under a new
+topic ID; a replica can be moved to another log dir of its broker (AlterReplicaLogDirs, KIP-113: a
+``-future`` copy).
 """
 
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from auditor.simulate.batches import encode_data_batch, encode_marker_batch
 from auditor.simulate.config import SimOptions
@@ -31,6 +38,11 @@ REPLICA_FETCH_MAX_BYTES = 1 << 20
 REPLICA_FETCH_WAIT_MAX_MS = 500
 LEADER_RECOVERY_RECOVERED = 0
 LEADER_RECOVERY_RECOVERING = 1
+UNASSIGNED_DIR = "AAAAAAAAAAAAAAAAAAAAAQ"
+"""``DirectoryId.UNASSIGNED`` (0/1): the controller's directory of a replica on a broker with several log dirs
+until the broker says where it created it (``ClusterControlManager.defaultDir``)."""
+DELETE_DIR_SUFFIX, FUTURE_DIR_SUFFIX, STRAY_DIR_SUFFIX = "-delete", "-future", "-stray"
+MAX_DIR_NAME = 255
 
 TP = tuple[str, int]
 
@@ -51,6 +63,31 @@ def random_uuid(rng: random.Random) -> str:
         raw = rng.getrandbits(128).to_bytes(16, "big")
         if int.from_bytes(raw[:8], "big") != 0 and not uuid_to_str(raw).startswith("-"):
             return uuid_to_str(raw)
+
+
+def random_dir_unique_id(rng: random.Random) -> str:
+    """``UUID.randomUUID().toString().replaceAll("-", "")``: the unique id of a renamed partition directory
+    (32 lowercase hex digits of a version 4 UUID)."""
+    raw = bytearray(rng.getrandbits(128).to_bytes(16, "big"))
+    raw[6] = (raw[6] & 0x0F) | 0x40
+    raw[8] = (raw[8] & 0x3F) | 0x80
+    return raw.hex()
+
+
+def suffixed_dir_name(tp: TP, unique_id: str, suffix: str) -> str:
+    """``LocalLog.logDeleteDirName``/``logStrayDirName`` (topic cut so that the name fits in 255 characters)
+    and ``logFutureDirName`` (never cut): ``<topic>-<partition>.<unique id><suffix>``."""
+    tail = f"-{tp[1]}.{unique_id}{suffix}"
+    topic = tp[0] if suffix == FUTURE_DIR_SUFFIX else tp[0][: max(0, MAX_DIR_NAME - len(tail))]
+    return topic + tail
+
+
+def java_uuid_order(text: str) -> tuple[int, int]:
+    """``Uuid.compareTo``: by the most, then the least significant 64 bits, both signed."""
+    from parsers.primitives import uuid_from_str
+
+    raw = uuid_from_str(text)
+    return int.from_bytes(raw[:8], "big", signed=True), int.from_bytes(raw[8:], "big", signed=True)
 
 
 @dataclass
@@ -109,6 +146,8 @@ class Replica:
         self.disk_epoch_cache: list[tuple[int, int]] = []
         self.pending: list[Write] = []
         self.term_hw_floor = 0
+        self.log_dir = 0
+        """Index of the broker's log dir holding this replica."""
 
     @property
     def leo(self) -> int:
@@ -129,6 +168,8 @@ class PartitionState:
     leader_epoch: int = 0
     partition_epoch: int = 0
     leader_recovery_state: int = LEADER_RECOVERY_RECOVERED
+    directories: list[str] = field(default_factory=list)
+    """The directory.id of each replica's log dir, parallel to ``replicas`` (KIP-858)."""
 
 
 @dataclass
@@ -151,12 +192,67 @@ class MetadataEvent:
     alive: frozenset[int] = frozenset()
 
 
+@dataclass
+class FutureReplica:
+    """A replica being moved to another log dir of its broker (AlterReplicaLogDirs, KIP-113): the
+    ``<topic>-<partition>.<id>-future`` log the broker's ReplicaAlterLogDirsThread copies the current log
+    into. Its checkpoint values go to the checkpoint files of its own log dir."""
+
+    tp: TP
+    log: ReplicaLog
+    log_dir: int
+    dir_name: str
+    started_ms: int
+    hw: int = 0
+    disk_epoch_cache: list[tuple[int, int]] = field(default_factory=list)
+    ckpt_hw: int | None = None
+    ckpt_recovery: int | None = None
+    ckpt_log_start: int | None = None
+
+
+@dataclass
+class RetiredReplica:
+    """A replica of a deleted topic still on a broker's disk: ``deleted`` (renamed ``-delete`` by a
+    running broker, removed ``file.delete.delay.ms`` later), ``old-incarnation`` (the broker was down when the
+    topic was deleted: its directory is unchanged) or ``stray`` (renamed ``-stray`` when that broker started
+    again)."""
+
+    replica: Replica
+    topic_id: str
+    state: str
+    dir_name: str
+    since_ms: int
+    deletion: int
+    """Index of the :class:`TopicDeletion` in ``Cluster.topic_deletions``."""
+
+
+@dataclass
+class TopicDeletion:
+    """One DeleteTopics: the topic as it was, the metadata event holding its ``RemoveTopicRecord`` and the
+    offset tombstones the group coordinators wrote for its partitions."""
+
+    spec: TopicSpec
+    partitions: dict[int, PartitionState]
+    leader_history: dict[int, list[LeaderChange]]
+    writes: list[Write]
+    time_ms: int
+    metadata_index: int
+    tombstones: list[dict] = field(default_factory=list)
+    deleted_on: list[int] = field(default_factory=list)
+    """The brokers that renamed their replicas ``-delete`` (running at the time)."""
+    kept_on: list[int] = field(default_factory=list)
+    """The brokers that were down and kept their replicas as they were (old incarnations)."""
+
+
 class Broker:
-    """A broker process and its (single) log directory."""
+    """A broker process and its log directories (the first one is also its metadata.log.dir)."""
 
     def __init__(self, broker_id: int, dir_id: str) -> None:
         self.id = broker_id
         self.dir_id = dir_id
+        self.dir_ids: list[str] = [dir_id]
+        self.futures: dict[TP, FutureReplica] = {}
+        self.retired: list[RetiredReplica] = []
         self.alive = True
         self.replicas: dict[TP, Replica] = {}
         self.clean_marker = False
@@ -182,8 +278,13 @@ class Cluster:
     """The whole cluster: brokers, controller and producers, driven by explicit events."""
 
     def __init__(
-        self, options: SimOptions, truncation: str = "epoch", rng: random.Random | None = None
+        self,
+        options: SimOptions,
+        truncation: str = "epoch",
+        rng: random.Random | None = None,
+        log_dirs: int = 1,
     ) -> None:
+        """``log_dirs``: log directories per broker (JBOD when more than one)."""
         self.options = options
         self.truncation = truncation
         self.rng = rng or random.Random(options.seed)
@@ -203,6 +304,9 @@ class Cluster:
             br.next_flush_ckpt_ms = INITIAL_TASK_DELAY_MS
             self.brokers[b] = br
         self.controller_dir_id = random_uuid(self.rng)
+        for br in self.brokers.values():
+            br.dir_ids += [random_uuid(self.rng) for _ in range(log_dirs - 1)]
+        self.topic_deletions: list[TopicDeletion] = []
         self.topics: dict[str, TopicSpec] = {}
         self.partitions: dict[TP, PartitionState] = {}
         self.fenced: set[int] = set()
@@ -271,7 +375,8 @@ class Cluster:
 
     def _register(self, b: Broker) -> None:
         # BrokerEpoch is the offset of the RegisterBrokerRecord; the writer fills it in.
-        self._metadata(("RegisterBrokerRecord", 3, {"brokerId": b.id, "logDirs": [b.dir_id]}))
+        dirs = sorted(b.dir_ids, key=java_uuid_order) if len(b.dir_ids) > 1 else list(b.dir_ids)
+        self._metadata(("RegisterBrokerRecord", 3, {"brokerId": b.id, "logDirs": dirs}))
 
     def _unfence_record(self, b: Broker) -> None:
         self._metadata(("BrokerRegistrationChangeRecord", 0, {"brokerId": b.id, "fenced": -1}))
@@ -326,7 +431,8 @@ class Cluster:
             reps = replicas[p]
             live = [r for r in reps if r not in self.fenced and self.brokers[r].alive]
             leader = live[0] if live else -1
-            ps = PartitionState(list(reps), list(reps), leader)
+            dirs = [self._default_dir(r) for r in reps]
+            ps = PartitionState(list(reps), list(reps), leader, directories=list(dirs))
             self.partitions[tp] = ps
             self._seq[tp] = 0
             records.append(
@@ -343,13 +449,19 @@ class Cluster:
                         "leader": leader,
                         "leaderEpoch": 0,
                         "partitionEpoch": 0,
-                        "directories": [self.brokers[r].dir_id for r in reps],
+                        "directories": dirs,
                     },
                 )
             )
             for r in reps:
                 br = self.brokers[r]
-                br.replicas[tp] = Replica(r, tp, self.log_config, self.now)
+                if any(x.replica.tp == tp and x.state == "old-incarnation" for x in br.retired):
+                    raise SimulationError(
+                        f"broker {r} still holds an old incarnation of {tp} (not modelled: restart it first)"
+                    )
+                rep = Replica(r, tp, self.log_config, self.now)
+                rep.log_dir = self._next_log_dir(br)
+                br.replicas[tp] = rep
             self.leader_history[tp] = [
                 LeaderChange(0, leader, 0 if leader >= 0 else None, self.now, list(reps), False, "created")
             ]
@@ -361,7 +473,210 @@ class Cluster:
                         self._become_follower(self.brokers[r].replicas[tp], 0)
         self._metadata(*records)
         self._event("create-topic", topic=name, partitions=partitions, producer=kind, unclean=unclean)
+        self._assign_dirs([(name, p) for p in range(partitions)])
         return spec
+
+    # ------------------------------------------------------------------------ log dirs (KIP-858)
+
+    def _default_dir(self, b: int) -> str:
+        """``ClusterControlManager.defaultDir``: the broker's only log dir, else UNASSIGNED."""
+        dirs = self.brokers[b].dir_ids
+        return dirs[0] if len(dirs) == 1 else UNASSIGNED_DIR
+
+    @staticmethod
+    def _next_log_dir(br: Broker) -> int:
+        """``LogManager.nextLogDirs``: the log dir holding the fewest logs (current and future)."""
+        counts = [0] * len(br.dir_ids)
+        for rep in br.replicas.values():
+            counts[rep.log_dir] += 1
+        for fut in br.futures.values():
+            counts[fut.log_dir] += 1
+        return counts.index(min(counts))
+
+    def _directory_change(self, tp: TP, b: int, dir_id: str) -> tuple[str, int, dict] | None:
+        """The controller's PartitionChangeRecord for AssignReplicasToDirs (``PartitionChangeBuilder
+        .setDirectory``): the partition's directories with ``b``'s replaced; the partition epoch goes up."""
+        ps = self.partitions[tp]
+        dirs = list(ps.directories)
+        dirs[ps.replicas.index(b)] = dir_id
+        if dirs == ps.directories:
+            return None
+        ps.directories = dirs
+        ps.partition_epoch += 1
+        data = {"partitionId": tp[1], "topicId": self.topics[tp[0]].topic_id, "directories": list(dirs)}
+        return "PartitionChangeRecord", 2, data
+
+    def _assign_dirs(self, tps: list[TP], brokers: list[int] | None = None) -> None:
+        """Every running broker (of ``brokers``) with several log dirs tells the controller where it created
+        its replicas of ``tps`` (one AssignReplicasToDirs request, one metadata batch per broker)."""
+        for b, br in sorted(self.brokers.items()):
+            if len(br.dir_ids) < 2 or not br.alive or (brokers is not None and b not in brokers):
+                continue
+            records = []
+            for tp in tps:
+                rep = br.replicas.get(tp)
+                if rep is not None:
+                    rec = self._directory_change(tp, b, br.dir_ids[rep.log_dir])
+                    if rec is not None:
+                        records.append(rec)
+            if records:
+                self._metadata(*records)
+                self._event("assign-replicas-to-dirs", broker=b, partitions=len(records))
+
+    def start_log_dir_move(self, b: int, tp: TP, log_dir: int | None = None) -> FutureReplica:
+        """AlterReplicaLogDirs: broker ``b`` creates ``<topic>-<partition>.<uuid>-future`` (with the
+        topic's partition.metadata) in ``log_dir`` (default: its first other log dir) for its
+        ReplicaAlterLogDirsThread to copy the current log into; the controller's assignment still names the
+        current log dir."""
+        br = self.brokers[b]
+        rep = br.replicas[tp]
+        others = [k for k in range(len(br.dir_ids)) if k != rep.log_dir]
+        target = log_dir if log_dir is not None else (others[0] if others else rep.log_dir)
+        if not br.alive or target == rep.log_dir or tp in br.futures or not 0 <= target < len(br.dir_ids):
+            raise SimulationError(f"broker {b} cannot move {tp} to log dir {target}")
+        name = suffixed_dir_name(tp, random_dir_unique_id(self.rng), FUTURE_DIR_SUFFIX)
+        fut = FutureReplica(tp, ReplicaLog(self.log_config, self.now), target, name, self.now)
+        br.futures[tp] = fut
+        self._event(
+            "alter-replica-log-dirs",
+            broker=b,
+            topic=tp[0],
+            partition=tp[1],
+            from_dir=br.dir_ids[rep.log_dir],
+            to_dir=br.dir_ids[target],
+            future_dir=name,
+        )
+        return fut
+
+    def copy_to_future(self, b: int, tp: TP, upto: int | None = None) -> int:
+        """The ReplicaAlterLogDirsThread fetches from the current log (at most replica.fetch.max.bytes of one
+        segment per fetch) and appends to the future log, whole batches below ``upto`` (default: the current
+        log end offset); the future high watermark is min(current HW, future LEO). Returns the future LEO."""
+        br = self.brokers[b]
+        rep, fut = br.replicas[tp], br.futures[tp]
+        target = rep.log.leo if upto is None else min(upto, rep.log.leo)
+        while fut.log.leo < target:
+            batches = rep.log.read(fut.log.leo, REPLICA_FETCH_MAX_BYTES)
+            if batches:  # a read never crosses a segment end (LocalLog.read)
+                seg_end = rep.log.segments[rep.log._segment_for(batches[0].base_offset)].next_offset
+                batches = [x for x in batches if x.base_offset < seg_end and x.next_offset <= target]
+            if not batches:
+                break
+            fut.log.append(batches, self.now)
+            fut.disk_epoch_cache = list(fut.log.epoch_cache)
+            fut.hw = min(rep.hw, fut.log.leo)
+        self._event("future-log-copy", broker=b, topic=tp[0], partition=tp[1], log_end_offset=fut.log.leo)
+        return fut.log.leo
+
+    def accept_future_dir(self, b: int, tp: TP) -> None:
+        """The future log caught up: the broker asks the controller to assign the replica to the future log's
+        dir (AssignReplicasToDirs before the promotion) and the controller records it."""
+        br = self.brokers[b]
+        rep, fut = br.replicas[tp], br.futures[tp]
+        if fut.log.leo != rep.log.leo:
+            raise SimulationError(f"the future log of {tp} on broker {b} has not caught up")
+        rec = self._directory_change(tp, b, br.dir_ids[fut.log_dir])
+        if rec is not None:
+            self._metadata(rec)
+        self._event("assign-replicas-to-dirs", broker=b, partitions=1, future=True)
+
+    # ------------------------------------------------------------------------ topic deletion
+
+    def delete_topic(self, name: str) -> TopicDeletion:
+        """DeleteTopics in KRaft: one ``RemoveTopicRecord``. Each running broker stops its replicas,
+        renames their directories ``<topic>-<partition>.<uuid>-delete`` (removed file.delete.delay.ms later)
+        and rewrites the recovery-point and log-start-offset checkpoints (the model rewrites those of all its
+        log dirs, Kafka only those of the dirs concerned); a broker that is down keeps its replicas untouched
+        (an old incarnation). The group coordinators write offset
+        tombstones for the deleted partitions (``OffsetMetadataManager.onPartitionsDeleted``)."""
+        spec = self.topics.pop(name)
+        tps = [(name, p) for p in range(spec.partitions)]
+        self._metadata(("RemoveTopicRecord", 0, {"topicId": spec.topic_id}))
+        deletion = TopicDeletion(
+            spec,
+            {tp[1]: self.partitions.pop(tp) for tp in tps},
+            {tp[1]: self.leader_history.pop(tp) for tp in tps},
+            [w for w in self.writes if w.tp[0] == name],
+            self.now,
+            len(self.metadata) - 1,
+        )
+        index = len(self.topic_deletions)
+        self.topic_deletions.append(deletion)
+        self.writes = [w for w in self.writes if w.tp[0] != name]
+        deleted_on, kept_on = deletion.deleted_on, deletion.kept_on
+        for b, br in sorted(self.brokers.items()):
+            mine = [tp for tp in tps if tp in br.replicas]
+            if any(tp in br.futures for tp in mine):
+                raise SimulationError(
+                    f"deleting {name} while broker {b} moves one of its replicas (not modelled)"
+                )
+            for tp in mine:
+                rep = br.replicas.pop(tp)
+                self._fail_pending(rep, "NOT_LEADER_OR_FOLLOWER")
+                rep.is_leader = False
+                rep.remote = {}
+                if br.alive:
+                    dir_name = suffixed_dir_name(tp, random_dir_unique_id(self.rng), DELETE_DIR_SUFFIX)
+                    retired = RetiredReplica(rep, spec.topic_id, "deleted", dir_name, self.now, index)
+                else:
+                    retired = RetiredReplica(
+                        rep, spec.topic_id, "old-incarnation", f"{tp[0]}-{tp[1]}", self.now, index
+                    )
+                br.retired.append(retired)
+            if mine and br.alive:
+                self.checkpoint_recovery(br)
+                deleted_on.append(b)
+            elif mine:
+                kept_on.append(b)
+        for tp in tps:
+            self.unclean_elections.discard(tp)
+        old = self._producers.pop(name, None)
+        if old is not None:
+            self.retired_producers.append(old)
+        self._event(
+            "delete-topic", topic=name, topic_id=spec.topic_id, deleted_on=deleted_on, kept_on=kept_on
+        )
+        self._tombstone_offsets(deletion, set(tps))
+        return deletion
+
+    def _tombstone_offsets(self, deletion: TopicDeletion, tps: set[TP]) -> None:
+        """Each group coordinator shard appends one batch of offset tombstones (OffsetCommit key, null value)
+        for the offsets its groups committed on ``tps``; the consumers' positions are forgotten."""
+        co = self.coordinators
+        if co is None:
+            return
+        from auditor.simulate.coordinators import OFFSET_COMMIT_KEY_TYPE, OFFSETS_TOPIC, CoordinatorRecord
+        from parsers.consumer_offsets import encode_offsets_key
+
+        groups = co.groups
+        by_shard: dict[int, dict[tuple[str, TP], None]] = {}
+        for cm in groups.commits:
+            if cm.tp in tps and cm.status == "acked":
+                by_shard.setdefault(cm.offsets_partition, {})[(cm.group, cm.tp)] = None
+        for part in sorted(by_shard):
+            keys = sorted(by_shard[part])
+            payload = [{"group": g, "topic": tp[0], "partition": tp[1]} for g, tp in keys]
+            records = [
+                SimRecord(encode_offsets_key(OFFSET_COMMIT_KEY_TYPE, k), None, self.wall_ms) for k in payload
+            ]
+            write = self.produce(OFFSETS_TOPIC, part, len(records), acks="all", records=records)
+            if write.batch is not None:
+                self.coordinator_records[write.batch.batch_id] = [
+                    CoordinatorRecord("offset-commit", k, None) for k in payload
+                ]
+            for g, tp in keys:
+                deletion.tombstones.append(
+                    {
+                        "group": g,
+                        "tp": tp,
+                        "offsets_partition": part,
+                        "write": write,
+                        "commits": len(groups.commits),
+                    }
+                )
+            self._event("offset-tombstones", offsets_partition=part, count=len(keys), status=write.status)
+        for key in [k for k in groups.position if k[1] in tps]:
+            del groups.position[key]
 
     def add_coordinators(
         self,
@@ -954,10 +1269,15 @@ class Cluster:
                 for rep in br.replicas.values():
                     if not rep.is_leader:
                         rep.log.maybe_time_flush(self.now)
+            if br.alive and br.retired:  # LogManager.deleteLogs: -delete dirs go file.delete.delay.ms later
+                delay = self.options.file_delete_delay_ms
+                br.retired = [r for r in br.retired if r.state != "deleted" or self.now - r.since_ms < delay]
 
     def checkpoint_hw(self, br: Broker) -> None:
-        """replication-offset-checkpoint: the HW of every partition in the log dir."""
+        """replication-offset-checkpoint: the HW of every partition in the log dir (future logs in theirs)."""
         br.ckpt_hw = {tp: rep.hw for tp, rep in br.replicas.items()}
+        for fut in br.futures.values():
+            fut.ckpt_hw = fut.hw
 
     def checkpoint_recovery(self, br: Broker) -> None:
         """recovery-point-offset-checkpoint and log-start-offset-checkpoint (flush checkpoint task)."""
@@ -967,6 +1287,10 @@ class Cluster:
             for tp, rep in br.replicas.items()
             if rep.log.log_start_offset > rep.log.segments[0].base_offset
         }
+        for fut in br.futures.values():
+            fut.ckpt_recovery = fut.log.recovery_point
+            start = fut.log.log_start_offset
+            fut.ckpt_log_start = start if start > fut.log.segments[0].base_offset else None
 
     def run_traffic(
         self,
@@ -1124,6 +1448,9 @@ class Cluster:
             rep.is_leader = False
             rep.log.close()
             rep.sync_epoch_file()
+        for fut in br.futures.values():
+            fut.log.close()
+            fut.disk_epoch_cache = list(fut.log.epoch_cache)
         self.checkpoint_hw(br)
         self.checkpoint_recovery(br)
         br.ckpt_cleaner = br.ckpt_cleaner or {}
@@ -1162,6 +1489,10 @@ class Cluster:
                     "reason": rep_report.reason,
                     "deleted_segments": rep_report.deleted_segments,
                 }
+        for fut in br.futures.values():  # future logs are loaded (and recovered) like the current ones
+            fut.log.recover(fut.ckpt_recovery or 0, clean, self.now, fut.disk_epoch_cache)
+            fut.disk_epoch_cache = list(fut.log.epoch_cache)
+        self._load_retired(br, clean)
         br.alive = True
         br.crash_kind = None
         br.started_ms = self.now
@@ -1183,8 +1514,43 @@ class Cluster:
             self.unfence(b)
         else:
             self._unfence_record(br)
+        unassigned = [tp for tp in br.replicas if UNASSIGNED_DIR in self.partitions[tp].directories]
+        self._assign_dirs(unassigned, [b])
         self._check()
         return reports
+
+    def _load_retired(self, br: Broker, clean: bool) -> None:
+        """At start-up (KRaft 3.7+, ``LogManager.loadLog`` with ``isStrayKraftReplica``) a log whose
+        topic ID the metadata does not know, or whose partition is not assigned to this broker, is loaded and
+        renamed ``<topic>-<partition>.<uuid>-stray``; it is never served, checkpointed or closed again.
+        ``-delete`` logs are loaded and deleted file.delete.delay.ms later."""
+        for r in br.retired:
+            if r.state == "deleted":
+                r.since_ms = self.now
+                continue
+            if r.state != "old-incarnation":
+                continue
+            rep = r.replica
+            rp = 0 if br.ckpt_recovery is None else br.ckpt_recovery.get(rep.tp, 0)
+            rep.log.recover(rp, clean, self.now, rep.disk_epoch_cache)
+            rep.sync_epoch_file()
+            spec = self.topics.get(rep.tp[0])
+            current = spec is not None and spec.topic_id == r.topic_id
+            if current and br.id in self.partitions[rep.tp].replicas:
+                continue
+            old_name = r.dir_name
+            r.state = "stray"
+            r.dir_name = suffixed_dir_name(rep.tp, random_dir_unique_id(self.rng), STRAY_DIR_SUFFIX)
+            r.since_ms = self.now
+            self._event(
+                "stray-log",
+                broker=br.id,
+                topic=rep.tp[0],
+                partition=rep.tp[1],
+                topic_id=r.topic_id,
+                from_dir=old_name,
+                to_dir=r.dir_name,
+            )
 
     # ------------------------------------------------------------------------------- disk faults
 

@@ -8,6 +8,14 @@
 * A consumer reads a partition from its group's position up to the leader's high watermark (read_uncommitted)
   and commits the next offset to read with the leader epoch of the last record it consumed, as Kafka's
   consumer does (KIP-320).
+* Groups commit as classic "simple" groups (offset commits only), except those of :data:`GROUP_PROTOCOLS`,
+  whose consumer runs with ``group.protocol=consumer`` (KIP-848): before it reads, its first
+  ConsumerGroupHeartbeat joins the group, and the coordinator appends one batch, in the order Kafka 4.0's
+  ``GroupMetadataManager.consumerGroupHeartbeat`` writes them: the member's subscription
+  (ConsumerGroupMemberMetadata), the subscribed topics (ConsumerGroupPartitionMetadata), group epoch 1
+  (ConsumerGroupMetadata), the member's target assignment, every partition of its topic (the only member;
+  ConsumerGroupTargetAssignmentMember), assignment epoch 1 (ConsumerGroupTargetAssignmentMetadata) and the
+  member's current assignment (ConsumerGroupCurrentMemberAssignment: member epoch 1, previous 0, STABLE).
 * ``__transaction_state`` (compacted): the transaction coordinator of transactional id T leads partition
   ``abs(hashCode(T)) % partitions`` and writes one TransactionLog record per state change: Ongoing when a
   partition joins the transaction (AddPartitionsToTxn), PrepareCommit/PrepareAbort at EndTxn, then (after the
@@ -19,6 +27,8 @@ checked against.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,6 +44,12 @@ OFFSETS_TOPIC = "__consumer_offsets"
 TRANSACTION_STATE_TOPIC = "__transaction_state"
 OFFSET_COMMIT_KEY_TYPE = 1
 OFFSET_COMMIT_VALUE_VERSION = 3
+CLASSIC, CONSUMER = "classic", "consumer"
+GROUP_PROTOCOLS: dict[str, str] = {"safe-app": CONSUMER}
+"""Groups whose consumers use the KIP-848 consumer protocol (the others: classic): safe-app, the group of
+``group-commit-lost-range`` that commits inside its replicated phase A, so the scenario's findings stay those
+of its classic groups."""
+REBALANCE_TIMEOUT_MS = 300000  # max.poll.interval.ms
 TRANSACTION_TIMEOUT_MS = 60000
 
 # TransactionState ids as the transaction log stores them
@@ -70,7 +86,7 @@ def coordinator_partition(key: str, partitions: int) -> int:
 class CoordinatorRecord:
     """What one coordinator record says (kept next to its bytes so the ground truth need not decode)."""
 
-    kind: str  # "offset-commit" | "transaction"
+    kind: str  # "offset-commit" | "consumer-group" | "transaction"
     key: dict
     value: dict | None
 
@@ -97,12 +113,112 @@ class Commit:
         return "failed" if self.write is None else self.write.status
 
 
+@dataclass
+class ConsumerGroupMember:
+    """The one member of a KIP-848 consumer group, as its join wrote it."""
+
+    group: str
+    member_id: str
+    client_id: str
+    topic: str
+    partitions: list[int]
+    group_epoch: int
+    member_epoch: int
+    offsets_partition: int
+    write: Any = None  # the cluster's Write of the join batch
+
+    @property
+    def status(self) -> str:
+        return "failed" if self.write is None else self.write.status
+
+
+def member_id_for(group: str) -> str:
+    """The member id a KIP-848 consumer of ``group`` generates (a Uuid in Kafka's base64url text; 4.0
+    consumers choose it themselves), derived from the group so that the cluster's random stream is
+    untouched."""
+    raw = bytearray(hashlib.blake2b(group.encode(), digest_size=16).digest())
+    raw[0] &= 0x7F  # Uuid.toString of a leading '-' is avoided, as Kafka's Uuid.randomUuid does
+    return base64.urlsafe_b64encode(bytes(raw)).decode("ascii").rstrip("=")
+
+
 class GroupCoordinator:
     def __init__(self, cluster: Cluster, partitions: int) -> None:
         self.cluster = cluster
         self.partitions = partitions
         self.commits: list[Commit] = []
         self.position: dict[tuple[str, TP], int] = {}
+        self.protocols: dict[str, str] = dict(GROUP_PROTOCOLS)
+        self.members: dict[str, ConsumerGroupMember] = {}
+
+    def protocol_of(self, group: str) -> str:
+        return self.protocols.get(group, CLASSIC)
+
+    def join(self, group: str, topic: str) -> ConsumerGroupMember:
+        """A KIP-848 consumer of ``group`` subscribing to ``topic`` sends its first heartbeat: one batch of
+        the six consumer group records (see the module docstring), appended with acks=all."""
+        c = self.cluster
+        part = self.partition_for(group)
+        spec = c.topics[topic]
+        partitions = list(range(spec.partitions))
+        member_id = member_id_for(group)
+        member = ConsumerGroupMember(group, member_id, f"consumer-{group}-1", topic, partitions, 1, 1, part)
+        assignment = [{"topicId": spec.topic_id, "partitions": partitions}]
+        subscription = {
+            "instanceId": None,
+            "rackId": None,
+            "clientId": member.client_id,
+            "clientHost": "/127.0.0.1",
+            "subscribedTopicNames": [topic],
+            "subscribedTopicRegex": "",  # what Kafka 4.0 writes without a regex
+            "rebalanceTimeoutMs": REBALANCE_TIMEOUT_MS,
+            "serverAssignor": None,
+        }
+        topics = [
+            {
+                "topicId": spec.topic_id,
+                "topicName": topic,
+                "numPartitions": spec.partitions,
+                "partitionMetadata": [],
+            }
+        ]
+        current = {
+            "memberEpoch": member.member_epoch,
+            "previousMemberEpoch": 0,
+            "state": 0,  # MemberState.STABLE
+            "assignedPartitions": assignment,
+            "partitionsPendingRevocation": [],
+        }
+        group_key, member_key = {"groupId": group}, {"groupId": group, "memberId": member_id}
+        records = [
+            (5, member_key, subscription),
+            (4, group_key, {"topics": topics}),
+            (3, group_key, {"epoch": member.group_epoch}),
+            (7, member_key, {"topicPartitions": assignment}),
+            (6, group_key, {"assignmentEpoch": member.group_epoch}),
+            (8, member_key, current),
+        ]
+        now = c.wall_ms
+        sim = [
+            SimRecord(encode_offsets_key(t, key), encode_offsets_value(t, 0, value), now)
+            for t, key, value in records
+        ]
+        write = c.produce(OFFSETS_TOPIC, part, len(sim), acks="all", records=sim)
+        if write.batch is not None:
+            c.coordinator_records[write.batch.batch_id] = [
+                CoordinatorRecord("consumer-group", {"type": t, **key}, value) for t, key, value in records
+            ]
+        member.write = write
+        self.members[group] = member
+        c._event(
+            "consumer-group-join",
+            group=group,
+            member_id=member_id,
+            topic=topic,
+            group_epoch=member.group_epoch,
+            offsets_partition=part,
+            status=write.status,
+        )
+        return member
 
     def partition_for(self, group: str) -> int:
         return coordinator_partition(group, self.partitions)
@@ -113,6 +229,8 @@ class GroupCoordinator:
         """A consumer of ``group`` reads ``tp`` from its position to ``upto`` (exclusive; at most the
         leader's high watermark) and commits the offset after the last record it read. None: nothing read."""
         c = self.cluster
+        if self.protocol_of(group) == CONSUMER and group not in self.members:
+            self.join(group, tp[0])
         leader = c.leader_replica(tp)
         if leader is None:
             return None

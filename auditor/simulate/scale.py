@@ -22,6 +22,7 @@ from pathlib import Path
 from auditor.simulate.batches import FastBatchEncoder
 from auditor.simulate.cluster import Cluster
 from auditor.simulate.config import SimOptions
+from auditor.simulate.identity import identity_truth
 from auditor.simulate.scenarios import Scenario
 from auditor.simulate.truth import (
     GROUND_TRUTH_VERSION,
@@ -301,6 +302,7 @@ def run_scale(scenario: Scenario, out_dir: Path, options: SimOptions, opts_json:
         else [],
         "faults": [],
         "events": c.events,
+        **identity_truth(c),
         "stats": {
             "batches_generated": generated,
             "batch_copies_written": copies,

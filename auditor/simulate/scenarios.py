@@ -27,8 +27,10 @@ class Scenario:
     scale: bool = False
 
 
-def _cluster(opts: SimOptions, default_mode: str) -> Cluster:
-    return Cluster(opts, truncation=opts.truncation or default_mode, rng=random.Random(opts.seed))
+def _cluster(opts: SimOptions, default_mode: str, log_dirs: int = 1) -> Cluster:
+    return Cluster(
+        opts, truncation=opts.truncation or default_mode, rng=random.Random(opts.seed), log_dirs=log_dirs
+    )
 
 
 def _topics(
@@ -468,6 +470,76 @@ def offsets_commit_lost(opts: SimOptions) -> Cluster:
     return c  # broker 1 stays down holding the lost commit
 
 
+# --------------------------------------------------------------- replicas by Kafka's identity (issue 6)
+
+IDENTITY_PARTITIONS = 3
+"""At least this many partitions of ``t0`` in the recreated-topic scenarios."""
+
+
+def _recreated_topic(opts: SimOptions, name: str) -> tuple[Cluster, list[TP]]:
+    """Topic ``t0`` on brokers 1-3 (``__consumer_offsets`` on 1 and 2) is produced to and consumed; broker 3
+    stops cleanly; ``t0`` is deleted and re-created with a new topic ID on brokers 1 and 2 only, which take
+    fewer records at the same offsets; a group commits on both incarnations."""
+    if opts.brokers < 3:
+        raise ValueError(f"scenario {name!r} needs at least 3 brokers (got --brokers {opts.brokers})")
+    c = _cluster(opts, "epoch")
+    c.add_coordinators(offsets_partitions=3, txn_partitions=1, replicas=[1, 2])
+    n = max(IDENTITY_PARTITIONS, opts.partitions)
+    tps = [("t0", p) for p in range(n)]
+    c.add_topic("t0", n, kind="plain", min_insync=2, replicas={p: [1, 2, 3] for p in range(n)})
+    groups = c.coordinators.groups
+    c.run_traffic(tps, _records(c, tps, 0.6), acks="all", label="A")
+    _settle(c)
+    for tp in tps:
+        groups.consume_and_commit("orders-app", tp)  # all of the old incarnation
+        groups.consume_and_commit("billing-app", tp, upto=_per_partition(c, 0.3))
+    _settle(c)
+    c.shutdown(3)  # broker 3 stops with the old incarnation (and its HW checkpoints)
+    c.tick(1000)
+    c.delete_topic("t0")  # brokers 1 and 2 rename their replicas -delete; broker 3 is down
+    c.tick(1000)
+    c.add_topic("t0", n, kind="plain", min_insync=2, replicas={p: [1, 2] for p in range(n)})
+    c.run_traffic(tps, _records(c, tps, 0.3), acks="all", label="N")  # fewer records, offsets from 0
+    _settle(c)
+    for tp in tps:
+        groups.consume_and_commit("orders-app", tp)  # from 0 again: its old offsets were tombstoned
+    _settle(c)
+    return c, tps
+
+
+def recreated_topic(opts: SimOptions) -> Cluster:
+    c, _ = _recreated_topic(opts, "recreated-topic")
+    _shutdown_all(c)  # within file.delete.delay.ms of the deletion: the -delete directories stay
+    return c
+
+
+def recreated_topic_restarted(opts: SimOptions) -> Cluster:
+    c, _ = _recreated_topic(opts, "recreated-topic-restarted")
+    c.tick(opts.file_delete_delay_ms)  # brokers 1 and 2 remove their -delete directories
+    c.restart(3)  # the old incarnation's topic ID is unknown: its logs are renamed -stray
+    _settle(c)
+    _shutdown_all(c)
+    return c
+
+
+def jbod_move(opts: SimOptions) -> Cluster:
+    _need(opts, 3, "jbod-move")
+    c = _cluster(opts, "epoch", log_dirs=2)
+    tps = _topics(c, fixed=True, replicas=[1, 2, 3])
+    c.run_traffic(tps, _records(c, tps, 0.6), acks="all", label="A")
+    _settle(c)
+    moved, promoted = tps[0], tps[-1]
+    c.start_log_dir_move(2, moved)
+    c.copy_to_future(2, moved, upto=c.replica(2, moved).log.leo // 3)  # throttled: a third is copied
+    c.start_log_dir_move(3, promoted)
+    c.run_traffic(tps, _records(c, tps, 0.4), acks="all", label="B")
+    _settle(c)
+    c.copy_to_future(3, promoted)  # caught up: the controller accepts the new directory
+    c.accept_future_dir(3, promoted)
+    _shutdown_all(c)  # both moves interrupted; broker 3 stops before promoting its future log
+    return c
+
+
 SCENARIOS: dict[str, Scenario] = {
     s.name: s
     for s in [
@@ -610,6 +682,50 @@ SCENARIOS: dict[str, Scenario] = {
             "1, which truncates; the group falls back to its earlier commit and re-reads the records in "
             "between), KA601 and KA711 for the divergent uncommitted commit record.",
             offsets_commit_lost,
+            min_brokers=3,
+        ),
+        Scenario(
+            "recreated-topic",
+            "A topic deleted and re-created while a broker was down: t0 (3 partitions or --partitions) on "
+            "brokers 1-3 is produced with acks=all and consumed (groups orders-app and billing-app commit); "
+            "broker 3 shuts down cleanly; t0 is deleted (RemoveTopicRecord: brokers 1 and 2 rename their "
+            "replicas <topic>-<p>.<uuid>-delete, the group coordinator writes offset tombstones) and "
+            "re-created with a new topic ID on brokers 1 and 2 only, which take fewer records at the same "
+            "offsets from 0; orders-app consumes and commits the new incarnation; the brokers shut down "
+            "within file.delete.delay.ms, so the -delete directories stay. Broker 3 still holds the old "
+            "incarnation (old topic ID in partition.metadata, its old HW checkpoints). Expected findings: "
+            "KA605 for each of broker 3's old-incarnation replicas, KA608 for each -delete directory, "
+            "nothing else for t0 (no divergence, loss or HW violation: replicas are compared within the "
+            "current topic ID) and no group consequence; scan: KA510 on broker 3's t0 directories, KA509 "
+            "on the -delete directories.",
+            recreated_topic,
+            min_brokers=3,
+        ),
+        Scenario(
+            "recreated-topic-restarted",
+            "recreated-topic, then broker 3 comes back after file.delete.delay.ms (brokers 1 and 2 have "
+            "removed their -delete directories): its old-incarnation logs have a topic ID the metadata no "
+            "longer knows, so Kafka renames them <topic>-<p>.<uuid>-stray at load (their checkpoint entries "
+            "are dropped), and it shuts down cleanly. Expected findings: KA605 for each of broker 3's -stray "
+            "replicas (an old incarnation: their topic ID is not t0's current one), nothing else for t0 and "
+            "no group consequence; scan: KA508 on the -stray directories.",
+            recreated_topic_restarted,
+            min_brokers=3,
+        ),
+        Scenario(
+            "jbod-move",
+            "Every broker has two log dirs (meta.properties with the same node.id and cluster.id, each "
+            "with its own directory.id); the controller records in PartitionRecord/PartitionChangeRecord "
+            "directories which one holds each replica (KIP-858). After acks=all traffic, broker 2 starts "
+            "moving its replica of the first partition to its other log dir (AlterReplicaLogDirs): the "
+            "throttled copy stops at a third of the log (a <topic>-<p>.<uuid>-future directory with its own "
+            "partition.metadata), the live replica stays where it was; broker 3 moves its replica of the "
+            "last partition, the copy catches up and the controller accepts the new directory, but the "
+            "brokers shut down before the future log is promoted, so the assignment names the log dir of "
+            "the -future copy rather than the one holding the live replica. Expected findings: KA607 for "
+            "each -future directory, KA610 for broker 3's replica, no divergence or loss; scan: KA509 on "
+            "the -future directories.",
+            jbod_move,
             min_brokers=3,
         ),
     ]

@@ -44,7 +44,24 @@ Schema (``"version": 2``; version 2 added the keys marked ``[v2]``), one object 
                    transaction_partitions, time_ms, status}],
     expected_codes [code, ...],                                                                  [v2]
     faults [{kind, file, position, broker, topic, partition, ...}],
-    events [{time_ms, event, ...}]
+    events [{time_ms, event, ...}],
+    log_dirs [{broker, dir, directory_id, metadata_log_dir}],                             [identity]
+    topic_deletions [{topic, topic_id, partitions, replicas {"<partition>": [broker, ...]}, time_ms,
+                      remove_topic_offset, remove_topic_timestamp, deleted_on, kept_on, current_topic_id,
+                      offset_tombstones [{group, topic, partition, offsets_partition, status,
+                                          record_offset, holders}]}],
+    incarnations [{broker, log_dir, directory_id, dir, topic, partition, topic_id, current_topic_id,
+                   log_start_offset, log_end_offset, records, bytes, high_watermark_checkpoint,
+                   recovery_point_checkpoint, leader_epoch_checkpoint, deleted_ms, remove_topic_offset,
+                   remove_topic_timestamp, dir_kind, expected_codes, scan_code}],
+    deleted_replicas [... the same fields as incarnations, dir_kind "delete" ...],
+    moves [{broker, topic, partition, topic_id, dir, source_log_dir, source_directory_id, target_log_dir,
+            target_directory_id, log_end_offset, future_log_start_offset, future_log_end_offset,
+            future_records, future_high_watermark_checkpoint, caught_up, assigned_directory_id,
+            expected_codes, scan_code}],
+    directory_mismatches [{broker, topic, partition, topic_id, log_dir, directory_id,
+                           assigned_directory_id, assigned_log_dir, future_in_assigned_dir,
+                           expected_codes}]
 
 ``faults`` kinds (``file`` relative to the output directory, ``position`` a byte position in it):
 ``torn-tail`` (+ length), ``crc-flip`` (+ bit, batch_position, batch_base_offset, batch_last_offset),
@@ -87,7 +104,8 @@ Transactions and consumer groups (version 2):
   producer's transactional id on the reference replica of its coordinating partition; ``expected_codes``:
   KA713 when a marker exists elsewhere, KA714 when the coordinator's state is not Ongoing for that producer
   id and epoch.
-* ``groups``: the commits each group sent (``holders``: the replicas of its ``__consumer_offsets`` partition
+* ``groups``: the ``protocol`` of each group's consumer (classic, or consumer for KIP-848), the commits it
+  sent (``holders``: the replicas of its ``__consumer_offsets`` partition
   holding the commit record at ``record_offset``; ``status`` of the coordinator's append) and, per consumed
   partition, the offset the coordinator loads from the reference replica with its ``consequences``:
   ``in-lost-range`` (KA721; ``consumed_gone`` records the group consumed that the data partition's reference
@@ -97,13 +115,29 @@ Transactions and consumer groups (version 2):
   (KA723; a later commit held only by ``brokers`` that are not the reference: the group falls back to
   ``committed_offset`` and reads ``re_read`` offsets again) or ``ok``.
 * ``expected_codes``: the consequence codes (KA710-KA723) the files must produce: KA710 for any
-  ``truncation_loss``, KA712 for any ``lost_markers``, the hanging transactions' and the groups' codes.
+  ``truncation_loss``, KA712 for any ``lost_markers``, the hanging transactions' and the groups' codes;
+  and the identity codes (KA605-KA610) of the entries below.
+
+Replicas by Kafka's identity (keys marked ``[identity]``, :mod:`auditor.simulate.identity`):
+
+* ``topics``/``partitions`` describe the current incarnation of each topic only: a partition's replicas, its
+  divergence, losses and HW violations compare the replicas of the current topic ID and nothing else. A
+  deleted topic's replicas still on disk are ``incarnations`` (their broker was down at the deletion: the
+  directory keeps its name and its checkpoint entries, ``dir_kind`` live; or it was renamed ``-stray`` when
+  the broker started again and lost its checkpoint entries) or ``deleted_replicas`` (``-delete``
+  directories: their broker stopped within file.delete.delay.ms of the deletion). Every entry gives its
+  ``expected_codes`` (audit) and ``scan_code``.
+* ``groups`` ignore the commits a group made before the offset tombstones the coordinator wrote when the
+  topic was deleted (when the reference replica of the offsets partition holds them).
+* ``moves``: each ``-future`` directory (an interrupted AlterReplicaLogDirs); ``directory_mismatches``:
+  live replicas whose KRaft ``directories`` entry names another of their broker's log dirs.
 """
 
 from __future__ import annotations
 
 from auditor.simulate.cluster import Cluster, LeaderChange, Replica
 from auditor.simulate.config import SimOptions
+from auditor.simulate.identity import identity_codes, identity_truth
 from auditor.simulate.log import SimBatch, end_offset_for
 from auditor.simulate.writer import broker_dir_name, partition_dir_name
 from parsers.dirfiles import segment_file_name
@@ -637,6 +671,7 @@ def groups_truth(cluster: Cluster) -> list[dict]:
     by_group: dict[str, list] = {}
     for cm in co.groups.commits:
         by_group.setdefault(cm.group, []).append(cm)
+    commit_index = {id(cm): i for i, cm in enumerate(co.groups.commits)}
     out = []
     for group, commits in by_group.items():
         part = commits[0].offsets_partition
@@ -656,6 +691,8 @@ def groups_truth(cluster: Cluster) -> list[dict]:
         per_tp = []
         for tp in tps:
             mine = [x for x in items if x[0].tp == tp]
+            forgotten = _tombstoned_before(cluster, group, tp, views[ref_id])
+            mine = [x for x in mine if commit_index[id(x[0])] >= forgotten]
             on_ref = [x for x in mine if ref_id in x[1]]
             effective = on_ref[-1][0] if on_ref else None
             consequences = []
@@ -673,7 +710,7 @@ def groups_truth(cluster: Cluster) -> list[dict]:
                             "re_read": cm.offset - effective.offset if effective else None,
                         }
                     )
-            if effective is not None:
+            if effective is not None and tp in cluster.partitions:
                 if tp not in data_refs:
                     views_d = {b: _ReplicaView(cluster, b, tp) for b in cluster.partitions[tp].replicas}
                     data_refs[tp] = views_d[_reference(cluster, tp, views_d)[0]]
@@ -724,6 +761,7 @@ def groups_truth(cluster: Cluster) -> list[dict]:
         out.append(
             {
                 "group": group,
+                "protocol": co.groups.protocol_of(group),
                 "offsets_partition": part,
                 "coordinator": ref_id,
                 "commits": [
@@ -744,6 +782,20 @@ def groups_truth(cluster: Cluster) -> list[dict]:
                 "partitions": per_tp,
             }
         )
+    return out
+
+
+def _tombstoned_before(cluster: Cluster, group: str, tp: TP, ref: _ReplicaView) -> int:
+    """How many of the coordinator's commits (in order) came before the last offset tombstone of ``group``
+    for ``tp`` that the reference replica of the offsets partition holds (a topic deletion): the group's
+    commits before it are gone. 0 when there is none."""
+    held = {t[4] for t in ref.batches if t[4] is not None and t[0] < ref.leo}
+    out = 0
+    for d in cluster.topic_deletions:
+        for t in d.tombstones:
+            batch = t["write"].batch
+            if (t["group"], t["tp"]) == (group, tp) and batch is not None and batch.batch_id in held:
+                out = max(out, t["commits"])
     return out
 
 
@@ -954,6 +1006,7 @@ def ground_truth(cluster: Cluster, *, scenario: str, description: str, options: 
         )
     partitions = [partition_truth(cluster, tp) for tp in cluster.partitions]
     groups = groups_truth(cluster)
+    identity = identity_truth(cluster)
     return {
         "version": GROUND_TRUTH_VERSION,
         "generator": "kafka-auditor simulate",
@@ -968,9 +1021,10 @@ def ground_truth(cluster: Cluster, *, scenario: str, description: str, options: 
         "partitions": partitions,
         "groups": groups,
         "transactions": transactions_truth(cluster),
-        "expected_codes": expected_codes(partitions, groups),
+        "expected_codes": sorted({*expected_codes(partitions, groups), *identity_codes(identity)}),
         "faults": collect_faults(cluster),
         "events": cluster.events,
+        **identity,
     }
 
 

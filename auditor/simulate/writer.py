@@ -5,6 +5,10 @@ Per broker ``broker-<id>/``: ``meta.properties``, ``.lock`` (unless shut down cl
 ``__cluster_metadata-0/`` (the broker's replica of the metadata log) and one ``<topic>-<partition>/``
 per replica with ``.log``/``.index``/``.timeindex``/``.txnindex`` segments, producer ``.snapshot`` files,
 ``leader-epoch-checkpoint``, ``partition.metadata`` and ``*.deleted`` leftovers of recent truncations.
+A broker with several log dirs (JBOD) has ``broker-<id>-dir<k>/`` for its other ones (same files, each
+with its own ``directory.id``, without the metadata log). Replicas of deleted topics and replicas being
+moved keep their Kafka names: ``<topic>-<partition>`` (an old incarnation on a broker that was down),
+``<topic>-<partition>.<uuid>-delete``, ``-stray`` and ``-future``.
 With KRaft on, ``controller-<id>/`` holds the controller's metadata log. Every byte goes through the
 project's builders in ``parsers/``.
 """
@@ -16,7 +20,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from auditor.simulate.batches import encode_leader_change_batch, encode_metadata_batch
-from auditor.simulate.cluster import Cluster, MetadataEvent
+from auditor.simulate.cluster import Broker, Cluster, MetadataEvent
 from auditor.simulate.log import LogConfig, ReplicaLog, Segment, SimBatch, SimRecord
 from parsers.checkpoints import format_leader_epoch_checkpoint, format_offset_checkpoint
 from parsers.control import encode_control_record
@@ -42,6 +46,18 @@ def broker_dir_name(broker_id: int) -> str:
     return f"broker-{broker_id}"
 
 
+def log_dir_name(broker_id: int, index: int = 0) -> str:
+    """Log dir ``index`` of a broker: ``broker-<id>`` (its metadata.log.dir), then
+    ``broker-<id>-dir<index>``."""
+    return broker_dir_name(broker_id) if index == 0 else f"{broker_dir_name(broker_id)}-dir{index}"
+
+
+def metadata_record_offset(cluster: Cluster, event_index: int, record_index: int = 0) -> int:
+    """The offset of record ``record_index`` of metadata event ``event_index`` in ``__cluster_metadata``
+    (offset 0 is the LEADER_CHANGE batch; each event is one batch, as :class:`MetadataLayout` writes it)."""
+    return 1 + sum(len(ev.records) for ev in cluster.metadata[:event_index]) + record_index
+
+
 def partition_dir_name(topic: str, partition: int) -> str:
     return f"{topic}-{partition}"
 
@@ -55,6 +71,23 @@ def _offset_checkpoint(values: dict[tuple[str, int], int] | None) -> bytes:
     if values is None:
         return b""
     return format_offset_checkpoint((t, p, o) for (t, p), o in sorted(values.items()))
+
+
+def _in_log_dir(
+    br: Broker, k: int, values: dict[tuple[str, int], int] | None, future_attr: str | None
+) -> dict[tuple[str, int], int] | None:
+    """The entries of a broker's checkpoint that belong in its log dir ``k``: those of the logs (current, or
+    of a deleted topic when no current log has that name) living there, plus the future logs' own values."""
+    if values is None or len(br.dir_ids) == 1:
+        return values
+    where = {r.replica.tp: r.replica.log_dir for r in br.retired}
+    where.update((tp, rep.log_dir) for tp, rep in br.replicas.items())
+    out = {tp: v for tp, v in values.items() if where.get(tp, 0) == k}
+    for tp, fut in br.futures.items():
+        value = getattr(fut, future_attr) if future_attr else None
+        if fut.log_dir == k and value is not None:
+            out[tp] = value
+    return out
 
 
 def write_segment_files(pdir: Path, seg: Segment, index_bytes: int, suffix: str = "") -> None:
@@ -295,35 +328,66 @@ def write_cluster(cluster: Cluster, out_dir: Path) -> dict[str, Path]:
     layout = MetadataLayout(cluster, opts.segment_index_bytes) if opts.kraft else None
     dirs: dict[str, Path] = {}
     for b, br in sorted(cluster.brokers.items()):
-        root = out_dir / broker_dir_name(b)
-        root.mkdir(parents=True, exist_ok=True)
-        dirs[root.name] = root
-        _write(root / "meta.properties", format_meta_properties(1, b, cluster.cluster_id, br.dir_id, date))
-        if br.clean_marker:
-            epoch = layout.broker_epochs.get(b, [(0, 0)])[-1][1] if layout else 0
-            _write(
-                root / ".kafka_cleanshutdown",
-                json.dumps({"version": 0, "brokerEpoch": epoch}, separators=(",", ":")).encode(),
-            )
-        else:
-            _write(root / ".lock", b"")
-        _write(root / "replication-offset-checkpoint", _offset_checkpoint(br.ckpt_hw))
-        _write(root / "recovery-point-offset-checkpoint", _offset_checkpoint(br.ckpt_recovery))
-        _write(root / "log-start-offset-checkpoint", _offset_checkpoint(br.ckpt_log_start))
-        _write(root / "cleaner-offset-checkpoint", _offset_checkpoint(br.ckpt_cleaner or None))
-        for (topic, p), rep in sorted(br.replicas.items()):
-            write_log_dir(
-                root / partition_dir_name(topic, p),
-                rep.log,
-                rep.disk_epoch_cache,
-                cluster.topics[topic].topic_id,
-                opts.segment_index_bytes,
-                cluster.now,
-                opts.file_delete_delay_ms,
-            )
-        if layout is not None:
-            _write(root / "bootstrap.checkpoint", boot)
-            write_metadata_dir(root, layout.broker_log(b), opts.controller_id, opts.segment_index_bytes)
+        for k, dir_id in enumerate(br.dir_ids):
+            root = out_dir / log_dir_name(b, k)
+            root.mkdir(parents=True, exist_ok=True)
+            dirs[root.name] = root
+            _write(root / "meta.properties", format_meta_properties(1, b, cluster.cluster_id, dir_id, date))
+            if br.clean_marker:
+                epoch = layout.broker_epochs.get(b, [(0, 0)])[-1][1] if layout else 0
+                _write(
+                    root / ".kafka_cleanshutdown",
+                    json.dumps({"version": 0, "brokerEpoch": epoch}, separators=(",", ":")).encode(),
+                )
+            else:
+                _write(root / ".lock", b"")
+            ckpt = {
+                "replication-offset-checkpoint": _in_log_dir(br, k, br.ckpt_hw, "ckpt_hw"),
+                "recovery-point-offset-checkpoint": _in_log_dir(br, k, br.ckpt_recovery, "ckpt_recovery"),
+                "log-start-offset-checkpoint": _in_log_dir(br, k, br.ckpt_log_start, "ckpt_log_start"),
+                "cleaner-offset-checkpoint": _in_log_dir(br, k, br.ckpt_cleaner or None, None),
+            }
+            for name, values in ckpt.items():
+                _write(root / name, _offset_checkpoint(values))
+            for (topic, p), rep in sorted(br.replicas.items()):
+                if rep.log_dir != k:
+                    continue
+                write_log_dir(
+                    root / partition_dir_name(topic, p),
+                    rep.log,
+                    rep.disk_epoch_cache,
+                    cluster.topics[topic].topic_id,
+                    opts.segment_index_bytes,
+                    cluster.now,
+                    opts.file_delete_delay_ms,
+                )
+            for (topic, _p), fut in sorted(br.futures.items()):
+                if fut.log_dir == k:
+                    write_log_dir(
+                        root / fut.dir_name,
+                        fut.log,
+                        fut.disk_epoch_cache,
+                        cluster.topics[topic].topic_id,
+                        opts.segment_index_bytes,
+                        cluster.now,
+                        opts.file_delete_delay_ms,
+                    )
+            for r in br.retired:
+                if r.replica.log_dir == k:
+                    write_log_dir(
+                        root / r.dir_name,
+                        r.replica.log,
+                        r.replica.disk_epoch_cache,
+                        r.topic_id,
+                        opts.segment_index_bytes,
+                        cluster.now,
+                        opts.file_delete_delay_ms,
+                    )
+            if layout is not None:
+                _write(root / "bootstrap.checkpoint", boot)
+                if k == 0:
+                    log = layout.broker_log(b)
+                    write_metadata_dir(root, log, opts.controller_id, opts.segment_index_bytes)
     if layout is not None:
         root = out_dir / f"controller-{opts.controller_id}"
         root.mkdir(parents=True, exist_ok=True)

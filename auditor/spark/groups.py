@@ -19,11 +19,14 @@ from typing import Any
 from auditor.kafka.groups import (
     DEFAULT_OFFSETS_PARTITIONS,
     Commit,
+    GroupState,
+    group_states,
     latest_commits,
     metadata_partitions,
     offsets_partitions,
     partition_for,
 )
+from auditor.kafka.identity import ClusterIdentity, cluster_identities
 from auditor.kafka.topics import OFFSETS_TOPIC
 from auditor.rules.registry import scope_rules
 from auditor.rules.replica.groups import GroupCommit, LostSpan
@@ -64,6 +67,14 @@ class _Cluster:
     parts: dict[tuple[str, int], _Partition]
     kraft: dict
     commits: dict[int, dict[int, list[dict]]]  # offsets partition -> broker -> commit rows
+    identity: ClusterIdentity | None = None  # topic incarnations (auditor.kafka.identity)
+
+    def of_deleted_incarnation(self, commit: Commit) -> bool:
+        """The commit predates the current incarnation of its topic (or the topic is gone): it belongs to a
+        deleted incarnation and is never judged against the current one (offset commits carry no topic ID;
+        Kafka tombstones a deleted topic's commits, a coordinator that was down did not)."""
+        ident = self.identity
+        return ident is not None and ident.created_after(commit.topic, commit.commit_timestamp)
 
 
 def _clusters(inp: GroupInputs) -> list[_Cluster]:
@@ -93,6 +104,7 @@ def _clusters(inp: GroupInputs) -> list[_Cluster]:
                         str(run.get("kind") or "lost"),
                         run.get("records"),
                         run.get("log_dir"),
+                        _epoch_at(part.leader_row, int(run["lo"])),
                     )
                 )
         commits: dict[int, dict[int, list[dict]]] = {}
@@ -100,8 +112,21 @@ def _clusters(inp: GroupInputs) -> list[_Cluster]:
             if c.get("cluster") == name:
                 commits.setdefault(int(c["partition"]), {}).setdefault(int(c["broker"]), []).append(c)
         source = "kraft" if count else "default"
-        out.append(_Cluster(name, count or DEFAULT_OFFSETS_PARTITIONS, source, parts, kraft, commits))
+        identity = cluster_identities(metadata).get(name)
+        out.append(
+            _Cluster(name, count or DEFAULT_OFFSETS_PARTITIONS, source, parts, kraft, commits, identity)
+        )
     return out
+
+
+def _epoch_at(leader: Mapping[str, Any] | None, offset: int) -> int | None:
+    """The leader epoch of the current leader's data at ``offset``: its leader-epoch cache entry with the
+    greatest start offset at or below it (``LeaderEpochFileCache.epochForOffset``); None when unknown."""
+    if leader is None:
+        return None
+    starts = [(int(e["start_offset"]), int(e["epoch"])) for e in leader.get("epochs") or ()]
+    below = [epoch for start, epoch in starts if start <= offset]
+    return max(below) if below else None
 
 
 def _choose_leader(part: _Partition, kraft) -> None:
@@ -174,14 +199,15 @@ def _subjects(cluster: _Cluster) -> Iterable[GroupCommit]:
         views = {b: latest_commits(rs) for b, rs in held.items()}
         current = views.get(coordinator, {}) if coordinator is not None else {}
         for key in sorted(current):
-            yield _subject(cluster, p, coordinator, current[key])
+            if not cluster.of_deleted_incarnation(current[key]):
+                yield _subject(cluster, p, coordinator, current[key])
         # KA723: the latest commits of followers that truncate them away
         offsets_part = cluster.parts.get((OFFSETS_TOPIC, p))
         for span in offsets_part.lost if offsets_part is not None else []:
             if span.broker == coordinator:
                 continue
             for key, commit in sorted(views.get(span.broker, {}).items()):
-                if span.lo <= commit.record_offset <= span.hi:
+                if span.lo <= commit.record_offset <= span.hi and not cluster.of_deleted_incarnation(commit):
                     yield GroupCommit(
                         cluster.name,
                         commit,
@@ -234,16 +260,100 @@ def group_findings(inputs: GroupInputs) -> list[dict]:
     return out
 
 
+def _topic_names(inputs: GroupInputs, cluster: str | None) -> dict[str, str]:
+    """Topic id -> name of one cluster, from its KRaft metadata rows and its replicas' partition.metadata
+    (KIP-848 assignments name topics by id)."""
+    out: dict[str, str] = {}
+    for r in [*inputs.replicas, *inputs.metadata]:
+        if r.get("cluster") == cluster and r.get("topic_id") and r.get("topic"):
+            out.setdefault(str(r["topic_id"]), str(r["topic"]))
+    return out
+
+
+def _states(
+    held: Mapping[int, list[dict]], coordinator: int | None, names: Mapping[str, str]
+) -> dict[str, tuple[GroupState, int]]:
+    """Group -> (its state, the broker whose replica gave it) of one offsets partition: as the coordinator
+    (the leader) loads it; a group its replica does not hold, from the replica with its newest record."""
+
+    def newest(state: GroupState) -> int:
+        return -1 if state.record_offset is None else state.record_offset
+
+    by_broker = {b: group_states(rs, names) for b, rs in held.items()}
+    out: dict[str, tuple[GroupState, int]] = {}
+    for b in sorted(by_broker, key=lambda b: (b != coordinator, b)):
+        for name, state in by_broker[b].items():
+            have = out.get(name)
+            if have is None or (have[1] != coordinator and newest(state) > newest(have[0])):
+                out[name] = (state, b)
+    return out
+
+
+def group_summaries(inputs: GroupInputs, group: str | None = None) -> list[dict]:
+    """One dict per (cluster, group) any replica of ``__consumer_offsets`` knows, committed offsets or not:
+    its offsets partition and coordinator, protocol (classic or consumer), state, members (see
+    :class:`auditor.kafka.groups.GroupState`) as the coordinator loads them, and its committed offsets
+    (``offsets``: topic, partition, committed offset and leader epoch, from :func:`group_view`)."""
+    view = group_view(inputs, group)
+    offsets: dict[tuple, list[dict]] = {}
+    for r in view:
+        offsets.setdefault((r["cluster"], r["group"], r["offsets_partition"]), []).append(
+            {k: r[k] for k in ("topic", "partition", "committed_offset", "leader_epoch")}
+        )
+    out: list[dict] = []
+    for cluster in _clusters(inputs):
+        names = _topic_names(inputs, cluster.name)
+        for p in sorted(cluster.commits):
+            coordinator, coordinator_source = _coordinator(cluster, p)
+            for name, (state, broker) in sorted(_states(cluster.commits[p], coordinator, names).items()):
+                if group is not None and name != group:
+                    continue
+                fields = state.to_dict()
+                out.append(
+                    {
+                        "cluster": cluster.name,
+                        "group": name,
+                        "offsets_partition": p,
+                        "expected_partition": partition_for(name, cluster.partitions_count),
+                        "offsets_partitions": cluster.partitions_count,
+                        "offsets_partitions_source": cluster.partitions_source,
+                        "coordinator": coordinator,
+                        "coordinator_source": coordinator_source,
+                        "state_broker": broker,
+                        **{k: v for k, v in fields.items() if k != "group"},
+                        "members": [_member_dict(m) for m in fields["members"]],
+                        "problems": list(fields["problems"]),
+                        "offsets": offsets.get((cluster.name, name, p), []),
+                    }
+                )
+    return out
+
+
+def _member_dict(member: Mapping[str, Any]) -> dict:
+    """A member's dict with its partitions as ``{"topic", "partition"}`` (None kept: not known)."""
+    out = dict(member)
+    for name in ("assigned_partitions", "target_partitions", "partitions_pending_revocation"):
+        if out.get(name) is not None:
+            out[name] = [{"topic": t, "partition": p} for t, p in out[name]]
+    if out.get("subscribed_topic_names") is not None:
+        out["subscribed_topic_names"] = list(out["subscribed_topic_names"])
+    return out
+
+
 def group_view(inputs: GroupInputs, group: str | None = None) -> list[dict]:
     """One dict per (cluster, group, topic, partition) committed on any replica of ``__consumer_offsets``:
     the commit the coordinator loads (from the offsets partition's leader; else the newest one a replica
     holds), which replicas hold that same commit, whether the leader does, and the data partition's leader
-    log end offset with the lag (``leo - committed offset``; negative: above the log end offset)."""
+    log end offset with the lag (``leo - committed offset``; negative: above the log end offset); and the
+    group's protocol (classic or consumer) and state as the coordinator loads them (:func:`group_summaries`
+    gives its members)."""
     out: list[dict] = []
     for cluster in _clusters(inputs):
+        names = _topic_names(inputs, cluster.name)
         for p in sorted(cluster.commits):
             held = cluster.commits[p]
             coordinator, coordinator_source = _coordinator(cluster, p)
+            states = _states(held, coordinator, names)
             views = {b: latest_commits(rs) for b, rs in held.items()}
             offsets_part = cluster.parts.get((OFFSETS_TOPIC, p))
             replicas = sorted(set(views) | set(offsets_part.replicas if offsets_part else ()))
@@ -285,6 +395,8 @@ def group_view(inputs: GroupInputs, group: str | None = None) -> list[dict]:
                         "leader_leo": leo,
                         "lag": leo - ref.offset if leo is not None else None,
                         "above_leo": leo is not None and ref.offset > leo,
+                        "protocol": states[key[0]][0].protocol if key[0] in states else None,
+                        "group_state": states[key[0]][0].state if key[0] in states else None,
                     }
                 )
     return out

@@ -8,7 +8,13 @@ from pathlib import Path
 
 from auditor.kafka.groups import partition_for
 from auditor.kafka.topics import OFFSETS_TOPIC
-from parsers.consumer_offsets import encode_offsets_key, encode_offsets_value
+from parsers.consumer_offsets import (
+    CONSUMER_PROTOCOL_ASSIGNMENT,
+    CONSUMER_PROTOCOL_SUBSCRIPTION,
+    encode_consumer_protocol,
+    encode_offsets_key,
+    encode_offsets_value,
+)
 from parsers.record_batch import RecordSpec, build_batch
 from tests.rules.builder import T0, Batch, LogDir, Part
 
@@ -48,6 +54,99 @@ def group_metadata(group: str) -> tuple[bytes, bytes]:
 
 def group_tombstone(group: str) -> tuple[bytes, None]:
     return encode_offsets_key(2, {"group": group}), None
+
+
+def classic_group(
+    group: str, generation: int, members: dict[str, list[tuple[str, int]]]
+) -> tuple[bytes, bytes]:
+    """A classic consumer group's GroupMetadataValue (version 3): ``members`` maps member id to the
+    partitions the leader assigned it (encoded as ConsumerProtocolAssignment v0, subscriptions v0)."""
+    rows = []
+    for member_id, tps in members.items():
+        topics = sorted({t for t, _ in tps})
+        subscription = encode_consumer_protocol(CONSUMER_PROTOCOL_SUBSCRIPTION, 0, {"topics": topics})
+        assignment = encode_consumer_protocol(
+            CONSUMER_PROTOCOL_ASSIGNMENT,
+            0,
+            {
+                "assignedPartitions": [
+                    {"topic": t, "partitions": [p for u, p in tps if u == t]} for t in topics
+                ]
+            },
+        )
+        rows.append(
+            {
+                "memberId": member_id,
+                "clientId": f"client-{member_id}",
+                "clientHost": "/10.0.0.1",
+                "rebalanceTimeout": 300000,
+                "sessionTimeout": 45000,
+                "subscription": subscription,
+                "assignment": assignment,
+            }
+        )
+    value = {
+        "protocolType": "consumer",
+        "generation": generation,
+        "protocol": "range" if members else None,
+        "leader": next(iter(members), None),
+        "currentStateTimestamp": T0,
+        "members": rows,
+    }
+    return encode_offsets_key(2, {"group": group}), encode_offsets_value(2, 3, value)
+
+
+def consumer_record(record_type: int, group: str, value: dict | None, member: str | None = None):
+    """A KIP-848 consumer group record (types 3-8, value version 0; ``value`` None: its tombstone)."""
+    key = {"groupId": group} if member is None else {"groupId": group, "memberId": member}
+    raw = None if value is None else encode_offsets_value(record_type, 0, value)
+    return encode_offsets_key(record_type, key), raw
+
+
+def consumer_join(group: str, member: str, topic: str, topic_id: str, partitions: list[int], epoch: int = 1):
+    """What Kafka 4.0 writes when the only member of a KIP-848 group joins (one heartbeat): its subscription,
+    the subscribed topic, the group epoch, its target assignment, the assignment epoch and its current
+    assignment (member epoch ``epoch``, STABLE)."""
+    assignment = [{"topicId": topic_id, "partitions": partitions}]
+    metadata = {
+        "instanceId": None,
+        "rackId": None,
+        "clientId": "console-consumer",
+        "clientHost": "/127.0.0.1",
+        "subscribedTopicNames": [topic],
+        "subscribedTopicRegex": "",
+        "rebalanceTimeoutMs": 300000,
+        "serverAssignor": None,
+    }
+    topics = [
+        {"topicId": topic_id, "topicName": topic, "numPartitions": len(partitions), "partitionMetadata": []}
+    ]
+    current = {
+        "memberEpoch": epoch,
+        "previousMemberEpoch": epoch - 1,
+        "state": 0,
+        "assignedPartitions": assignment,
+        "partitionsPendingRevocation": [],
+    }
+    return [
+        consumer_record(5, group, metadata, member),
+        consumer_record(4, group, {"topics": topics}),
+        consumer_record(3, group, {"epoch": epoch}),
+        consumer_record(7, group, {"topicPartitions": assignment}, member),
+        consumer_record(6, group, {"assignmentEpoch": epoch}),
+        consumer_record(8, group, current, member),
+    ]
+
+
+def consumer_leave(group: str, member: str, epoch: int):
+    """The member leaves: its assignment, target and subscription are tombstoned, the group epoch bumped."""
+    return [
+        consumer_record(8, group, None, member),
+        consumer_record(7, group, None, member),
+        consumer_record(5, group, None, member),
+        consumer_record(4, group, {"topics": []}),
+        consumer_record(3, group, {"epoch": epoch}),
+    ]
 
 
 @dataclass

@@ -8,7 +8,16 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from auditor.cli import app
-from tests.groups.fixture import Records, commit_record, lost_commit_cluster, offsets_part
+from auditor.simulate import SimOptions, run_scenario
+from tests.groups.fixture import (
+    Records,
+    classic_group,
+    commit_record,
+    consumer_join,
+    consumer_leave,
+    lost_commit_cluster,
+    offsets_part,
+)
 from tests.rules.builder import LogDir
 
 runner = CliRunner()
@@ -92,3 +101,109 @@ def test_undecodable_record_is_a_warning(tmp_path):
     assert json.loads(res.stdout)["committedOffset"] == 4
     (warning,) = [line for line in res.stderr.splitlines() if "warning:" in line]
     assert "__consumer_offsets-9" in warning and "record at offset 0" in warning
+
+
+TOPIC_ID = "JhDLizgWSga6dDKcLH5WFQ"
+MEMBER = "jCzgEC6nReO32M8qi0xG9Q"
+
+
+def test_groups_of_both_protocols_text_and_json(tmp_path):
+    ld = LogDir(tmp_path / "b1")
+    ld.part("orders", 0).data(1, records=10)
+    offsets_part(ld, "classic-app").add(
+        Records(specs=[classic_group("classic-app", 4, {"m-1": [("orders", 0)]})]),
+        Records(specs=[commit_record("classic-app", "orders", 0, 6, epoch=0)]),
+    )
+    offsets_part(ld, "kip848-app").add(
+        Records(specs=consumer_join("kip848-app", MEMBER, "orders", TOPIC_ID, [0])),
+        Records(specs=[commit_record("kip848-app", "orders", 0, 9, epoch=0)]),
+    )
+    offsets_part(ld, "gone-app").add(
+        Records(specs=consumer_join("gone-app", "m-9", "orders", TOPIC_ID, [0])),
+        Records(specs=consumer_leave("gone-app", "m-9", 2)),
+    )
+    ld.write()
+    doc = json.loads(groups(ld.root, "--format", "json").stdout)
+    states = {s["group"]: s for s in doc["groupStates"]}
+    assert set(states) == {"classic-app", "kip848-app", "gone-app"}  # gone-app committed nothing
+    classic, kip848, gone = states["classic-app"], states["kip848-app"], states["gone-app"]
+    assert (classic["protocol"], classic["state"], classic["generation"], classic["protocolName"]) == (
+        "classic",
+        "Stable",
+        4,
+        "range",
+    )
+    (m,) = classic["members"]
+    assert (m["memberId"], m["assignedPartitions"], m["protocol"]) == (
+        "m-1",
+        [{"topic": "orders", "partition": 0}],
+        "classic",
+    )
+    assert (kip848["protocol"], kip848["state"], kip848["groupEpoch"], kip848["assignmentEpoch"]) == (
+        "consumer",
+        "Stable",
+        1,
+        1,
+    )
+    (m,) = kip848["members"]
+    assert (m["memberId"], m["memberEpoch"], m["memberState"], m["clientId"]) == (
+        MEMBER,
+        1,
+        "STABLE",
+        "console-consumer",
+    )
+    assert m["assignedPartitions"] == m["targetPartitions"] == [{"topic": "orders", "partition": 0}]
+    assert kip848["offsets"] == [{"topic": "orders", "partition": 0, "committedOffset": 9, "leaderEpoch": 0}]
+    assert (gone["state"], gone["groupEpoch"], gone["members"], gone["offsets"]) == ("Empty", 2, [], [])
+    rows = {r["group"]: r for r in doc["groups"]}
+    assert set(rows) == {"classic-app", "kip848-app"}
+    assert {g: (r["protocol"], r["groupState"], r["committedOffset"]) for g, r in rows.items()} == {
+        "classic-app": ("classic", "Stable", 6),
+        "kip848-app": ("consumer", "Stable", 9),
+    }
+    text = groups(ld.root).stdout
+    assert "classic (consumer) protocol, Stable: generation 4, protocol range, leader m-1, 1 member" in text
+    assert "consumer protocol, Stable: group epoch 1, assignment epoch 1, 1 member" in text
+    assert "consumer protocol, Empty: group epoch 2, assignment epoch 1, 0 members" in text
+    assert MEMBER in text and "STABLE" in text and "no committed offsets" in text
+    only = json.loads(groups(ld.root, "--format", "json", "--group", "kip848-app").stdout)
+    assert [s["group"] for s in only["groupStates"]] == ["kip848-app"]
+    assert [r["group"] for r in only["groups"]] == ["kip848-app"]
+
+
+def test_simulated_cluster_lists_both_protocols(tmp_path):
+    """``simulate group-commit-lost-range``: safe-app consumes with the KIP-848 consumer protocol, the other
+    groups commit as classic (simple) groups; ``groups`` shows each with the protocol the truth gives."""
+    truth = run_scenario("group-commit-lost-range", tmp_path / "sim", SimOptions(records=400, partitions=2))
+    expected = {g["group"]: g["protocol"] for g in truth["groups"]}
+    assert expected == {"safe-app": "consumer", "orders-app": "classic", "reports-app": "classic"}
+    doc = json.loads(groups(tmp_path / "sim", "--format", "json").stdout)
+    states = {s["group"]: s for s in doc["groupStates"]}
+    assert {g: s["protocol"] for g, s in states.items()} == expected
+    safe = states["safe-app"]
+    assert (safe["state"], safe["groupEpoch"], safe["assignmentEpoch"], safe["coordinator"]) == (
+        "Stable",
+        1,
+        1,
+        3,
+    )
+    (m,) = safe["members"]
+    everything = [{"topic": "t0", "partition": p} for p in range(2)]
+    assert (m["memberEpoch"], m["assignedPartitions"], m["targetPartitions"]) == (1, everything, everything)
+    assert all(
+        states[g]["state"] == "Empty" and states[g]["protocolType"] is None
+        for g in expected
+        if expected[g] == "classic"
+    )
+    # the committed offsets are the truth's, whichever the protocol
+    committed = {
+        (g["group"], p["topic"], p["partition"]): p["committed_offset"]
+        for g in truth["groups"]
+        for p in g["partitions"]
+    }
+    assert {
+        (r["group"], r["topic"], r["partition"]): r["committedOffset"] for r in doc["groups"]
+    } == committed
+    text = groups(tmp_path / "sim").stdout
+    assert "group safe-app" in text and "consumer protocol, Stable" in text
+    assert "classic protocol, Empty: offsets only" in text

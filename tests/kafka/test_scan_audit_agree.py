@@ -51,6 +51,8 @@ def _audit_view(log_dirs: list[Path]) -> dict[tuple, tuple]:
     out = {}
     for path in log_dirs:
         for r in extract_tables(path)["replica"].to_pylist():
+            if r.get("dir_kind") not in (None, "live"):  # -future/-delete/-stray: scan's view has live dirs
+                continue
             key = (os.path.realpath(r["log_dir"]), r["topic"], r["partition"])
             out[key] = (r["log_start"], r["leo"], r["hw"], r["recovery_point"])
     return out

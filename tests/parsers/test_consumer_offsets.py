@@ -177,16 +177,107 @@ def test_kip848_consumer_group_records():
                                 encode_offsets_value(8, 0, current))["data"] == current
 
 
+# A KIP-848 consumer (kafka-console-consumer --consumer-property group.protocol=consumer, Kafka 4.0.0) joins
+# group kip848-app on topic orders (3 partitions), commits and leaves: the records its coordinator wrote into
+# __consumer_offsets (key, value; None = tombstone) and what kafka-dump-log --offsets-decoder printed for
+# them. The tagged ClassicMemberMetadata is written and printed as null: Kafka's generated code compares a
+# tagged struct with a default-constructed one, not with its declared default (flexible.tag_default).
+_GROUP, _MEMBER = "000a6b69703834382d617070", "00166a437a674543366e52654f33324d3871693078473951"
+_TOPIC_ID = "JhDLizgWSga6dDKcLH5WFQ"
+KIP848_JOIN_AND_LEAVE = [
+    ("0005" + _GROUP + _MEMBER,
+     "0000000011636f6e736f6c652d636f6e73756d65720b2f3132372e302e302e3102076f726465727301000493e00001000100",
+     {"type": "5", "data": {"groupId": "kip848-app", "memberId": "jCzgEC6nReO32M8qi0xG9Q"}},
+     {"version": "0", "data": {"instanceId": None, "rackId": None, "clientId": "console-consumer",
+                               "clientHost": "/127.0.0.1", "subscribedTopicNames": ["orders"],
+                               "subscribedTopicRegex": "", "rebalanceTimeoutMs": 300000,
+                               "serverAssignor": None, "classicMemberMetadata": None}}),
+    ("0004" + _GROUP, "0000022610cb8b38164a06ba74329c2c7e5615076f726465727300000003010000",
+     {"type": "4", "data": {"groupId": "kip848-app"}},
+     {"version": "0", "data": {"topics": [{"topicId": _TOPIC_ID, "topicName": "orders", "numPartitions": 3,
+                                          "partitionMetadata": []}]}}),
+    ("0003" + _GROUP, "00000000000100", {"type": "3", "data": {"groupId": "kip848-app"}},
+     {"version": "0", "data": {"epoch": 1}}),
+    ("0007" + _GROUP + _MEMBER, "0000022610cb8b38164a06ba74329c2c7e5615040000000000000001000000020000",
+     {"type": "7", "data": {"groupId": "kip848-app", "memberId": "jCzgEC6nReO32M8qi0xG9Q"}},
+     {"version": "0", "data": {"topicPartitions": [{"topicId": _TOPIC_ID, "partitions": [0, 1, 2]}]}}),
+    ("0006" + _GROUP, "00000000000100", {"type": "6", "data": {"groupId": "kip848-app"}},
+     {"version": "0", "data": {"assignmentEpoch": 1}}),
+    ("0008" + _GROUP + _MEMBER,
+     "0000000000010000000000022610cb8b38164a06ba74329c2c7e561504000000000000000100000002000100",
+     {"type": "8", "data": {"groupId": "kip848-app", "memberId": "jCzgEC6nReO32M8qi0xG9Q"}},
+     {"version": "0", "data": {"memberEpoch": 1, "previousMemberEpoch": 0, "state": 0,
+                               "assignedPartitions": [{"topicId": _TOPIC_ID, "partitions": [0, 1, 2]}],
+                               "partitionsPendingRevocation": []}}),
+    ("0008" + _GROUP + _MEMBER, None,
+     {"type": "8", "data": {"groupId": "kip848-app", "memberId": "jCzgEC6nReO32M8qi0xG9Q"}}, None),
+    ("0007" + _GROUP + _MEMBER, None,
+     {"type": "7", "data": {"groupId": "kip848-app", "memberId": "jCzgEC6nReO32M8qi0xG9Q"}}, None),
+    ("0005" + _GROUP + _MEMBER, None,
+     {"type": "5", "data": {"groupId": "kip848-app", "memberId": "jCzgEC6nReO32M8qi0xG9Q"}}, None),
+    ("0004" + _GROUP, "00000100", {"type": "4", "data": {"groupId": "kip848-app"}},
+     {"version": "0", "data": {"topics": []}}),
+    ("0003" + _GROUP, "00000000000200", {"type": "3", "data": {"groupId": "kip848-app"}},
+     {"version": "0", "data": {"epoch": 2}}),
+]
+
+
+@pytest.mark.parametrize(("key", "value", "decoded_key", "decoded_value"), KIP848_JOIN_AND_LEAVE)
+def test_kafka_40_consumer_group_records(key, value, decoded_key, decoded_value):
+    raw_key, raw_value = bytes.fromhex(key), None if value is None else bytes.fromhex(value)
+    assert decode_offsets_key(raw_key) == decoded_key
+    assert decode_offsets_value(decoded_key, raw_value) == decoded_value
+    record_type = int(decoded_key["type"])
+    assert encode_offsets_key(record_type, decoded_key["data"]) == raw_key
+    if decoded_value is not None:
+        assert encode_offsets_value(record_type, 0, decoded_value["data"]) == raw_value
+
+
+@pytest.mark.parametrize(
+    ("record_type", "key", "key_bytes", "value", "value_bytes"),
+    [
+        (16, {"groupId": "g", "regularExpression": "ord.*"}, s16("g") + s16("ord.*"),
+         {"topics": ["orders"], "version": 7, "timestamp": 9},
+         b"\x02" + b"\x07orders" + i64(7) + i64(9) + b"\x00"),
+        (11, {"groupId": "g"}, s16("g"), {"epoch": 3}, i32(3) + b"\x00"),
+        (10, {"groupId": "g", "memberId": "m"}, s16("g") + s16("m"),
+         {"rackId": None, "clientId": "c", "clientHost": "/h", "subscribedTopicNames": ["t"]},
+         b"\x00" + b"\x02c" + b"\x03/h" + b"\x02" + b"\x02t" + b"\x00"),
+        (14, {"groupId": "g", "memberId": "m"}, s16("g") + s16("m"),
+         {"memberEpoch": 2, "previousMemberEpoch": 1, "state": 0,
+          "assignedPartitions": [{"topicId": "JhDLizgWSga6dDKcLH5WFQ", "partitions": [4]}]},
+         i32(2) + i32(1) + b"\x00" + b"\x02" + bytes.fromhex("2610cb8b38164a06ba74329c2c7e5615")
+         + b"\x02" + i32(4) + b"\x00" + b"\x00"),
+        (15, {"groupId": "g"}, s16("g"),
+         {"initializedTopics": [{"topicId": "JhDLizgWSga6dDKcLH5WFQ", "topicName": "t", "partitions": [0]}],
+          "deletingTopics": []},
+         b"\x02" + bytes.fromhex("2610cb8b38164a06ba74329c2c7e5615") + b"\x02t" + b"\x02" + i32(0) + b"\x00"
+         + b"\x01" + b"\x00"),
+    ],
+)
+def test_share_group_and_regular_expression_records(record_type, key, key_bytes, value, value_bytes):
+    """Kafka 4.0 also writes KIP-932 share group records (9-15) and a consumer group's resolved regular
+    expression (16): decoded by type, never taken for offset commits."""
+    raw_key = i16(record_type) + key_bytes
+    assert encode_offsets_key(record_type, key) == raw_key
+    decoded_key = decode_offsets_key(raw_key)
+    assert decoded_key == {"type": str(record_type), "data": key}
+    assert encode_offsets_value(record_type, 0, value) == i16(0) + value_bytes
+    assert decode_offsets_value(decoded_key, i16(0) + value_bytes) == {"version": "0", "data": value}
+
+
 def test_tombstones_unknown_types_and_versions():
     key = decode_offsets_key(OFFSET_KEY)
     assert decode_offsets_value(key, None) is None  # tombstone: the committed offset is deleted
-    unknown = decode_offsets_key(i16(11) + s16("share-group"))
-    assert unknown == {"type": "11", "data": None, "raw": s16("share-group").hex()}
+    unknown = decode_offsets_key(i16(17) + s16("later"))  # newer than Kafka 4.0's types 0-16
+    assert unknown == {"type": "17", "data": None, "raw": s16("later").hex()}
     assert decode_offsets_value(unknown, i16(0) + b"\x01") == {"version": "0", "data": None, "raw": "01"}
     assert decode_offsets_key(i16(-1))["type"] == "-1"
     assert decode_offsets_value(key, i16(5) + b"\xaa") == {"version": "5", "data": None, "raw": "aa"}
+    share = decode_offsets_key(i16(11) + s16("share-group"))
+    assert decode_offsets_value(share, i16(1) + b"\x01") == {"version": "1", "data": None, "raw": "01"}
     with pytest.raises(ValueError):
-        encode_offsets_key(11, {})
+        encode_offsets_key(17, {})
 
 
 def test_trailing_bytes_are_reported():

@@ -27,6 +27,7 @@ from parsers.flexible import (
     decode_message,
     default_value,
     encode_message,
+    tag_default,
 )
 from parsers.metadata import METADATA_SCHEMAS
 from parsers.primitives import uuid_to_str
@@ -113,7 +114,8 @@ def _primitive(kind: str, nullable: bool) -> st.SearchStrategy:
 
 
 def struct_strategy(fields, version: int) -> st.SearchStrategy:
-    """A struct as decode returns it: all untagged fields; tagged ones only when not at their default."""
+    """A struct as decode returns it: all untagged fields; tagged ones only when not at their tag_default (a
+    tagged struct left out takes its declared default, e.g. null, which decode shows)."""
     required, optional = {}, {}
     for f in fields:
         if not f.present_in(version):
@@ -122,9 +124,11 @@ def struct_strategy(fields, version: int) -> st.SearchStrategy:
             optional[f.json_name] = value_strategy(f, version)
         else:
             required[f.json_name] = value_strategy(f, version)
-    defaults = {f.json_name: default_value(f, version) for f in fields if f.tagged_in(version)}
+    defaults = {f.json_name: tag_default(f, version) for f in fields if f.tagged_in(version)}
+    absent = {f.json_name: default_value(f, version) for f in fields if f.tagged_in(version)}
 
     def drop_defaults(d: dict) -> dict:
+        d = {**{k: v for k, v in absent.items() if v != defaults[k]}, **d}
         return {k: v for k, v in d.items() if k not in defaults or v != defaults[k]}
 
     return st.fixed_dictionaries(required, optional=optional).map(drop_defaults)

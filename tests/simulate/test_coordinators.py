@@ -54,9 +54,15 @@ def test_offset_commits_decode_and_match_the_truth(scenario_out):
     out, truth = scenario_out("group-commit-lost-range", partitions=2)
     validate_tree(out)
     seen = {}
+    joins: dict[str, list[tuple]] = {}
     for p in range(3):
         for b, r in _records(out / "broker-3" / f"{OFFSETS_TOPIC}-{p}"):
             key, value = decode_offsets_key(r.key), decode_offsets_value(decode_offsets_key(r.key), r.value)
+            if key["type"] != "1":  # a KIP-848 consumer group's join (before its first commit)
+                group = key["data"]["groupId"]
+                assert coordinator_partition(group, 3) == p and group not in {g for g, _, _ in seen}
+                joins.setdefault(group, []).append((int(key["type"]), b.base_offset, key, value))
+                continue
             assert key["type"] == "1" and value["version"] == "3"
             assert coordinator_partition(key["data"]["group"], 3) == p
             assert b.producer_id == -1 and not b.is_transactional
@@ -68,6 +74,24 @@ def test_offset_commits_decode_and_match_the_truth(scenario_out):
         for c in g["commits"]
     }
     assert set(seen) == set(commits) and len(commits) == 3 * 2
+    # safe-app consumes with the KIP-848 protocol: one heartbeat batch, in Kafka 4.0's order
+    protocols = {g["group"]: g["protocol"] for g in truth["groups"]}
+    assert protocols == {"safe-app": "consumer", "orders-app": "classic", "reports-app": "classic"}
+    (join,) = joins.values()
+    assert [t for t, *_ in join] == [5, 4, 3, 7, 6, 8] and len({base for _, base, _, _ in join}) == 1
+    by_type = {t: (key["data"], value["data"]) for t, _, key, value in join}
+    member = by_type[5][0]["memberId"]
+    assert by_type[8][0] == by_type[7][0] == {"groupId": "safe-app", "memberId": member}
+    assert by_type[5][1]["subscribedTopicNames"] == ["t0"] and by_type[3][1] == {"epoch": 1}
+    assigned = by_type[8][1]["assignedPartitions"]
+    assert assigned == by_type[7][1]["topicPartitions"] and assigned[0]["partitions"] == [0, 1]
+    t0 = next(t["topic_id"] for t in truth["topics"] if t["name"] == "t0")
+    assert assigned[0]["topicId"] == by_type[4][1]["topics"][0]["topicId"] == t0
+    assert (by_type[8][1]["memberEpoch"], by_type[8][1]["state"], by_type[6][1]) == (
+        1,
+        0,
+        {"assignmentEpoch": 1},
+    )
     for k, (c, part) in commits.items():
         value, record_offset, p = seen[k]
         assert (value["offset"], value["leaderEpoch"], value["commitTimestamp"]) == (
