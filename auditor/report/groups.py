@@ -40,6 +40,7 @@ _KEYS = {
     "above_leo": "aboveLogEndOffset",
     "protocol": "protocol",
     "group_state": "groupState",
+    "deleted_incarnation": "deletedIncarnation",
 }
 
 _STATE_KEYS = {
@@ -286,7 +287,9 @@ def _offsets_table(items: list[dict[str, Any]]):
     for r in items:
         leo = r["leader_leo"]
         lag = Text("" if r["lag"] is None else str(r["lag"]))
-        if r["above_leo"]:
+        if r.get("deleted_incarnation"):
+            lag = Text("deleted incarnation", style="yellow")  # committed before the topic's re-creation
+        elif r["above_leo"]:
             lag = Text(f"above LEO by {-r['lag']}", style="red")
         held = Text(",".join(str(b) for b in r["held_by"]) + f"/{len(r['replicas'])}")
         if not r["leader_holds"]:

@@ -397,6 +397,8 @@ def group_view(inputs: GroupInputs, group: str | None = None) -> list[dict]:
                         "above_leo": leo is not None and ref.offset > leo,
                         "protocol": states[key[0]][0].protocol if key[0] in states else None,
                         "group_state": states[key[0]][0].state if key[0] in states else None,
+                        # a commit older than its topic's current incarnation: never judged against it
+                        "deleted_incarnation": cluster.of_deleted_incarnation(ref),
                     }
                 )
     return out
