@@ -1,0 +1,157 @@
+"""Benchmark: ``audit`` of raw log directories at a production broker's shape (the audit at fleet scale).
+
+Data: ``simulate <scenario> --scale`` (one-record batches; ``--partitions`` per broker, ``--batches`` per
+partition), 3 brokers. Measured in one run, printed separately:
+  * in this process, ``run_audit`` on a fresh local session (``--master``, default ``local[2]``): wall seconds
+    per phase (the audit's own stages), and Spark's jobs, stages and tasks of the whole audit (from the status
+    tracker), the batch rows per second;
+  * the CLI (``kafka-auditor audit DIR -f json``) in its own process tree, as a user runs it: wall seconds
+    and the peak resident memory of the tree (Python and the JVM, sampled every 0.2 s from /proc);
+  * baseline: the same CLI audit of the cluster at a tenth of the batches, in the same run: the ratio of the
+    two peaks says whether memory grows with the input (bounded by design: it should not).
+Findings are checked against the ground truth (KA710 record counts per partition). No assertion on timings.
+
+Usage: python bench/bench_scale_audit.py [--partitions 4] [--batches 420000] [--scenario unclean-election]
+       [--master local[2]] [--data DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+
+def tree_rss(pid: int) -> int:
+    """Resident bytes of ``pid`` and its descendants (/proc)."""
+    children: dict[int, list[int]] = {}
+    rss: dict[int, int] = {}
+    page = os.sysconf("SC_PAGE_SIZE")
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as fh:
+                    fields = fh.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            children.setdefault(int(fields[1]), []).append(int(entry))
+            rss[int(entry)] = int(fields[21]) * page
+    total, todo = 0, [pid]
+    while todo:
+        p = todo.pop()
+        total += rss.get(p, 0)
+        todo += children.get(p, [])
+    return total
+
+
+def cli_audit(cluster: Path, out: Path) -> tuple[float, int, dict]:
+    """The CLI audit in its own process tree: wall seconds, peak RSS, the JSON report."""
+    exe = Path(sys.executable).with_name("kafka-auditor")
+    started = time.monotonic()
+    proc = subprocess.Popen(
+        [str(exe), "audit", str(cluster), "-f", "json", "-o", str(out), "--exit-zero"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    peak = [0]
+    done = threading.Event()
+
+    def sample() -> None:
+        while not done.wait(0.2):
+            peak[0] = max(peak[0], tree_rss(proc.pid))
+
+    threading.Thread(target=sample, daemon=True).start()
+    _out, err = proc.communicate()
+    done.set()
+    if proc.returncode != 0:
+        raise SystemExit(f"audit failed: {err.strip()[-500:]}")
+    return time.monotonic() - started, peak[0], json.loads(out.read_text())
+
+
+def simulate(scenario: str, out: Path, partitions: int, batches: int) -> dict:
+    from auditor.simulate import run_scenario
+    from auditor.simulate.config import SimOptions
+
+    if not (out / "ground-truth.json").exists():
+        run_scenario(scenario, out, SimOptions(scale=True, partitions=partitions, records=batches, brokers=3))
+    return json.loads((out / "ground-truth.json").read_text())
+
+
+def check(truth: dict, report: dict) -> None:
+    lost = {
+        (p["topic"], p["partition"]): sum(x["records"] for x in p["expected_findings"]["truncation_loss"])
+        for p in truth["partitions"]
+    }
+    found: dict[tuple, int] = {}
+    for f in report["findings"]:
+        if f["code"] == "KA710":
+            found[(f["topic"], f["partition"])] = found.get((f["topic"], f["partition"]), 0) + f["records"]
+    expected = {k: v for k, v in lost.items() if v}
+    print(f"findings equal the ground truth: {found == expected}")
+
+
+def in_process(cluster: Path, master: str) -> None:
+    """``run_audit`` on a fresh session: per-phase seconds, jobs, stages, tasks."""
+    from auditor.report.progress import Stages
+    from auditor.spark.audit import run_audit
+    from auditor.spark.inputs import discover
+    from auditor.spark.session import get_spark
+
+    started = time.monotonic()
+    spark = get_spark(master)
+    print(f"Spark start-up: {time.monotonic() - started:.1f} s")
+    inputs = discover([str(cluster)])
+    stages = Stages(enabled=False)
+    t0 = time.monotonic()
+    result = run_audit(spark, inputs, stages=stages)
+    wall = time.monotonic() - t0
+    tracker = spark.sparkContext.statusTracker()
+    jobs = tracker.getJobIdsForGroup(None)
+    stage_ids = {s for j in jobs for s in (tracker.getJobInfo(j).stageIds if tracker.getJobInfo(j) else [])}
+    tasks = sum(
+        (info.numTasks if (info := tracker.getStageInfo(s)) is not None else 0) for s in stage_ids
+    )
+    for name, seconds in stages.timings:
+        print(f"  {seconds:7.1f} s  {name}")
+    print(f"audit (in process): {wall:.1f} s wall; {len(jobs)} jobs, {len(stage_ids)} stages, {tasks} tasks; "
+          f"{len(result.findings)} findings")  # fmt: skip
+    spark.stop()
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--partitions", type=int, default=4)
+    ap.add_argument("--batches", type=int, default=420_000)
+    ap.add_argument("--scenario", default="unclean-election")
+    ap.add_argument("--master", default="local[2]")
+    ap.add_argument("--data", type=Path, default=None)
+    args = ap.parse_args(argv)
+    data = args.data or Path(tempfile.mkdtemp(prefix="bench-scale-"))
+    big = data / f"{args.scenario}-{args.partitions}x{args.batches}"
+    small = data / f"{args.scenario}-{args.partitions}x{args.batches // 10}"
+    t0 = time.monotonic()
+    truth = simulate(args.scenario, big, args.partitions, args.batches)
+    simulate(args.scenario, small, args.partitions, args.batches // 10)
+    size = sum(f.stat().st_size for f in big.rglob("*.log"))
+    print(f"data: {big} ({size / 2**20:.0f} MiB of segments), simulated in {time.monotonic() - t0:.1f} s")
+    base_s, base_rss, _ = cli_audit(small, data / "small.json")
+    wall, peak, report = cli_audit(big, data / "big.json")
+    print(f"baseline (a tenth of the batches): CLI {base_s:.1f} s, peak RSS {base_rss / 2**20:.0f} MiB")
+    print(f"CLI audit: {wall:.1f} s wall, peak RSS {peak / 2**20:.0f} MiB "
+          f"(x{peak / max(base_rss, 1):.2f} of the baseline's for x10 the batches), "
+          f"{size / 2**20 / wall:.1f} MiB/s of segments")  # fmt: skip
+    check(truth, report)
+    if args.master:
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        in_process(big, args.master)
+
+
+if __name__ == "__main__":
+    main()
