@@ -129,7 +129,10 @@ def test_loss_findings_keep_the_spark_layout():
     assert evidence == {"epochs": [1], "leaderSource": "kraft", "committedHighWatermark": 300, "batches": 2}
     tail = loss_finding(dict(lost_run("uncommitted", 250, 299, 250), epochs=[1, 2]))
     assert (tail["code"], tail["severity"], tail["epoch"]) == ("KA711", "warning", None)
-    assert tail["message"].startswith("divergent uncommitted tail: 50 records (offsets 250..299, at or above")
+    assert tail["message"].startswith(
+        "50 records (offsets 250..299) on broker 2 were acknowledged only by the old leader "
+        "(leader epoch 1, 2), never committed: above the high watermark of every replica holding them, possible only with acks=0/1"
+    )
 
 
 def test_inferred_leaders_once_per_cluster():
