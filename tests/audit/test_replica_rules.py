@@ -131,7 +131,8 @@ def test_loss_findings_keep_the_spark_layout():
     assert (tail["code"], tail["severity"], tail["epoch"]) == ("KA711", "warning", None)
     assert tail["message"].startswith(
         "50 records (offsets 250..299) on broker 2 were acknowledged only by the old leader "
-        "(leader epoch 1, 2), never committed: above the high watermark of every replica holding them, possible only with acks=0/1"
+        "(leader epoch 1, 2), never committed: above the high watermark of every replica holding them, "
+        "possible only with acks=0/1"
     )
 
 
