@@ -7,8 +7,9 @@ partition), 3 brokers. Measured in one run, printed separately:
     tracker), the batch rows per second;
   * the CLI (``kafka-auditor audit DIR -f json``) in its own process tree, as a user runs it: wall seconds
     and the peak resident memory of the tree (Python and the JVM, sampled every 0.2 s from /proc);
-  * baseline: the same CLI audit of the cluster at a tenth of the batches, in the same run: the ratio of the
-    two peaks says whether memory grows with the input (bounded by design: it should not).
+  * baseline: the same CLI audit of the cluster at a tenth of the batches, in the same run, both on the
+    large-input path (``KAFKA_AUDITOR_SMALL_INPUT_BYTES=0``): the ratio of the two peaks says whether memory
+    grows with the input (bounded by design: it should not).
 Findings are checked against the ground truth (KA710 record counts per partition). No assertion on timings.
 
 Usage: python bench/bench_scale_audit.py [--partitions 4] [--batches 420000] [--scenario unclean-election]
@@ -54,8 +55,10 @@ def cli_audit(cluster: Path, out: Path) -> tuple[float, int, dict]:
     """The CLI audit in its own process tree: wall seconds, peak RSS, the JSON report."""
     exe = Path(sys.executable).with_name("kafka-auditor")
     started = time.monotonic()
+    env = dict(os.environ, KAFKA_AUDITOR_SMALL_INPUT_BYTES="0")  # both sizes on the large-input path
     proc = subprocess.Popen(
         [str(exe), "audit", str(cluster), "-f", "json", "-o", str(out), "--exit-zero"],
+        env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -92,7 +95,8 @@ def check(truth: dict, report: dict) -> None:
     found: dict[tuple, int] = {}
     for f in report["findings"]:
         if f["code"] == "KA710":
-            found[(f["topic"], f["partition"])] = found.get((f["topic"], f["partition"]), 0) + f["records"]
+            key = (f["topic"], f["partition"])
+            found[key] = found.get(key, 0) + f["evidence"]["records"]
     expected = {k: v for k, v in lost.items() if v}
     print(f"findings equal the ground truth: {found == expected}")
 

@@ -104,7 +104,7 @@ def test_audit_of_three_brokers_of_a_million_batches(big_cluster, tmp_path):
     for f in d["findings"]:
         if f["code"] == "KA710":
             key = (f["topic"], f["partition"])
-            found[key] = found.get(key, 0) + int(f["records"])
+            found[key] = found.get(key, 0) + int(f["evidence"]["records"])
     assert found == {k: v for k, v in lost.items() if v}
     codes = {f["code"] for f in d["findings"] if f["severity"] != "info"}
     assert codes <= {"KA601", "KA620", "KA702", "KA704", "KA710"}, codes
