@@ -275,45 +275,4 @@ def get_spark(
         ).getOrCreate()
     spark.sparkContext.setLogLevel(log_level)
     finish_at_exit(plan, spark.sparkContext._gateway)
-    resolve_names_once(spark.sparkContext)
     return spark
-
-
-JVM_NAMES = {
-    "functions": "org.apache.spark.sql.functions",
-    "PythonUtils": "org.apache.spark.api.python.PythonUtils",
-    "PythonSQLUtils": "org.apache.spark.sql.api.python.PythonSQLUtils",
-}
-"""The JVM classes pyspark reaches by short name through ``SparkContext._jvm`` on every column function
-(``functions``) and list argument (``PythonUtils.toSeq``). py4j resolves a short name on every use (a round
-trip to the JVM, which tries each imported package in turn) and a static method on every use (another
-round trip): an audit made about 4,000 such round trips. :func:`resolve_names_once` resolves each once."""
-
-
-class StaticMethods:
-    """A py4j class whose static methods are looked up once each (a py4j ``JavaMember`` may be called any
-    number of times); anything else (a field, an inner class) is looked up on every use, as py4j does."""
-
-    def __init__(self, java_class) -> None:
-        self._java_class = java_class
-
-    def __getattr__(self, name: str):
-        from py4j.java_gateway import JavaMember
-
-        member = getattr(self._java_class, name)
-        if isinstance(member, JavaMember):
-            setattr(self, name, member)
-        return member
-
-
-def resolve_names_once(sc) -> None:
-    """Bind the names of :data:`JVM_NAMES` in the context's JVM view to their classes, as
-    :class:`StaticMethods` (idempotent; a new gateway has a new view)."""
-    jvm = sc._jvm
-    for short, qualified in JVM_NAMES.items():
-        if isinstance(vars(jvm).get(short), StaticMethods):
-            continue
-        java_class = jvm
-        for part in qualified.split("."):
-            java_class = getattr(java_class, part)
-        setattr(jvm, short, StaticMethods(java_class))

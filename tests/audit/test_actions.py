@@ -1,12 +1,10 @@
-"""How few Spark actions and JVM round trips an audit takes (issue 13: a small audit is mostly Spark's
-per-action and per-call overheads): the final tables come back in one action, the small-input settings
-leave no broadcast or Bloom-filter job, and pyspark's short JVM names are resolved once per session."""
+"""How few Spark actions an audit takes (issue 13: a small audit is mostly Spark's per-action overheads): the
+final tables come back in one action and the small-input settings leave no broadcast or Bloom-filter job."""
 
 from __future__ import annotations
 
 import itertools
 
-import py4j.clientserver
 import pytest
 from pyspark.sql import functions as F
 
@@ -14,7 +12,6 @@ from auditor.simulate import SimOptions, run_scenario
 from auditor.spark.arrow import collect_tables
 from auditor.spark.audit import run_audit
 from auditor.spark.inputs import discover
-from auditor.spark.session import StaticMethods, resolve_names_once
 from auditor.spark.tuning import SMALL_INPUT_CONF, broadcast
 
 pytestmark = pytest.mark.spark
@@ -72,26 +69,6 @@ def test_broadcast_hints_follow_the_small_input_settings(spark):
     finally:
         for key, value in saved.items():
             spark.conf.unset(key) if value is None else spark.conf.set(key, value)
-
-
-def test_column_functions_take_one_jvm_round_trip(spark, monkeypatch):
-    resolve_names_once(spark.sparkContext)
-    resolve_names_once(spark.sparkContext)  # idempotent
-    assert isinstance(vars(spark.sparkContext._jvm)["functions"], StaticMethods)
-    F.col("warm")  # the first use of a method looks it up once
-    calls = []
-    send = py4j.clientserver.ClientServerConnection.send_command
-
-    def counted(self, *args, **kwargs):
-        calls.append(args[0][:40])
-        return send(self, *args, **kwargs)
-
-    monkeypatch.setattr(py4j.clientserver.ClientServerConnection, "send_command", counted)
-    column = F.col("offset")
-    monkeypatch.undo()
-    assert len(calls) == 1, calls  # without the resolved names: three (name, method, call)
-    assert str(column) == "Column<'offset'>"
-    assert spark.range(3).select(F.col("id").alias("offset")).where(column > 0).count() == 2
 
 
 def test_a_small_audit_runs_in_five_spark_jobs(spark, tmp_path):
