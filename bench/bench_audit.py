@@ -1,7 +1,7 @@
 """Benchmark: ``kafka-auditor audit`` from Parquet extracts (issue 5, item 7).
 
-Data: 3 brokers x 200 partitions x 50,000 batches (30 M batch rows), written straight into one Parquet extract
-per broker (``rows.EXTRACT`` layout, one row group per partition; generating real segments with
+Data: 3 brokers x 200 partitions x 50,000 batches (30 M batch rows), written straight into one extract
+directory per broker (``ExtractWriter``: one flat Parquet file per table kind; generating real segments with
 ``simulate --scale`` and extracting them would take minutes and measure the generator). Every replica holds
 the same batches except: in every 50th partition broker 3 kept 10,000 batches of an older epoch that the
 leader replaced after an unclean election (divergence + committed loss), and in every 40th partition broker 2
@@ -32,7 +32,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from auditor.observe import rows
-from auditor.observe.extract import ExtractWriter
+from auditor.observe.extract_files import ExtractWriter, kind_path
 
 CLUSTER = "bench"
 BROKERS = (1, 2, 3)
@@ -164,16 +164,14 @@ def generate(data: Path, partitions: int, batches: int) -> list[Path]:
     data.mkdir(parents=True, exist_ok=True)
     files = []
     for broker in BROKERS:
-        out = data / f"broker-{broker}.parquet"
+        out = data / f"broker-{broker}"
         files.append(out)
         if out.exists():
             continue
-        tmp = out.with_suffix(".tmp")
-        with ExtractWriter(tmp) as writer:
+        with ExtractWriter(out) as writer:  # written beside, renamed when whole
             for p in range(partitions):
                 for kind, table in _tables(p, broker, batches, f"/bench/broker-{broker}"):
                     writer.add(kind, table)
-        os.replace(tmp, out)
     return files
 
 
@@ -185,7 +183,7 @@ def baseline_load(files: list[Path]) -> dict[tuple, dict[int, list[tuple]]]:
     out: dict[tuple, dict[int, list[tuple]]] = {}
     cols = ["topic", "partition", "broker", "base_offset", "last_offset", "crc", "partition_leader_epoch"]
     for f in files:
-        b = rows.unwrap(pq.read_table(str(f), columns=["kind", "batch"]), "batch").select(cols)
+        b = pq.read_table(kind_path(f, "batch"), columns=cols)
         topic = b["topic"].to_numpy(zero_copy_only=False)
         part = b["partition"].to_numpy()
         change = np.flatnonzero((topic[1:] != topic[:-1]) | (part[1:] != part[:-1])) + 1
@@ -231,16 +229,8 @@ def baseline_divergence(data: dict[tuple, dict[int, list[tuple]]]) -> dict[tuple
 
 
 def batch_row_count(files: list[Path]) -> int:
-    """Batch rows of the extracts, from the row-group statistics (every row group holds one kind)."""
-    total = 0
-    for f in files:
-        md = pq.ParquetFile(str(f)).metadata
-        kind = next(i for i in range(md.num_columns) if md.schema.column(i).path == "kind")
-        for g in range(md.num_row_groups):
-            stats = md.row_group(g).column(kind).statistics
-            if stats is not None and stats.has_min_max and stats.min == stats.max == "batch":
-                total += md.row_group(g).num_rows
-    return total
+    """Batch rows of the extracts, from the footers of their batch files."""
+    return sum(pq.ParquetFile(kind_path(f, "batch")).metadata.num_rows for f in files)
 
 
 def _cores(spark, master: str) -> int:
@@ -267,7 +257,7 @@ def main() -> None:
     t0 = time.perf_counter()
     files = generate(data, args.partitions, args.batches)
     batch_rows = batch_row_count(files)
-    size = sum(f.stat().st_size for f in files)
+    size = sum(p.stat().st_size for f in files for p in f.iterdir())
     print(
         f"data: {len(files)} extracts, {batch_rows:,} batch rows, {size / 1e6:.0f} MB "
         f"({time.perf_counter() - t0:.1f} s to generate or find) in {data}"

@@ -2,7 +2,7 @@
 implementation, on the same Parquet extracts (issue 13, Deliver items 2 and 4).
 
 Data: the extracts of ``bench/bench_audit.py`` (its generator, imported): 3 brokers x 200 partitions x
-50,000 batches = 30 M batch rows, one Parquet extract per broker (``rows.EXTRACT`` layout). Every 50th
+50,000 batches = 30 M batch rows, one extract directory per broker (a flat Parquet file per kind). Every 50th
 partition has a divergence (broker 3 kept 10,000 batches of an older epoch, a fifth of the batches when a
 partition has no more than 10,000), every 40th a lagging follower.
 
@@ -67,19 +67,17 @@ Pair = tuple[str, str, int, int, int]  # cluster, topic, partition, broker a, br
 
 _BATCHES = """
 CREATE OR REPLACE TEMP VIEW batches AS
-SELECT batch.cluster AS cluster, batch.topic AS topic, batch.partition AS p, batch.broker AS broker,
-       batch.base_offset AS base, batch.last_offset AS last, batch.crc AS crc,
-       batch.partition_leader_epoch AS ple
-FROM read_parquet({files}) WHERE kind = 'batch' AND batch.live
+SELECT cluster, topic, "partition" AS p, broker, base_offset AS base, last_offset AS last, crc,
+       partition_leader_epoch AS ple
+FROM read_parquet({batch}) WHERE live
 """
 
 _REPLICAS = """
 CREATE OR REPLACE TEMP VIEW replicas AS
-SELECT replica.cluster AS cluster, replica.topic AS topic, replica.partition AS p, replica.broker AS broker,
-       replica.log_start AS log_start, replica.leo AS leo, replica.cleaner_offset AS cleaner_offset,
-       coalesce(replica.compacted, false) AS compacted, coalesce(replica.has_records, false) AS has_records,
-       replica.unreadable_from AS u_from, replica.unreadable_to AS u_to
-FROM read_parquet({files}) WHERE kind = 'replica'
+SELECT cluster, topic, "partition" AS p, broker, log_start, leo, cleaner_offset,
+       coalesce(compacted, false) AS compacted, coalesce(has_records, false) AS has_records,
+       unreadable_from AS u_from, unreadable_to AS u_to
+FROM read_parquet({replica})
 """
 
 # every replica pair (a < b) compared batch by batch, with its common range [lo, hi) (compare.replica_pairs)
@@ -154,9 +152,12 @@ def duckdb_connect(files: list[Path], threads: int):
 
     con = duckdb.connect()
     con.execute(f"SET threads={threads}")
-    listed = "[" + ", ".join("'" + str(f).replace("'", "''") + "'" for f in files) + "]"
+
+    def listed(kind: str) -> str:
+        return "[" + ", ".join("'" + str(f / f"{kind}.parquet").replace("'", "''") + "'" for f in files) + "]"
+
     for view in (_BATCHES, _REPLICAS, _PAIRS):
-        con.execute(view.format(files=listed))
+        con.execute(view.format(batch=listed("batch"), replica=listed("replica")))
     return con
 
 
@@ -230,7 +231,7 @@ def spark_child(args: argparse.Namespace) -> None:
     from auditor.spark.inputs import discover
     from auditor.spark.session import get_spark
 
-    files = sorted(args.data.glob("broker-*.parquet"))
+    files = sorted(p for p in args.data.glob("broker-*") if p.is_dir())
     conf = {}
     if args.driver_memory:
         conf["spark.driver.memory"] = args.driver_memory
@@ -456,7 +457,7 @@ def main() -> None:
     t0 = time.perf_counter()
     files = generate(args.data, args.partitions, args.batches)
     rows = batch_row_count(files)
-    size = sum(f.stat().st_size for f in files)
+    size = sum(p.stat().st_size for f in files for p in f.iterdir())
     print(
         f"data: {len(files)} extracts, {rows:,} batch rows, {size / 1e6:.0f} MB "
         f"({time.perf_counter() - t0:.1f} s to generate or find) in {args.data}"

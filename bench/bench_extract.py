@@ -11,13 +11,14 @@ and ``--mb`` x ``--scale``), warms the page cache, then runs, interleaved, each 
 
   * baseline: ``SegmentWalker.header_blocks()`` over every segment of the log dir (CRC-32C of every batch,
     numpy columns per window), the header walk of ``bench/bench_header_walk.py``;
-  * ``kafka-auditor extract LOGDIR --out $TMPDIR/...parquet``, the CLI.
+  * ``kafka-auditor extract LOGDIR --out $TMPDIR/...``, the CLI (an extract directory, one Parquet file per
+    table kind).
 
 Both are timed as the wall clock of their process (interpreter start and imports included; the start-up
 alone, on a log dir holding only ``meta.properties``, is printed and subtracted for a second ratio), with
-their CPU seconds (user + system: the extract writes Parquet on a second thread) and peak RSS. Prints MB/s,
-the ratios extract / walk (target >= 70 %) and the peak RSS at both sizes (bounded memory: about the same
-at both). No assertion on timings; the machine may be shared, so read the ratios of one run.
+their CPU seconds (user + system) and peak RSS. Prints MB/s, the ratios extract / walk (target >= 100 %:
+extract at least as fast as the walk) and the peak RSS at both sizes (bounded memory: about the same at
+both). No assertion on timings; the machine may be shared, so read the ratios of one run.
 
 Usage: python bench/bench_extract.py [--mb 500] [--scale 4] [--compacted 0.10] [--runs 3] [--cores 1]
 """
@@ -167,7 +168,7 @@ def measure(root: Path, tmp: Path, runs: int) -> dict:
     size = warm(root)
     best: dict[str, list] = {"walk": [], "extract": []}
     rss = {"walk": 0.0, "extract": 0.0}
-    out = tmp / f"{root.name}.parquet"
+    out = tmp / f"{root.name}-extract"
     walk_argv = [sys.executable, "-c", WALK, str(root)]
     for _ in range(runs):
         for name, argv in (("walk", walk_argv), ("extract", extract_argv(root, out))):
@@ -179,7 +180,7 @@ def measure(root: Path, tmp: Path, runs: int) -> dict:
                 batches = int(last)
             else:
                 summary = last.split(": ", 1)[-1]
-    out.unlink()
+    shutil.rmtree(out)
     return {
         "mb": size / 1e6,
         **{name: min(times) for name, times in best.items()},
@@ -198,7 +199,7 @@ def startups(tmp: Path) -> dict[str, tuple[float, float]]:
     (empty / "meta.properties").write_bytes(meta)
     argv = {
         "walk": [sys.executable, "-c", WALK, str(empty)],
-        "extract": extract_argv(empty, tmp / "empty.parquet"),
+        "extract": extract_argv(empty, tmp / "empty-extract"),
     }
     return {name: min(run_timed(a)[:2] for _ in range(3)) for name, a in argv.items()}
 
@@ -217,7 +218,7 @@ def report(r: dict, start: dict) -> None:
     net = (r["walk"][0] - start["walk"][0]) / (r["extract"][0] - start["extract"][0])
     cpu = r["walk"][1] / r["extract"][1]
     print(
-        f"  extract / walk: {ratio:.0%} of the MB/s (target >= 70%); without the start-ups {net:.0%}; "
+        f"  extract / walk: {ratio:.0%} of the MB/s (target >= 100%); without the start-ups {net:.0%}; "
         f"CPU seconds {cpu:.0%}"
     )
 

@@ -13,6 +13,13 @@ v2 batches larger than the window are never read whole: their CRC-32C is compute
 pieces and :meth:`SegmentWalker.records` streams their records; a legacy (magic 0/1) entry is read whole
 (Kafka wrote them before 3.0, capped by ``message.max.bytes``). Files are opened with
 ``parsers.files.open_regular``.
+
+``verify_crc=False`` reads a segment the way Kafka's loader trusts a flushed one (``LogLoader.recoverLog``
+re-validates nothing below the recovery point): v2 batches are taken from their 61-byte header alone, the
+stored CRC standing for the computed one, and the walk steps ``batchLength`` bytes to the next header. Small
+batches still come in window reads (sequential reads cost less than a read per header); after a batch of
+``skip_read_min`` bytes or more was stepped over unread, the next read takes one header only. Every other
+rule of the walk (sizes, torn tail, offsets, magic, legacy entries read whole) is the same.
 """
 
 from __future__ import annotations
@@ -140,6 +147,9 @@ def legacy_block(entry) -> HeaderBlock:
 
 DEFAULT_WINDOW = 8 << 20
 _CRC_CHUNK = 4 << 20
+SKIP_READ_MIN = 64 << 10
+"""Header-only walks (``verify_crc=False``): once this many bytes of a batch were stepped over unread, the
+next read takes one header, not a window (``bench/bench_extract_reads.py`` measures the choice)."""
 
 
 @dataclass(slots=True)
@@ -187,6 +197,8 @@ class SegmentWalker:
         max_bytes: int | None = None,
         stop_on_invalid: bool = True,
         window: int = DEFAULT_WINDOW,
+        verify_crc: bool = True,
+        skip_read_min: int = SKIP_READ_MIN,
     ) -> None:
         self.path = str(path)
         self.file_size = os.stat(self.path).st_size
@@ -194,8 +206,12 @@ class SegmentWalker:
         self.limited = max_bytes is not None and max_bytes < self.file_size
         self.stop_on_invalid = stop_on_invalid
         self.window = max(window, 1 << 16)
+        self.verify_crc = verify_crc
+        self.skip_read_min = skip_read_min
         self.stop: WalkStop | None = None
         self.invalid_count = 0
+        self.bytes_read = 0
+        """Bytes this walker has read from the file (the walk and :meth:`read` alike)."""
         self._read_fd: int | None = None
 
     # ------------------------------------------------------------------------------- file access
@@ -207,7 +223,9 @@ class SegmentWalker:
             return b""
         if self._read_fd is None:
             self._read_fd = open_regular(self.path)
-        return os.pread(self._read_fd, size, position)
+        data = os.pread(self._read_fd, size, position)
+        self.bytes_read += len(data)
+        return data
 
     def batch_crc(self, batch: RecordBatch) -> int:
         """CRC-32C of a v2 batch's covered bytes, read ``_CRC_CHUNK`` at a time (never the batch whole)."""
@@ -231,9 +249,10 @@ class SegmentWalker:
     # ------------------------------------------------------------------------------------ walking
 
     def _walk(self) -> Iterator[tuple]:
-        """The one walking loop. Yields ``(_RUN, buf, buf_start, rel_positions)`` for runs of whole valid
-        v2 batches in a window, ``(_ONE, position, header_tuple, computed_crc)`` for a v2 entry taken by
-        the general path, and ``(_LEGACY, entry)`` for magic 0/1 entries."""
+        """The one walking loop. Yields ``(_RUN, buf, buf_start, rel_positions)`` for runs of valid v2
+        batches whose headers are in a window (whole batches unless ``verify_crc`` is off),
+        ``(_ONE, position, header_tuple, computed_crc)`` for a v2 entry taken by the general path, and
+        ``(_LEGACY, entry)`` for magic 0/1 entries."""
         end = self.end
         prefix = _PREFIX.unpack_from
         unpack = HEADER_STRUCT.unpack_from
@@ -241,26 +260,36 @@ class SegmentWalker:
         int64_max = INT64_MAX
         crc = _crc32c.crc32c
         window = self.window
+        verify = self.verify_crc
+        skip_read_min = self.skip_read_min
         fd = open_regular(self.path)
+
+        def pread(at: int, n: int) -> bytes:
+            data = os.pread(fd, n, at)
+            self.bytes_read += len(data)
+            return data
+
         try:
             buf = b""
             mv = memoryview(buf)
             buf_start = buf_end = pos = 0
             while True:
-                # Fast path: whole, valid v2 batches inside the current window.
+                # Fast path: valid v2 batches whose header is in the current window (verify_crc: the whole
+                # batch, CRC-checked; else only the header, the batch ending within the walk).
                 rel = pos - buf_start
                 last_header = buf_end - buf_start - RECORD_BATCH_OVERHEAD
                 win = buf_end - buf_start
+                reach = win if verify else end - buf_start
                 run = array("q")
                 keep = run.append
                 while rel <= last_header:
                     base, length, magic, stored, delta = check(buf, rel)
                     nxt = rel + LOG_OVERHEAD + length
-                    if nxt > win or length < _MIN_V2_LENGTH or magic != MAGIC_V2:
+                    if nxt > reach or length < _MIN_V2_LENGTH or magic != MAGIC_V2:
                         break
                     if base < 0 or delta < 0 or base > int64_max - delta:
                         break  # the general path stops the walk there
-                    if (
+                    if verify and (
                         crc(buf[rel + CRC_START : nxt] if length < 4096 else mv[rel + CRC_START : nxt])
                         != stored
                     ):
@@ -270,6 +299,9 @@ class SegmentWalker:
                 if run:
                     yield (_RUN, buf, buf_start, run)
                 pos = buf_start + rel
+                # header-only: after stepping over a large batch unread (or before the first read) the next
+                # read takes one header; else a window
+                sparse = not verify and (not buf_end or pos - buf_end >= skip_read_min)
                 # General path: one entry (window refill, legacy, invalid, torn or oversized entries).
                 remaining = end - pos
                 if remaining <= HEADER_SIZE_UP_TO_MAGIC:
@@ -283,7 +315,7 @@ class SegmentWalker:
                         )
                     return
                 if pos + RECORD_BATCH_OVERHEAD > buf_end and buf_end < end:
-                    buf = os.pread(fd, min(window, end - pos), pos)
+                    buf = pread(pos, min(RECORD_BATCH_OVERHEAD if sparse else window, end - pos))
                     mv = memoryview(buf)
                     buf_start, buf_end = pos, pos + len(buf)
                 rel = pos - buf_start
@@ -314,15 +346,15 @@ class SegmentWalker:
                             f"the end of the file ({self.file_size} bytes)",
                         )
                     return
-                if pos + size > buf_end and size <= window:
-                    buf = os.pread(fd, min(window, end - pos), pos)
+                if pos + size > buf_end and size <= window and (verify or magic < MAGIC_V2):
+                    buf = pread(pos, min(window, end - pos))
                     mv = memoryview(buf)
                     buf_start, buf_end, rel = pos, pos + len(buf), 0
                     if magic >= MAGIC_V2 and size >= RECORD_BATCH_OVERHEAD and h is not None:
                         continue  # the fast path takes it from the refilled window
                 if magic < MAGIC_V2:
                     try:
-                        entry = self._legacy(fd, mv, rel, pos, size, buf_end)
+                        entry = self._legacy(pread, mv, rel, pos, size, buf_end)
                     except ParseError as exc:
                         # Not a legacy message (e.g. a v2 batch whose magic byte was damaged), or one
                         # whose offsets fit no segment (legacy.header_span)
@@ -354,10 +386,12 @@ class SegmentWalker:
                     self.invalid_count += 1
                     self._finish(pos, "corrupt", why)
                     return
-                if pos + size <= buf_end:
+                if not verify:
+                    computed = h[4]  # trusted: the stored CRC stands for the computed one
+                elif pos + size <= buf_end:
                     computed = crc(mv[rel + CRC_START : rel + size])
                 else:
-                    computed = _chunked_crc32c(lambda at, n: os.pread(fd, n, at), pos + CRC_START, pos + size)
+                    computed = _chunked_crc32c(pread, pos + CRC_START, pos + size)
                 yield (_ONE, pos, h, computed)
                 if computed != h[4] or magic != MAGIC_V2:
                     self.invalid_count += 1
@@ -428,13 +462,15 @@ class SegmentWalker:
             else:
                 yield item
 
-    def _legacy(self, fd: int, mv: memoryview, rel: int, pos: int, size: int, buf_end: int):
+    def _legacy(
+        self, pread: Callable[[int, int], bytes], mv: memoryview, rel: int, pos: int, size: int, buf_end: int
+    ):
         from parsers import legacy
 
         if pos + size <= buf_end:
             entry = legacy.parse_legacy_entry(mv[rel : rel + size], 0)
         else:
-            entry = legacy.parse_legacy_entry(os.pread(fd, size, pos), 0)
+            entry = legacy.parse_legacy_entry(pread(pos, size), 0)
         entry.position = pos
         legacy.header_span(entry)  # offsets that fit no segment: ParseError, the walk stops here
         return entry

@@ -31,7 +31,7 @@ from auditor.rules.registry import AUDIT_SCOPES
 
 ROOTS_HELP = (
     "Broker and controller log directories (meta.properties), folders holding several of them, and/or "
-    "Parquet extracts written by `kafka-auditor extract` on each broker. Read-only."
+    "extract directories written by `kafka-auditor extract` on each broker. Read-only."
 )
 
 
@@ -170,6 +170,12 @@ def audit_command(
         "epoch, base sequence, transactional or not; never aborted records or markers) as "
         "DIR/lost-records.jsonl and DIR/lost-records.parquet, read from a replica still holding them.",
     ),
+    verify_crc: bool = typer.Option(
+        False,
+        "--verify-crc",
+        help="Check the CRC of every batch, also below the recovery point of a cleanly shut down log (which "
+        "Kafka trusts and the audit then reads header by header); `scan` checks every byte anyway.",
+    ),
 ) -> None:
     """Compare the replicas of every partition across brokers, on Spark: divergence (and where Kafka's
     epoch-based truncation would cut), leader-epoch history, high-watermark violations, the committed
@@ -180,17 +186,19 @@ def audit_command(
     """
     # pre-checks first, before Spark loads: a refusal takes about a second
     if not roots:
-        raise fail("missing ROOT (log directories or Parquet extracts); see `kafka-auditor audit --help`")
+        raise fail("missing ROOT (log directories or extracts); see `kafka-auditor audit --help`")
     selection = options.selection()
     spark_master = checked_master(master)
     # every path absolute before anything reaches an executor (they run in their own working directory)
     save, export_lost = absolute_path(save), absolute_path(export_lost)
     options = replace(options, output=absolute_path(options.output))
     with options.stages() as stages:
-        _audit(options, selection, spark_master, roots, save, export_lost, stages)
+        _audit(options, selection, spark_master, roots, save, export_lost, stages, verify_crc)
 
 
-def _audit(options: ReportOptions, selection, spark_master, roots, save, export_lost, stages) -> None:
+def _audit(
+    options: ReportOptions, selection, spark_master, roots, save, export_lost, stages, verify_crc: bool
+) -> None:
     """The audit of ``roots`` after the pre-checks of the options, told to the progress display."""
     from auditor.report.output import enclosing
     from auditor.spark.inputs import check_inputs, discover
@@ -218,7 +226,9 @@ def _audit(options: ReportOptions, selection, spark_master, roots, save, export_
     size = input_bytes(inputs, PARQUET_WEIGHT)
     result = run_on_spark(
         spark_master,
-        lambda spark: run_audit(spark, inputs, save=save, export_lost=export_lost, stages=stages),
+        lambda spark: run_audit(
+            spark, inputs, save=save, export_lost=export_lost, stages=stages, verify_crc=verify_crc
+        ),
         stages,
         options.verbose,
         input_bytes=size,

@@ -1,5 +1,6 @@
-"""``kafka-auditor extract``: one log directory parsed into a Parquet extract, without Spark, for ``audit``
-to compare the extracts of many machines."""
+"""``kafka-auditor extract``: one log directory parsed into an extract (a directory of Parquet files, one per
+table kind: :mod:`auditor.observe.extract_files`), without Spark, for ``audit`` to compare the extracts of
+many machines."""
 
 from __future__ import annotations
 
@@ -12,19 +13,26 @@ from auditor.cli.common import fail, warn
 
 def extract_command(
     logdir: Path = typer.Argument(..., metavar="LOGDIR", help="One broker (or controller) log directory."),
-    out: Path = typer.Option(..., "--out", "-o", help="The Parquet file to write (e.g. broker-1.parquet)."),
+    out: Path = typer.Option(
+        ...,
+        "--out",
+        "-o",
+        help="The extract directory to write (e.g. broker-1): new, empty, or an earlier extract (replaced).",
+    ),
     cluster: str | None = typer.Option(
         None, "--cluster", help="Cluster label stored in the rows (default: cluster.id of meta.properties)."
     ),
 ) -> None:
-    """Parse a log directory into one Parquet extract (batch headers, leader-epoch caches, checkpoint offsets,
-    KRaft partition records, record hashes of compacted partitions), without Spark, so each broker can
-    extract locally and `kafka-auditor audit` can compare the extracts of many machines.
+    """Parse a log directory into an extract: a directory holding one Parquet file per table (batch headers,
+    leader-epoch caches, checkpoint offsets, KRaft partition records, record hashes of compacted partitions),
+    written without Spark, so each broker can extract locally and `kafka-auditor audit` can compare the
+    extracts of many machines. The directory appears whole or not at all.
 
     Exit status: 0 written, 2 for usage errors or a directory that is not a Kafka log directory.
     """
     from auditor.layout.filetypes import is_log_dir
     from auditor.observe.extract import extract_log_dir
+    from auditor.observe.extract_files import output_problem
     from auditor.report.output import enclosing
     from parsers.errors import ParseError
 
@@ -32,8 +40,9 @@ def extract_command(
         raise fail(f"{logdir} is not a Kafka log directory (no meta.properties)")
     if enclosing(out, [str(logdir)]):
         raise fail(f"--out {out} is inside the log directory; write it elsewhere")
-    if out.exists() and out.is_dir():
-        raise fail(f"--out {out} is a directory")
+    problem = output_problem(out)
+    if problem is not None:
+        raise fail(problem)
     try:
         counts = extract_log_dir(logdir, out, cluster=cluster)
     except ParseError as exc:

@@ -18,6 +18,12 @@ Kafka loads and what recovery truncates are computed once:
 
 A segment that could not be read at all is summarised with no batches and size 0: recovery neither cuts nor
 extends it (Kafka would take the log dir offline on the I/O error, KIP-112).
+
+What Kafka trusts without re-validating (:meth:`LogRecovery.trusts`) tells the extraction which segments it
+may read header by header: with ``.kafka_cleanshutdown``, ``LogLoader.recoverLog`` re-validates no segment at
+all (only ``loadSegmentFiles`` recovers a segment whose offset index is missing or whose transaction index
+fails its sanity check); the auditor still validates, as a margin, the segment containing the recovery point
+and those after it (written last, flushed only by the shutdown itself).
 """
 
 from __future__ import annotations
@@ -110,11 +116,15 @@ class LogRecovery:
     truncation: RecoveryTruncation | None = field(default=None, init=False)
     leo: int = field(init=False)
     leo_on_disk: int = field(init=False)
+    trusted_below: int | None = field(init=False)
+    """Base offset below which segments are trusted (:meth:`trusts`); None: none is."""
 
     def __post_init__(self) -> None:
         self.runs = will_recover(self.clean_shutdown, self.metadata_log) and bool(self.bases)
         self.floor = recovery_floor(self.bases, self.recovery_point, self.metadata_log) if self.runs else None
         self.leo = self.leo_on_disk = self.log_start
+        flushed = self.clean_shutdown and not self.metadata_log and bool(self.bases)
+        self.trusted_below = recovery_floor(self.bases, self.recovery_point, False) if flushed else None
 
     @property
     def log_start(self) -> int:
@@ -128,6 +138,13 @@ class LogRecovery:
     def recovers(self, base_offset: int) -> bool:
         """Recovery re-reads (and rebuilds the indexes of) the segment at ``base_offset``."""
         return self.floor is not None and base_offset >= self.floor
+
+    def trusts(self, base_offset: int) -> bool:
+        """Kafka's next load takes the batches of the segment at ``base_offset`` as they are: the log dir was
+        shut down cleanly and the segment ends at or below the recovery point (it lies below the segment
+        containing it: flushed, ``LogLoader.recoverLog`` skips it). Never for the metadata log (always
+        recovered) nor when the recovery point is unknown."""
+        return self.trusted_below is not None and base_offset < self.trusted_below
 
     def add(self, seg: SegmentSummary) -> int | None:
         """Account for the next segment; returns the byte position from which its entries are not in the

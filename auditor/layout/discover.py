@@ -1,5 +1,7 @@
-"""Finding the log directories (and, for ``audit``, the Parquet extracts) under the paths an operator gives:
-one walk for ``scan``, ``extract`` and ``audit``.
+"""Finding the log directories (and, for ``audit``, the extracts) under the paths an operator gives: one
+walk for ``scan``, ``extract`` and ``audit``. An extract is a directory holding :data:`EXTRACT_MARKER` (the
+``extract`` command writes one Parquet file per table kind, ``replica.parquet`` always among them); a loose
+``.parquet`` file is found too, so that ``audit`` can say why it is not one (an earlier single-file extract).
 
 A log directory is recognised by Kafka's own markers (:func:`auditor.layout.filetypes.is_log_dir`), never by
 a folder's name: a folder called ``dumps`` holding ``meta.properties`` is a log dir, one holding text files is
@@ -25,6 +27,8 @@ DISCOVERY_DEPTH = 2
 LOG_DIR = "log-dir"
 EXTRACT = "extract"
 EXTRACT_SUFFIX = ".parquet"
+EXTRACT_MARKER = "replica" + EXTRACT_SUFFIX
+"""The file (or, as ``audit --save`` writes it, directory) that makes a directory an extract."""
 
 
 @dataclass
@@ -51,7 +55,7 @@ class Discovery:
 def discover(
     roots: Iterable[str | os.PathLike], *, depth: int = DISCOVERY_DEPTH, extracts: bool = False
 ) -> Discovery:
-    """The log directories under ``roots`` (and ``.parquet`` extracts when ``extracts``).
+    """The log directories under ``roots`` (and extracts, and loose ``.parquet`` files, when ``extracts``).
 
     A root is a log dir, an extract, or a folder holding those up to ``depth`` levels down. A log dir given
     twice, lying inside another root, or reached again through a symbolic link, is found once, under the
@@ -74,7 +78,7 @@ class _Walk:
 
     @property
     def wanted(self) -> str:
-        return "Kafka log directory or .parquet extract" if self.extracts else "Kafka log directory"
+        return "Kafka log directory or extract" if self.extracts else "Kafka log directory"
 
     def add(self, kind: str, path: str) -> None:
         """Record ``path`` unless the same file was found before under any name (links resolved)."""
@@ -123,6 +127,9 @@ class _Walk:
         """Whether ``path`` is, or holds within the depth, a log dir or an extract (each found is added)."""
         if is_log_dir(path):
             self.add(LOG_DIR, path)
+            return True
+        if self.extracts and os.path.exists(os.path.join(path, EXTRACT_MARKER)):
+            self.add(EXTRACT, path)  # its Parquet files are its tables, never extracts of their own
             return True
         if level >= self.depth:
             return False

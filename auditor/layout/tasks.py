@@ -31,6 +31,9 @@ class PartitionTask:
     """Its entry in cleaner-offset-checkpoint (``LogCleanerManager``)."""
     clean_shutdown: bool = False
     """The log dir holds ``.kafka_cleanshutdown`` (``LogLoader`` skips recovery)."""
+    verify_crc: bool = False
+    """Recompute every batch CRC, also in the segments Kafka's loader trusts (which the extraction otherwise
+    reads header by header, ``auditor.kafka.recovery.LogRecovery.trusts``)."""
     compacted: bool = False
     """audit: compaction is in play for the partition on some replica
     (:func:`auditor.kafka.planning.plan_tasks`)."""

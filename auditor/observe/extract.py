@@ -15,6 +15,12 @@ batch (``auditor.kafka.batches``) or torn tail, deleting later segments; batches
 ``live = false``. With a clean shutdown nothing is re-validated. ``leo_on_disk`` is what the files hold: the
 next offset after the last complete batch, valid or not (an empty last segment gives its base offset).
 
+The extraction reads what Kafka reads: a segment Kafka's loader trusts (below the recovery point of a cleanly
+shut down log, with its offset index: ``LogRecovery.trusts``) is walked header by header, its batches taken as
+valid without their CRC being computed and large ones never read (``SegmentWalker(verify_crc=False)``); every
+other segment, and every segment of a task with ``verify_crc``, is validated whole.
+``scan`` validates every byte.
+
 What cannot be read is never guessed: a segment that is not a regular file (opened only through
 ``parsers.files``: a FIFO or device is never opened), that raises an OS error or whose entries do not parse
 is skipped, and a segment that is not the last and stops early leaves the rest of its offsets unread. The
@@ -30,9 +36,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-import queue
 import tempfile
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,6 +53,7 @@ from auditor.layout.logdir import LogDirInfo, read_log_dir, read_small
 from auditor.layout.tasks import PartitionTask
 from auditor.observe import rows
 from auditor.observe.coordinator import transaction_state_rows
+from auditor.observe.extract_files import ExtractWriter
 from auditor.observe.metadata import extract_metadata
 from auditor.observe.offsets import offset_commit_rows
 from auditor.observe.records import read_batch_records, record_hash, record_hashes
@@ -282,7 +287,8 @@ def _walk_segment(task: PartitionTask, base: int, path: Path, next_base: int | N
     recovery keeps the batches before the segment's first invalid entry when it re-reads the segment, all of
     them when it does not, none once an earlier segment was cut (``LogRecovery.add``). The segment's rows are
     held (:class:`_Held`) and given only once it has been read whole: a segment that cannot be read, even
-    from its middle (an I/O error), gives no rows and is one unreadable span."""
+    from its middle (an I/O error), gives no rows and is one unreadable span. A segment Kafka's loader trusts
+    is read header by header (:func:`_verifies`)."""
     recovery = state.recovery
     deleted, recovers = recovery.truncation is not None, recovery.recovers(base)
     prefix, first_bad, walker = ValidPrefix(), None, None
@@ -291,7 +297,8 @@ def _walk_segment(task: PartitionTask, base: int, path: Path, next_base: int | N
     with _Held() as held:
         try:
             if problem is None:
-                walker = SegmentWalker(path, stop_on_invalid=False)
+                verify = _verifies(task, base, path, state)
+                walker = SegmentWalker(path, stop_on_invalid=False, verify_crc=verify)
             records = _SegmentRecords(task, path, base, walker, state) if task.compacted and walker else None
             for positions, headers, computed in _groups(walker) if walker is not None else ():
                 valid = valid_batches(headers, computed)
@@ -324,6 +331,18 @@ def _walk_segment(task: PartitionTask, base: int, path: Path, next_base: int | N
             return
         _end_segment(base, path, next_base, walker, prefix, first_bad, state)
         yield from held.release()
+
+
+def _verifies(task: PartitionTask, base: int, path: Path, state: _LogState) -> bool:
+    """Whether the walk recomputes the CRC of every batch of the segment at ``base``: yes unless Kafka's
+    loader trusts it (``LogRecovery.trusts``: below the recovery point of a cleanly shut down log) and finds
+    its offset index (``LogSegment.sanityCheck``: a segment without one is recovered at load); always when
+    the task asks (``PartitionTask.verify_crc``). A trusted segment is read header by header
+    (``SegmentWalker(verify_crc=False)``): its batches are valid, the stored CRC standing for the computed
+    one."""
+    if task.verify_crc or not state.recovery.trusts(base):
+        return True
+    return not path.with_suffix(".index").exists()
 
 
 @dataclass
@@ -819,12 +838,6 @@ def extract_partition(task: PartitionTask) -> Iterator[tuple[str, pa.Table]]:
     yield "replica", _small_table({name: [value] for name, value in replica.items()}, rows.REPLICA)
 
 
-def extract_partition_wrapped(task: PartitionTask) -> Iterator[pa.RecordBatch]:
-    """:func:`extract_partition` in the one extract layout (``rows.EXTRACT``), as record batches."""
-    for kind, table in extract_partition(task):
-        yield from rows.wrap(kind, table).to_batches(max_chunksize=1 << 16)
-
-
 # ------------------------------------------------------------------------------------------------ one log dir
 
 
@@ -837,14 +850,9 @@ def metadata_for(info: LogDirInfo, cluster: str) -> pa.Table | None:
         return None
 
 
-EXTRACT_ROW_GROUP = 1 << 17
-"""Rows per row group of ``kafka-auditor extract``: the writer holds about three row groups (one filling, one
-queued, one being written), so memory stays bounded (~280 MB peak on a 117 MB segment of 1.3 M batches,
-against 337 MB with ``1 << 18`` rows); the footer grows by ~14 KB per row group."""
-
-
 def extract_log_dir(path: str | os.PathLike, out: str | os.PathLike, cluster: str | None = None) -> dict:
-    """Write one Parquet file (layout ``rows.EXTRACT``) for a broker log directory; return counts."""
+    """Write the extract directory ``out`` (:mod:`auditor.observe.extract_files`: one Parquet file per
+    table kind) of a broker log directory, never partially; return the rows per kind and the ``errors``."""
     info = read_log_dir(path)
     if info.node is None:
         why = info.errors[0] if info.errors else "no node.id or broker.id in meta.properties"
@@ -855,7 +863,7 @@ def extract_log_dir(path: str | os.PathLike, out: str | os.PathLike, cluster: st
     tasks = plan_tasks([info], [label], compacted)
     counts = dict.fromkeys(rows.TABLES, 0)
     errors = list(info.errors)
-    with ExtractWriter(out, row_group=EXTRACT_ROW_GROUP) as writer:
+    with ExtractWriter(out) as writer:
         for task in tasks:
             for kind, table in extract_partition(task):
                 counts[kind] += table.num_rows
@@ -868,100 +876,6 @@ def extract_log_dir(path: str | os.PathLike, out: str | os.PathLike, cluster: st
                     ]
     counts["errors"] = errors
     return counts
-
-
-class ExtractWriter:
-    """Writes an extract Parquet file: every row group holds one kind only (so a reader filtering on
-    ``kind`` skips the others by their statistics), in row groups of ``row_group`` rows.
-
-    Row groups are encoded and written by a background thread (Arrow's Parquet writer releases the GIL, so
-    the walk goes on meanwhile); at most :data:`WRITE_QUEUE` of them wait for it, which bounds memory."""
-
-    WRITE_QUEUE = 1
-
-    def __init__(self, out: str | os.PathLike, row_group: int = 1 << 18) -> None:
-        import pyarrow.parquet as pq
-
-        self.metadata = {b"kafka-auditor.schema-version": str(rows.SCHEMA_VERSION).encode()}
-        self.writer = pq.ParquetWriter(
-            str(out),
-            rows.EXTRACT.with_metadata(self.metadata),
-            compression="zstd",
-            # dictionaries only where values repeat (the key columns); offsets, CRCs and positions are
-            # nearly unique, and trying a dictionary on them costs more than it saves
-            use_dictionary=_DICTIONARY_COLUMNS,
-            write_batch_size=1 << 16,
-        )
-        self.row_group = row_group
-        self.pending: dict[str, list[pa.Table]] = {kind: [] for kind in rows.TABLES}
-        self.sizes = dict.fromkeys(rows.TABLES, 0)
-        self.queue: queue.Queue = queue.Queue(maxsize=self.WRITE_QUEUE)
-        self.failure: BaseException | None = None
-        self.thread = threading.Thread(target=self._write, name="extract-writer", daemon=True)
-        self.thread.start()
-
-    def add(self, kind: str, table: pa.Table) -> None:
-        if not table.num_rows:
-            return
-        self.pending[kind].append(table)
-        self.sizes[kind] += table.num_rows
-        if self.sizes[kind] >= self.row_group:
-            self.flush(kind)
-
-    def flush(self, kind: str) -> None:
-        if not self.pending[kind]:
-            return
-        self._raise()
-        self.queue.put((kind, self.pending[kind]))
-        self.pending[kind] = []
-        self.sizes[kind] = 0
-
-    def _write(self) -> None:
-        """The writer thread: one queued row group after the other, until ``None``."""
-        while (item := self.queue.get()) is not None:
-            if self.failure is not None:
-                continue  # keep draining so that the walk never blocks on a full queue
-            kind, tables = item
-            try:
-                table = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
-                wrapped = rows.wrap(kind, table).replace_schema_metadata(self.metadata)
-                self.writer.write_table(wrapped, row_group_size=max(self.row_group, 1))
-            except BaseException as exc:  # re-raised in the caller's thread
-                self.failure = exc
-
-    def _raise(self) -> None:
-        if self.failure is not None:
-            raise self.failure
-
-    def close(self) -> None:
-        try:
-            if self.failure is None:
-                for kind in rows.TABLES:
-                    self.flush(kind)
-        finally:
-            self.queue.put(None)
-            self.thread.join()
-            self.writer.close()
-        self._raise()
-
-    def __enter__(self) -> ExtractWriter:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-
-_DICTIONARY_COLUMNS = ["kind"] + [
-    f"{kind}.{f.name}" for kind, schema in rows.TABLES.items() for f in schema if pa.types.is_string(f.type)
-]
-
-
-def read_extract(path: str | os.PathLike) -> dict[str, pa.Table]:
-    """The tables of an extract Parquet file (for tests and small tools; Spark reads it directly)."""
-    import pyarrow.parquet as pq
-
-    table = pq.read_table(str(path))
-    return {kind: rows.unwrap(table, kind) for kind in rows.TABLES}
 
 
 def extract_tables(path: str | os.PathLike, cluster: str | None = None) -> dict[str, pa.Table]:

@@ -1,9 +1,9 @@
 """Arrow (and derived Spark) schemas of what extraction yields from broker log directories.
 
-One extract is a single table of rows tagged by ``kind``; each kind fills one struct column and leaves
-the others null. The same layout is used for ``kafka-auditor extract --out FILE.parquet`` (one Parquet
-file per log directory) and by the Spark executors that parse raw directories, so ``audit`` treats both
-sources alike:
+An extract is one flat table per kind (:data:`TABLES`), each in its own schema below. ``kafka-auditor
+extract --out DIR`` writes one Parquet file per kind (``DIR/batch.parquet``, ...:
+:mod:`auditor.observe.extract_files`), the Spark executors that parse raw directories stream the same flat
+tables to Parquet, and ``audit`` reads both into the same DataFrames:
 
 * ``batch``    one row per record batch of a live partition directory (the columnar header walk);
 * ``epoch``    one row per entry of a replica's leader-epoch cache (after Kafka's load-time ``assign``);
@@ -25,7 +25,9 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
+"""Version of the extract's schemas, in the key-value metadata of every extract file: 3 is the directory of
+flat per-kind files; 2 and before, one Parquet file in the :data:`EXTRACT` layout (refused: extract again)."""
 
 _KEY = [
     pa.field("cluster", pa.string()),
@@ -45,7 +47,9 @@ BATCH = pa.schema(
         pa.field("partition_leader_epoch", pa.int32()),
         pa.field("magic", pa.int8()),
         pa.field("crc", pa.int64()),  # stored CRC (unsigned 32 bits)
-        pa.field("valid", pa.bool_()),  # stored CRC == computed CRC and a known magic
+        # stored CRC == computed CRC and a known magic; in a segment Kafka's loader trusts (below the recovery
+        # point of a cleanly shut down log, read header by header) the CRC is not computed: known magic only
+        pa.field("valid", pa.bool_()),
         pa.field("live", pa.bool_()),  # part of the log Kafka would load (not cut by recovery)
         pa.field("size", pa.int32()),  # bytes including the 12-byte log overhead
         pa.field("attributes", pa.int16()),
@@ -288,7 +292,9 @@ EXTRACT = pa.schema(
     [pa.field("kind", pa.string())]
     + [pa.field(kind, pa.struct(list(schema))) for kind, schema in TABLES.items()]
 )
-"""The one layout of an extract: ``kind`` plus one struct column per table."""
+"""``kind`` plus one struct column per table, the others null: the rows the driver extracts in memory for a
+small audit (``auditor.spark.extract.driver_extract``) and, before schema version 3, the layout of the
+single-file extract (no longer read)."""
 
 FINDING = pa.schema(
     [
@@ -424,17 +430,6 @@ def repeat_string(text: str, n: int) -> pa.Array:
     data = text.encode()
     offsets = (np.arange(n + 1, dtype=np.int32) * len(data)).tobytes()
     return pa.StringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(data * n))
-
-
-def unwrap(table: pa.Table, kind: str) -> pa.Table:
-    """The rows of one kind of an extract table, as a flat table of that kind's schema."""
-    import pyarrow.compute as pc
-
-    rows = table.filter(pc.equal(table.column("kind"), kind))
-    struct = rows.column(kind).combine_chunks()
-    if len(struct) == 0:
-        return TABLES[kind].empty_table()
-    return pa.Table.from_arrays(struct.flatten(), schema=TABLES[kind])
 
 
 def spark_schema(schema: pa.Schema):

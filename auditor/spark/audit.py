@@ -20,7 +20,7 @@ from typing import Any
 
 from auditor.findings import Finding
 from auditor.observe import rows
-from auditor.spark.extract import load, remove_scratch, ship_code
+from auditor.spark.extract import load, remove_scratch, save_extract, ship_code
 from auditor.spark.identity import IdentityResult, set_apart
 from auditor.spark.inputs import PARQUET_WEIGHT, Inputs, input_sizes
 from auditor.text import encode_bytes
@@ -127,6 +127,7 @@ def run_audit(
     export_lost: str | os.PathLike | None = None,
     chunk_bits: int | None = None,
     stages: Any = None,
+    verify_crc: bool = False,
 ) -> AuditResult:
     """Run every comparison over ``inputs`` and collect the results (small materialised tables, in one action,
     plus one per ``--save`` table and one for ``--export-lost``). ``stages``: a progress display
@@ -142,7 +143,7 @@ def run_audit(
     with _small_input_settings(spark, inputs) as settings:
         raw, extracts = len(inputs.raw), len(inputs.parquet)
         with stage(f"extracting {raw} log dir(s), reading {extracts} extract(s)", unit=TASKS, poll=True):
-            tables = load(spark, inputs, driver=settings.driver)
+            tables = load(spark, inputs, driver=settings.driver, verify_crc=verify_crc)
         try:
             result = _run(spark, tables, settings, stage, chunk_bits, export_lost, save)
         finally:
@@ -369,8 +370,9 @@ def save_frames(frames, tables, directory: str | os.PathLike) -> None:
     * ``lags/``: followers whose log is a prefix of the leader's with the leader's records, bytes, batches
       and first/last batch timestamps from the follower's LEO on;
     * ``timeline/``: the epoch ranges of every replica of the partitions that diverged;
-    * ``extract/``: every input in the extract layout (``rows.EXTRACT``, the ``extract`` command's own
-      column names), which ``audit`` accepts again.
+    * ``extract/``: every input in the layout of the ``extract`` command (``extract/<kind>.parquet/``, one
+      directory of part files per table kind, its own column names: :mod:`auditor.observe.extract_files`),
+      which ``audit`` accepts again.
     """
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
@@ -385,7 +387,7 @@ def save_frames(frames, tables, directory: str | os.PathLike) -> None:
             spark.conf.unset(_PARQUET_TIMESTAMPS)
         else:
             spark.conf.set(_PARQUET_TIMESTAMPS, previous)
-    tables.extract.write.mode("overwrite").parquet(str(out / "extract"))
+    save_extract(tables.extract, out / "extract")
 
 
 _PARQUET_TIMESTAMPS = "spark.sql.parquet.outputTimestampType"

@@ -1,4 +1,4 @@
-"""Getting extracts into Spark: raw log directories parsed by the executors, or Parquet extracts.
+"""Getting extracts into Spark: raw log directories parsed by the executors, or extract directories.
 
 Raw directories: the driver reads only the root files of each log directory (meta.properties and the
 offset checkpoints, a few KB) and the KRaft metadata log (to learn which topics are compacted), then
@@ -9,8 +9,9 @@ or shipped through the driver. Small inputs are extracted in the driver's Python
 (:func:`driver_extract`). On a cluster the log directories and the scratch directory must be readable at
 the same path from every executor (a shared filesystem).
 
-Parquet extracts (``kafka-auditor extract``) are read with ``spark.read.parquet``, in the ``rows.EXTRACT``
-layout, which :func:`split` turns into one flat DataFrame per table.
+Extracts (``kafka-auditor extract``: a directory with one flat Parquet file per table kind,
+:mod:`auditor.observe.extract_files`) are read with Spark's Parquet reader, each kind's files of every
+extract at once (:func:`parquet_extract`), straight into the flat tables.
 """
 
 from __future__ import annotations
@@ -24,13 +25,16 @@ from auditor.layout.logdir import LogDirInfo, read_log_dir
 from auditor.layout.tasks import PartitionTask
 from auditor.observe import rows
 from auditor.observe.extract import metadata_for
+from auditor.observe.extract_files import kind_path
 from auditor.spark.inputs import Inputs, Source
 
 SLICE_BYTES = 64 << 20
 """Segment bytes per extraction slice on small inputs."""
 
 
-def plan_raw(sources: list[Source]) -> tuple[list[LogDirInfo], list[PartitionTask], list[str]]:
+def plan_raw(
+    sources: list[Source], verify_crc: bool = False
+) -> tuple[list[LogDirInfo], list[PartitionTask], list[str]]:
     """Root files of every raw source and the partition tasks for the executors (driver side, small)."""
     infos, labels, problems = [], [], []
     for source in sources:
@@ -49,7 +53,10 @@ def plan_raw(sources: list[Source]) -> tuple[list[LogDirInfo], list[PartitionTas
         meta = metadata_for(info, label)
         if meta is not None:
             compacted[label] = compacted_topics(meta)
-    return infos, plan_tasks(infos, labels, compacted), problems
+    tasks = plan_tasks(infos, labels, compacted)
+    for task in tasks:
+        task.verify_crc = verify_crc  # else the batches Kafka trusts are read header by header
+    return infos, tasks, problems
 
 
 def _task_frame(spark, tasks: list[PartitionTask]):
@@ -114,12 +121,14 @@ def _spill_tasks(scratch: str):
     return run
 
 
-def spilled_extract(spark, sources: list[Source], scratch: str) -> tuple[dict[str, object], list[str]]:
+def spilled_extract(
+    spark, sources: list[Source], scratch: str, verify_crc: bool = False
+) -> tuple[dict[str, object], list[str]]:
     """Raw log directories extracted on the executors and streamed to Parquet under ``scratch`` (one file per
     executor task and table kind): one flat DataFrame per kind read back from those files, so no step holds
     the extract in memory, whatever its size. ``scratch`` must be readable by the driver and the executors
     (local mode; a shared filesystem on a cluster, like the log dirs)."""
-    _infos, tasks, problems = plan_raw(sources)
+    _infos, tasks, problems = plan_raw(sources, verify_crc)
     written: dict[str, list[str]] = {}
     if tasks:
         for row in _task_frame(spark, tasks).mapInArrow(_spill_tasks(scratch), WRITTEN).collect():
@@ -133,76 +142,48 @@ def spilled_extract(spark, sources: list[Source], scratch: str) -> tuple[dict[st
     return frames, problems
 
 
-def wrapped(frames: dict[str, object]):
-    """The flat tables of ``frames`` in the one extract layout (``rows.EXTRACT``: ``kind`` and a struct column
-    per kind), built lazily (what ``--save`` writes as ``extract/``)."""
-    from pyspark.sql import functions as F
-
-    layout = rows.spark_schema(rows.EXTRACT)
-    out = None
-    for kind, df in frames.items():
-        cols = [F.lit(kind).alias("kind")]
-        for other, schema in rows.TABLES.items():
-            if other == kind:
-                cols.append(F.struct(*[F.col(f.name) for f in schema]).alias(other))
-            else:
-                cols.append(F.lit(None).cast(layout[other].dataType).alias(other))
-        part = df.select(*cols)
-        out = part if out is None else out.unionByName(part)
-    return out
-
-
-def driver_extract(spark, sources: list[Source]):
+def driver_extract(
+    spark, sources: list[Source], verify_crc: bool = False
+) -> tuple[dict[str, object], list[str]]:
     """Small inputs: the raw log directories parsed in the driver's Python (the tasks of
     :func:`spilled_extract`, as an executor receives them) and handed to the JVM as Arrow
-    (:func:`auditor.spark.arrow.frame_of`: no Python worker). Returns the extract DataFrame (what ``--save``
-    writes), one flat DataFrame per table (``split`` of it, made in Arrow: plans over flat columns are
-    quicker to optimise than over the nested extract) and the problems found."""
+    (:func:`auditor.spark.arrow.frame_of`: no Python worker): one flat DataFrame per table kind, and the
+    problems found."""
     import pyarrow as pa
-    import pyarrow.compute as pc
 
-    from auditor.observe.extract import extract_partition_wrapped
+    from auditor.observe.extract import extract_partition
     from auditor.spark.arrow import frame_of
 
-    _infos, tasks, problems = plan_raw(sources)
-    batches = [
-        b
-        for t in tasks
-        for b in extract_partition_wrapped(PartitionTask(**json.loads(json.dumps(t.to_dict()))))
-    ]
-    table = pa.Table.from_batches(batches, schema=rows.EXTRACT)
-    flat = {}
-    for kind in rows.TABLES:
-        fields = list(rows.EXTRACT.field(kind).type)
-        rows_of_kind = table.filter(pc.equal(table.column("kind"), kind)).column(kind).combine_chunks()
-        columns = [rows_of_kind.field(i) for i in range(len(fields))]
-        schema = pa.schema(fields)
-        flat[kind] = frame_of(spark, [pa.RecordBatch.from_arrays(columns, schema=schema)], schema)
-    return frame_of(spark, batches, rows.EXTRACT), flat, problems
+    _infos, tasks, problems = plan_raw(sources, verify_crc)
+    pieces: dict[str, list[pa.RecordBatch]] = {kind: [] for kind in rows.TABLES}
+    for t in tasks:
+        for kind, table in extract_partition(PartitionTask(**json.loads(json.dumps(t.to_dict())))):
+            pieces[kind] += table.cast(rows.TABLES[kind]).to_batches()
+    flat = {kind: frame_of(spark, pieces[kind], schema) for kind, schema in rows.TABLES.items()}
+    return flat, problems
 
 
-def parquet_extract(spark, sources: list[Source]):
-    """The extract DataFrame of Parquet extracts (cluster labels applied where a source sets one)."""
+def parquet_extract(spark, sources: list[Source]) -> dict[str, object]:
+    """One flat DataFrame per table kind of the extract directories ``sources``: the kind's files of every
+    extract read in one ``spark.read.parquet`` per cluster label (the label, where a source sets one,
+    replacing ``cluster``)."""
     from pyspark.sql import functions as F
 
-    frames = []
     by_label: dict[str | None, list[str]] = {}
     for source in sources:
         by_label.setdefault(source.label, []).append(source.path)
-    schema = rows.spark_schema(rows.EXTRACT)
-    for label, paths in by_label.items():
-        df = spark.read.schema(schema).parquet(*paths)
-        if label is not None:
-            df = df.select(
-                "kind",
-                *[
-                    F.when(F.col(kind).isNotNull(), F.col(kind).withField("cluster", F.lit(label))).alias(
-                        kind
-                    )
-                    for kind in rows.TABLES
-                ],
-            )
-        frames.append(df)
+    frames = {}
+    for kind, schema in rows.TABLES.items():
+        reader = spark.read.schema(rows.spark_schema(schema))
+        parts = []
+        for label, paths in by_label.items():
+            df = reader.parquet(*[kind_path(p, kind) for p in paths])
+            parts.append(df if label is None else df.withColumn("cluster", F.lit(label)))
+        frames[kind] = _union(parts)
+    return frames
+
+
+def _union(frames: list):
     out = frames[0]
     for df in frames[1:]:
         out = out.unionByName(df)
@@ -221,56 +202,53 @@ class Tables:
     commit: object = None  # rows.COMMIT: group coordinator records of __consumer_offsets replicas
     txn_state: object = None  # rows.TXN_STATE: transaction coordinator records
     problems: list[str] = field(default_factory=list)
-    extract: object = None
+    extract: dict[str, object] | None = None  # the tables as loaded, by kind (``--save``'s ``extract/``)
     scratch: str | None = None  # where the executors streamed a large raw extraction (removed after)
 
     def frames(self) -> dict[str, object]:
         return {kind: getattr(self, kind) for kind in rows.TABLES}
 
 
-def split(extract) -> dict[str, object]:
-    from pyspark.sql import functions as F
-
-    return {kind: extract.where(F.col("kind") == kind).select(f"{kind}.*") for kind in rows.TABLES}
-
-
-def load(spark, inputs: Inputs, driver: bool = False) -> Tables:
+def load(spark, inputs: Inputs, driver: bool = False, verify_crc: bool = False) -> Tables:
     """Load every source of ``inputs`` into :class:`Tables`: raw log dirs extracted in the driver's Python
     when ``driver`` (a small input, :func:`driver_extract`), else on the executors, streamed to Parquet under
-    a scratch directory (:func:`spilled_extract`: parsed once, memory bounded), read back as flat tables."""
-    frames = []
+    a scratch directory (:func:`spilled_extract`: parsed once, memory bounded), read back as flat tables;
+    extract directories read by :func:`parquet_extract`. ``Tables.extract`` keeps the tables as loaded (what
+    ``--save`` writes as ``extract/``, before the audit sets replicas apart)."""
     problems = list(inputs.problems)
-    flat = None
+    parts: list[dict[str, object]] = []
+    scratch = None
     if inputs.raw and driver:
-        raw, flat, raw_problems = driver_extract(spark, inputs.raw)
+        flat, raw_problems = driver_extract(spark, inputs.raw, verify_crc)
         problems.extend(raw_problems)
-        frames.append(raw)
+        parts.append(flat)
     elif inputs.raw:
         scratch = scratch_dir()
-        flat, raw_problems = spilled_extract(spark, inputs.raw, scratch)
+        flat, raw_problems = spilled_extract(spark, inputs.raw, scratch, verify_crc)
         problems.extend(raw_problems)
-        parquet = parquet_extract(spark, inputs.parquet) if inputs.parquet else None
-        if parquet is not None:
-            tables = split(parquet)
-            flat = {kind: df.unionByName(tables[kind]) for kind, df in flat.items()}
-        return Tables(**flat, problems=problems, extract=wrapped(flat), scratch=scratch)
-    parquet = parquet_extract(spark, inputs.parquet) if inputs.parquet else None
-    if parquet is not None:
-        frames.append(parquet)
-    if not frames:
-        frames.append(spark.createDataFrame([], rows.spark_schema(rows.EXTRACT)))
-    extract = frames[0]
-    for df in frames[1:]:
-        extract = extract.unionByName(df)
-    if flat is not None:
-        # the tables from their flat Arrow rows (and from the Parquet extracts, if any), not from ``extract``
-        parts = flat
-        if parquet is not None:
-            tables = split(parquet)
-            parts = {kind: df.unionByName(tables[kind]) for kind, df in flat.items()}
-        return Tables(**parts, problems=problems, extract=extract)
-    parts = split(extract)
-    return Tables(**parts, problems=problems, extract=extract)
+        parts.append(flat)
+    if inputs.parquet:
+        parts.append(parquet_extract(spark, inputs.parquet))
+    if not parts:
+        parts.append({k: spark.createDataFrame([], rows.spark_schema(s)) for k, s in rows.TABLES.items()})
+    frames = {kind: _union([p[kind] for p in parts]) for kind in rows.TABLES}
+    return Tables(**frames, problems=problems, extract=dict(frames), scratch=scratch)
+
+
+def save_extract(frames: dict[str, object], directory: str | Path) -> None:
+    """The tables ``frames`` (by kind) written as an extract directory (:mod:`auditor.observe.extract_files`):
+    each kind by Spark as ``<kind>.parquet/``, the schema version in the field metadata of ``cluster``."""
+    import shutil
+
+    from pyspark.sql import functions as F
+
+    from auditor.observe.extract_files import spark_field_metadata
+
+    shutil.rmtree(directory, ignore_errors=True)  # replaced as a whole, as Spark's overwrite of one path does
+    version = spark_field_metadata()
+    for kind, df in frames.items():
+        cols = [F.col(c).alias(c, metadata=version) if c == "cluster" else F.col(c) for c in df.columns]
+        df.select(*cols).write.mode("overwrite").parquet(kind_path(directory, kind))
 
 
 SCRATCH_ENV = "KAFKA_AUDITOR_SCRATCH"

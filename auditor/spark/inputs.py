@@ -1,8 +1,10 @@
 """The inputs of ``audit``, found and checked on the driver before Spark starts (so that a refusal costs
-about a second): :func:`discover` finds log directories and Parquet extracts and makes every path absolute;
-:func:`check_inputs` refuses inputs that name no broker or that are copies of one log dir or one broker.
+about a second): :func:`discover` finds log directories and extracts (directories of ``kafka-auditor
+extract``, :mod:`auditor.observe.extract_files`) and makes every path absolute; :func:`check_inputs` refuses
+inputs that name no broker, extracts of another layout or schema version, and inputs that are copies of one
+log dir or one broker.
 
-Imports neither pyarrow nor pyspark unless a Parquet extract is given (its replica rows are read with
+Imports neither pyarrow nor pyspark unless an extract is given (its footers and replica rows are read with
 pyarrow).
 """
 
@@ -19,9 +21,9 @@ from auditor.layout.discover import discover as discover_paths
 
 @dataclass
 class Source:
-    """One input of an audit: a broker (or controller) log directory or a Parquet extract."""
+    """One input of an audit: a broker (or controller) log directory or an extract."""
 
-    kind: str  # "raw" | "parquet"
+    kind: str  # "raw" (a log dir) | "parquet" (an extract directory, or a .parquet file found, to refuse)
     path: str
     label: str | None = None  # cluster label overriding meta.properties cluster.id
 
@@ -42,13 +44,15 @@ class Inputs:
         return [s for s in self.sources if s.kind == "parquet"]
 
 
-PARQUET_WEIGHT = 8
-"""For the small-input decision, a byte of Parquet extract counts as this many bytes of segments: an extract
-holds a batch's header in about a tenth of the space the segment gives the batch (records are not copied)."""
+PARQUET_WEIGHT = 16
+"""For the small-input decision, a byte of extract counts as this many bytes of segments: an extract holds a
+batch's header in about 5 bytes (its flat ``batch.parquet``, offsets as deltas; 10 in the single-file layout
+of schema version 2, when this was 8), against the ~200 bytes or more the segment gives the batch (records
+are not copied)."""
 
 
 def input_bytes(inputs: Inputs, parquet_weight: int = 1) -> int:
-    """Bytes of the segments of the log dirs plus those of the Parquet extracts (times ``parquet_weight``):
+    """Bytes of the segments of the log dirs plus those of the extracts (times ``parquet_weight``):
     the size that chooses the audit's settings (``auditor.spark.tuning``; there with
     :data:`PARQUET_WEIGHT`)."""
     segments, parquet = input_sizes(inputs)
@@ -56,21 +60,25 @@ def input_bytes(inputs: Inputs, parquet_weight: int = 1) -> int:
 
 
 def input_sizes(inputs: Inputs) -> tuple[int, int]:
-    """Bytes of the segments of the log dirs, and bytes of the Parquet extracts."""
+    """Bytes of the segments of the log dirs, and bytes of the extracts (their Parquet files)."""
     sizes = {"raw": 0, "parquet": 0}
     for source in inputs.sources:
-        paths = [Path(source.path)] if source.kind == "parquet" else Path(source.path).glob("*/*.log")
+        if source.kind == "parquet":
+            paths = [Path(source.path)] if not os.path.isdir(source.path) else Path(source.path).glob("**/*")
+        else:
+            paths = Path(source.path).glob("*/*.log")
         for p in paths:
             with contextlib.suppress(OSError):
-                sizes[source.kind] += p.stat().st_size
+                if p.is_file():
+                    sizes[source.kind] += p.stat().st_size
     return sizes["raw"], sizes["parquet"]
 
 
 def discover(
     roots: list[str | os.PathLike], label: str | None = None, depth: int = DISCOVERY_DEPTH
 ) -> Inputs:
-    """Log directories and Parquet extracts under ``roots`` (:func:`auditor.layout.discover.discover`, the
-    walk ``scan`` uses too), as audit sources labelled ``label``; every path is absolute."""
+    """Log directories and extracts under ``roots`` (:func:`auditor.layout.discover.discover`, the walk
+    ``scan`` uses too), as audit sources labelled ``label``; every path is absolute."""
     found = discover_paths(roots, depth=depth, extracts=True)
     sources = [Source("raw" if kind == LOG_DIR else "parquet", path, label) for kind, path in found.found]
     return Inputs(sources, found.problems, found.skipped)
@@ -96,12 +104,13 @@ class Identity:
 
 def check_inputs(inputs: Inputs) -> list[str]:
     """Problems that make an audit of ``inputs`` meaningless, found on the driver before Spark starts
-    (reads only ``meta.properties``, the names of the partition directories and the replica rows of the
-    Parquet extracts):
+    (reads only ``meta.properties``, the names of the partition directories, and the Parquet footers and
+    replica rows of the extracts):
 
     * a log dir whose ``meta.properties`` is missing, unreadable or names no ``node.id``/``broker.id``
       (its replicas could not be attributed to a broker);
-    * a Parquet file that is not an extract of ``kafka-auditor extract``;
+    * an extract of an earlier layout (one Parquet file) or another schema version, one line naming the
+      file and saying to extract again; a Parquet file that is not an extract of ``kafka-auditor extract``;
     * one log dir given twice: the same ``directory.id`` (KIP-858) in two inputs of one cluster;
     * one replica given twice: the same (cluster, broker, topic, partition) in two inputs, e.g. the
       before and after copies of one broker. The audit compares one copy per broker; merged copies read as
@@ -139,62 +148,34 @@ def _raw_identity(source: Source) -> Identity:
     return ident
 
 
-_REPLICA_COLUMNS = ("cluster", "broker", "topic", "partition")
+_REPLICA_COLUMNS = ["cluster", "broker", "topic", "partition"]
 
 
 def _parquet_identity(source: Source) -> Identity:
-    """The replicas of an extract: its ``replica`` rows only (row groups of other kinds are skipped by the
-    statistics of ``kind``; ``ExtractWriter`` writes one kind per row group)."""
+    """The replicas of an extract: its footers checked (``extract_files.extract_problem``), then four
+    columns of its ``replica`` table read."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from parsers.files import open_regular_file
+    from auditor.observe.extract_files import extract_problem, kind_path, part_files
 
     ident = Identity(source)
-    try:
-        with open_regular_file(source.path) as fh:
-            pf = pq.ParquetFile(fh)
-            names = pf.schema_arrow.names
-            replica_type = pf.schema_arrow.field("replica").type if "replica" in names else None
-            if (
-                "kind" not in names
-                or replica_type is None
-                or not all(replica_type.get_field_index(c) >= 0 for c in _REPLICA_COLUMNS)
-            ):
-                ident.problem = f"{source.path}: not an extract of `kafka-auditor extract` (no replica rows)"
-                return ident
-            groups = _row_groups_with(pf, names.index("kind"), "replica")
-            if groups:
-                table = pf.read_row_groups(
-                    groups, columns=["kind", *(f"replica.{c}" for c in _REPLICA_COLUMNS)]
-                )
-                _add_replicas(ident, table, source.label)
-    except (pa.ArrowException, ValueError) as exc:
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        ident.problem = f"{source.path}: not a readable Parquet extract: {first}"
+    ident.problem = extract_problem(source.path)
+    if ident.problem is not None:
+        return ident
+    for file in part_files(kind_path(source.path, "replica")):
+        try:
+            table = pq.read_table(file, columns=_REPLICA_COLUMNS)
+        except (pa.ArrowException, ValueError) as exc:
+            first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            ident.problem = f"{file}: not a readable Parquet extract: {first}"
+            return ident
+        columns = [table.column(c).to_pylist() for c in _REPLICA_COLUMNS]
+        for cluster, broker, topic, partition in zip(*columns, strict=True):
+            if None not in (broker, topic, partition):
+                label = source.label if source.label is not None else (cluster or "")
+                ident.replicas.add((label, broker, topic, partition))
     return ident
-
-
-def _row_groups_with(pf, column: int, value: str) -> list[int]:
-    """Row groups whose ``column`` may hold ``value`` (all of them when statistics are missing)."""
-    out = []
-    for i in range(pf.metadata.num_row_groups):
-        stats = pf.metadata.row_group(i).column(column).statistics
-        if stats is not None and stats.has_min_max and not (stats.min <= value <= stats.max):
-            continue
-        out.append(i)
-    return out
-
-
-def _add_replicas(ident: Identity, table, label: str | None) -> None:
-    kinds = table.column("kind").to_pylist()
-    struct = table.column("replica").combine_chunks()
-    columns = {c: struct.field(c).to_pylist() for c in _REPLICA_COLUMNS}
-    for i, kind in enumerate(kinds):
-        if kind != "replica" or None in (columns["broker"][i], columns["topic"][i], columns["partition"][i]):
-            continue
-        cluster = label if label is not None else (columns["cluster"][i] or "")
-        ident.replicas.add((cluster, columns["broker"][i], columns["topic"][i], columns["partition"][i]))
 
 
 def _duplicate_directories(identities: list[Identity]) -> list[tuple[tuple[str, str], str]]:

@@ -21,7 +21,7 @@ from tests.consequences import ConsequencesAudit, add_inputs, from_result
 RANDOM_SEEDS = tuple(range(1, 9))
 SIM_RUNS = [(name, 1) for name in SCENARIOS if name != "random"] + [("random", s) for s in RANDOM_SEEDS]
 PARQUET_TWINS = ("unclean-election-1", "acks1-leader-crash-1")
-"""Scenarios audited a second time from `extract` Parquet files (label ``<name>@parquet``)."""
+"""Scenarios audited a second time from `extract` directories (label ``<name>@parquet``)."""
 
 CORPUS_STATES = {
     "clean": "clean",
@@ -64,7 +64,7 @@ def sim_audit(spark, sim_root, tmp_path_factory) -> SimAudit:
     for lab in PARQUET_TWINS:
         for broker_dir in sorted((root / lab).iterdir()):
             if broker_dir.is_dir():
-                out = extracts / f"{lab}-{broker_dir.name}.parquet"
+                out = extracts / f"{lab}-{broker_dir.name}"
                 extract_log_dir(broker_dir, out)
                 inputs.sources += discover([out], label=f"{lab}@parquet").sources
     inputs.sources += discover([write_cluster(tmp_path_factory.mktemp("handmade"))], label="handmade").sources

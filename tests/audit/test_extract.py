@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
 from auditor.layout.logdir import read_log_dir
 from auditor.observe import rows
-from auditor.observe.extract import extract_log_dir, extract_tables, read_extract
+from auditor.observe.extract import extract_log_dir, extract_tables
+from auditor.observe.extract_files import KIND_KEY, VERSION_KEY, ExtractWriter, read_extract
 from auditor.simulate import SimOptions, run_scenario
 from auditor.spark.inputs import discover
 from tests.conftest import corpus_path
@@ -73,16 +76,22 @@ def test_corrupt_and_torn_batches(scenarios):
 
 
 def test_parquet_extract_round_trip(scenarios, tmp_path):
+    """One flat Parquet file per kind (empty kinds too), each in its kind's own schema, version and kind in
+    its key-value metadata; the rows read back are the rows extracted in memory."""
     root, _ = scenarios["unclean-election"]
-    out = tmp_path / "broker-1.parquet"
+    out = tmp_path / "broker-1"
     counts = extract_log_dir(root / "broker-1", out)
+    assert sorted(os.listdir(out)) == sorted(f"{kind}.parquet" for kind in rows.TABLES)
     back = read_extract(out)
     direct = extract_tables(root / "broker-1")
-    for kind in rows.TABLES:
+    for kind, schema in rows.TABLES.items():
         assert back[kind].num_rows == counts[kind] == direct[kind].num_rows
-        assert back[kind].equals(direct[kind].cast(rows.TABLES[kind])), kind
-    version = pa.parquet.read_schema(out).metadata[b"kafka-auditor.schema-version"]
-    assert version == str(rows.SCHEMA_VERSION).encode()
+        assert back[kind].equals(direct[kind].cast(schema)), kind
+        written = pq.read_schema(out / f"{kind}.parquet")
+        assert written.remove_metadata().equals(schema), kind  # flat: no kind column, no struct padding
+        assert written.metadata[VERSION_KEY] == str(rows.SCHEMA_VERSION).encode()
+        assert written.metadata[KIND_KEY] == kind.encode()
+    assert counts["batch"] and counts["replica"] and not counts["commit"]
 
 
 def test_extract_command(scenarios, tmp_path):
@@ -90,19 +99,83 @@ def test_extract_command(scenarios, tmp_path):
 
     root, _ = scenarios["torn-tail"]
     before = {p: os.stat(p).st_mtime_ns for p in root.rglob("*")}
-    out = tmp_path / "b2.parquet"
+    out = tmp_path / "b2"
     result = CliRunner().invoke(app, ["extract", str(root / "broker-2"), "--out", str(out)])
     assert result.exit_code == 0, result.output
     assert read_extract(out)["replica"].num_rows == 2
     assert {p: os.stat(p).st_mtime_ns for p in root.rglob("*")} == before
-    bad = CliRunner().invoke(
-        app, ["extract", str(root / "broker-2"), "--out", str(root / "broker-2" / "x.parquet")]
-    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["b2"]  # no temporary directory left beside it
+    bad = CliRunner().invoke(app, ["extract", str(root / "broker-2"), "--out", str(root / "broker-2" / "x")])
     assert bad.exit_code == 2
-    assert (
-        CliRunner().invoke(app, ["extract", str(tmp_path), "--out", str(tmp_path / "y.parquet")]).exit_code
-        == 2
-    )
+    assert CliRunner().invoke(app, ["extract", str(tmp_path), "--out", str(tmp_path / "y")]).exit_code == 2
+
+
+def test_extract_replaces_only_an_earlier_extract_or_an_empty_directory(scenarios, tmp_path):
+    """Running ``extract`` again replaces its output (as it replaced its file before); an empty directory is
+    filled; a file or a directory holding anything else is refused with one line, untouched."""
+    from auditor.cli import app
+
+    root, _ = scenarios["torn-tail"]
+    logdir = str(root / "broker-2")
+    out = tmp_path / "b2"
+    extract_log_dir(root / "broker-1", out)
+    assert read_extract(out)["replica"].column("broker").to_pylist() == [1, 1]
+    result = CliRunner().invoke(app, ["extract", logdir, "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert read_extract(out)["replica"].column("broker").to_pylist() == [2, 2]
+    (tmp_path / "empty").mkdir()
+    assert CliRunner().invoke(app, ["extract", logdir, "--out", str(tmp_path / "empty")]).exit_code == 0
+    assert read_extract(tmp_path / "empty")["replica"].num_rows == 2
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "notes.txt").write_text("mine")
+    (tmp_path / "old.parquet").write_bytes(b"an earlier single-file extract")
+    for target, why in (
+        (tmp_path / "other", "is a directory holding other files"),
+        (tmp_path / "old.parquet", "exists and is not a directory"),
+    ):
+        refused = CliRunner().invoke(app, ["extract", logdir, "--out", str(target)])
+        assert refused.exit_code == 2
+        (line,) = refused.output.splitlines()
+        assert line == f"kafka-auditor: error: --out {target} {why}" + line.split(why, 1)[1], line
+    assert (tmp_path / "other" / "notes.txt").read_text() == "mine"
+    assert (tmp_path / "old.parquet").read_bytes() == b"an earlier single-file extract"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["b2", "empty", "old.parquet", "other"]
+
+
+def test_extract_never_leaves_a_partial_output(scenarios, tmp_path, monkeypatch):
+    """A write that fails halfway (a full disk) and a walk that raises: no output directory, no temporary
+    directory beside it; an earlier extract at that path stays whole."""
+    from auditor.cli import app
+    from auditor.observe import extract
+
+    root, _ = scenarios["torn-tail"]
+    earlier = tmp_path / "earlier"
+    extract_log_dir(root / "broker-1", earlier)
+    written = {p.name: p.read_bytes() for p in earlier.iterdir()}
+    flush = ExtractWriter._flush
+
+    def full_disk(self, kind):
+        if kind == "replica":
+            raise OSError(errno.ENOSPC, "No space left on device")
+        flush(self, kind)
+
+    with monkeypatch.context() as m:
+        m.setattr(ExtractWriter, "_flush", full_disk)
+        for out in (tmp_path / "new", earlier):
+            result = CliRunner().invoke(app, ["extract", str(root / "broker-2"), "--out", str(out)])
+            assert result.exit_code == 2
+            assert result.output == f"kafka-auditor: error: cannot write {out}: No space left on device\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["earlier"]
+    assert {p.name: p.read_bytes() for p in earlier.iterdir()} == written
+
+    def walk_fails(task):
+        yield "batch", rows.BATCH.empty_table()
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(extract, "extract_partition", walk_fails)
+    with pytest.raises(RuntimeError):
+        extract_log_dir(root / "broker-2", tmp_path / "new")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["earlier"]
 
 
 def test_discover_finds_log_dirs_and_extracts(scenarios, tmp_path):
@@ -114,9 +187,15 @@ def test_discover_finds_log_dirs_and_extracts(scenarios, tmp_path):
         "broker-3",
         "controller-100",
     ]
-    extract_log_dir(root / "broker-1", tmp_path / "b1.parquet")
-    found = discover([tmp_path / "b1.parquet", root / "broker-2"])
+    extract_log_dir(root / "broker-1", tmp_path / "extracts" / "b1")
+    extract_log_dir(root / "broker-3", tmp_path / "extracts" / "b3")
+    found = discover([tmp_path / "extracts" / "b1", root / "broker-2"])
     assert [s.kind for s in found.sources] == ["parquet", "raw"]
+    found = discover([tmp_path / "extracts"])  # a folder of extracts: each directory once, not its files
+    assert [(s.kind, os.path.basename(s.path)) for s in found.sources] == [
+        ("parquet", "b1"),
+        ("parquet", "b3"),
+    ]
     assert discover([tmp_path / "missing"]).problems
 
 

@@ -24,6 +24,7 @@ import pytest
 
 from auditor.kafka.recovery import SegmentSummary, recover
 from auditor.observe import extract, records
+from auditor.observe.extract_files import read_extract
 from auditor.observe.records import record_hash, record_hashes
 from parsers.checkpoints import format_leader_epoch_checkpoint, format_offset_checkpoint
 from parsers.control import encode_end_txn_marker
@@ -410,7 +411,7 @@ def test_extract_memory_is_bounded(tmp_path):
     (root / "meta.properties").write_bytes(format_meta_properties(1, 1, CLUSTER, "e54YZRl8UUamg6XyB1rOTw"))
     (root / "cleaner-offset-checkpoint").write_bytes(format_offset_checkpoint([("cmp", 0, 0)]))
     (root / ".kafka_cleanshutdown").write_bytes(b"")
-    out = tmp_path / "out.parquet"
+    out = tmp_path / "out"
     run = run_bounded(["extract", str(root), "--out", str(out)], timeout=300)
     assert run.returncode == 0, run.stderr
     assert "1320000 batch rows" in run.stderr and "160000 record rows" in run.stderr
@@ -498,11 +499,11 @@ def test_extract_memory_is_bounded_on_records_that_decompress_to_much_more(tmp_p
     root = _compacted_logdir(tmp_path / "broker-1", [[small] + [huge] * 4 + [large] * 300 + [small]])
     (root / ".kafka_cleanshutdown").write_bytes(b"")
     assert (root / "cmp-0" / segment_file_name(0, ".log")).stat().st_size < 200_000
-    out = tmp_path / "out.parquet"
+    out = tmp_path / "out"
     run = run_bounded(["extract", str(root), "--out", str(out)], timeout=300)
     assert run.returncode == 0, run.stderr
     assert "310 record rows" in run.stderr, run.stderr
     # with every batch of a 2 MiB span decompressed whole and joined, this took more than 1.7 GB
     assert run.peak_rss_mb < 400, run.peak_rss_mb
-    (replica,) = extract.read_extract(out)["replica"].to_pylist()
+    (replica,) = read_extract(out)["replica"].to_pylist()
     assert replica["error"] is None and replica["record_count"] == 310

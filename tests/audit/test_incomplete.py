@@ -72,7 +72,7 @@ def test_complete_replica_has_no_span(tmp_path):
 def test_extract_names_the_incomplete_replica(tmp_path):
     root = write_replica(tmp_path / "b", 1, Replica(segments(0, 10, 20, 30), 30))
     unreadable(root, 10)
-    counts = extract_log_dir(root, tmp_path / "b.parquet")
+    counts = extract_log_dir(root, tmp_path / "b-extract")
     assert counts["errors"] == [
         f"{TOPIC}-0: incomplete from offset 10: 00000000000000000010.log: is a directory, not a regular file"
     ]

@@ -267,16 +267,14 @@ def test_parquet_extract_copies_are_refused(tmp_path):
     a.write()
     b, _ = standard(tmp_path / "broker-2", node_id=2, metadata=False)
     b.write()
-    extract_log_dir(a.root, tmp_path / "b1.parquet")
-    extract_log_dir(b.root, tmp_path / "b2.parquet")
-    shutil.copy(tmp_path / "b1.parquet", tmp_path / "b1-again.parquet")
-    assert _check(tmp_path / "b1.parquet", tmp_path / "b2.parquet") == []
-    (problem,) = _check(tmp_path / "b1.parquet", tmp_path / "b1-again.parquet")
-    assert problem.startswith(
-        f"{tmp_path}/b1.parquet and {tmp_path}/b1-again.parquet both hold replicas of node 1"
-    )
+    extract_log_dir(a.root, tmp_path / "b1")
+    extract_log_dir(b.root, tmp_path / "b2")
+    shutil.copytree(tmp_path / "b1", tmp_path / "b1-again")
+    assert _check(tmp_path / "b1", tmp_path / "b2") == []
+    (problem,) = _check(tmp_path / "b1", tmp_path / "b1-again")
+    assert problem.startswith(f"{tmp_path}/b1 and {tmp_path}/b1-again both hold replicas of node 1")
     assert "e.g. orders-0" in problem
-    (problem,) = _check(a.root, tmp_path / "b1.parquet")  # a log dir and its own extract
+    (problem,) = _check(a.root, tmp_path / "b1")  # a log dir and its own extract
     assert "both hold replicas of node 1" in problem
 
 
@@ -290,6 +288,45 @@ def test_parquet_that_is_not_an_extract_is_refused(tmp_path):
     assert problem == f"{tmp_path}/other.parquet: not an extract of `kafka-auditor extract` (no replica rows)"
     (problem,) = _check(tmp_path / "junk.parquet")
     assert problem.startswith(f"{tmp_path}/junk.parquet: not a readable Parquet extract: ")
+    ld, _ = standard(tmp_path / "broker-1")
+    ld.write()
+    extract_log_dir(ld.root, tmp_path / "b1")
+    (problem,) = _check(tmp_path / "b1" / "batch.parquet")  # one table of an extract, not the extract
+    table, directory = tmp_path / "b1" / "batch.parquet", tmp_path / "b1"
+    assert problem == f"{table}: one table of an extract: give the directory {directory}"
+
+
+AGAIN = "extract it again with `kafka-auditor extract LOGDIR --out DIR`"
+
+
+def test_extracts_of_an_earlier_layout_or_version_are_refused_with_one_line(tmp_path):
+    """An extract of schema version 2 (one Parquet file, ``kind`` and a struct column per kind) and a
+    directory one of whose files has another version or is missing: one line each, naming the file and
+    saying to extract again; nothing else of those inputs is read."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from auditor.observe import rows
+    from auditor.observe.extract import extract_tables
+
+    ld, _ = standard(tmp_path / "broker-1")
+    ld.write()
+    tables = extract_tables(ld.root)
+    old = pa.concat_tables(rows.wrap(kind, t.cast(rows.TABLES[kind])) for kind, t in tables.items())
+    version = b"kafka-auditor.schema-version"
+    pq.write_table(old.replace_schema_metadata({version: b"2"}), tmp_path / "v2.parquet")
+    extract_log_dir(ld.root, tmp_path / "b1")
+    shutil.copytree(tmp_path / "b1", tmp_path / "b1-partial")
+    partial = tmp_path / "b1-partial"
+    (partial / "commit.parquet").unlink()
+    epoch = tmp_path / "b1" / "epoch.parquet"
+    pq.write_table(pq.read_table(epoch).replace_schema_metadata({version: b"4"}), epoch)
+    assert _check(tmp_path / "v2.parquet", tmp_path / "b1", partial) == [
+        f"{tmp_path}/v2.parquet: an extract in the earlier single-file layout (schema version 2; this "
+        f"kafka-auditor reads directories of version {rows.SCHEMA_VERSION}): {AGAIN}",
+        f"{epoch}: schema version 4, this kafka-auditor reads version {rows.SCHEMA_VERSION}; {AGAIN}",
+        f"{partial}/commit.parquet: missing: {partial} is not a whole extract; {AGAIN}",
+    ]
 
 
 # ------------------------------------------------------------------------------------------ Spark errors

@@ -136,9 +136,9 @@ def test_dump(runner, cluster):
 
 
 def test_extract(runner, cluster, tmp_path):
-    out = tmp_path / "broker-1.parquet"
+    out = tmp_path / "broker-1"
     ok(core(runner, "extract", str(cluster / "broker-1"), "--out", str(out)))
-    assert pq.ParquetFile(out).metadata.num_rows > 0
+    assert pq.ParquetFile(out / "batch.parquet").metadata.num_rows > 0
 
 
 def test_groups_and_timeline(runner, cluster):

@@ -166,10 +166,10 @@ from auditor.observe.extract import extract_log_dir
 from auditor.spark.extract import plan_raw
 from auditor.spark.inputs import Source
 from parsers.errors import ParseError
-counts = extract_log_dir({str(good)!r}, {str(tmp_path / "a.parquet")!r})
+counts = extract_log_dir({str(good)!r}, {str(tmp_path / "a-extract")!r})
 print(counts["batch"] > 0, counts["errors"])
 try:
-    extract_log_dir({str(bad)!r}, {str(tmp_path / "b.parquet")!r})
+    extract_log_dir({str(bad)!r}, {str(tmp_path / "b-extract")!r})
 except ParseError as exc:
     print(exc)
 infos, tasks, problems = plan_raw([Source("raw", {str(bad)!r})])
@@ -179,13 +179,13 @@ print(len(infos), len(tasks), *problems, sep="\\n")
     _bounded(res)
     assert res.returncode == 0, res.stderr
     out = res.stdout.splitlines()
-    assert out[0].startswith("True ") and (tmp_path / "a.parquet").exists()
+    assert out[0].startswith("True ") and (tmp_path / "a-extract" / "batch.parquet").is_file()
     # the special segments are named as unreadable (the replica is incomplete from there), never read
     assert "00000000000000000015.log: is a FIFO (named pipe), not a regular file" in out[0]
     meta = bad / "meta.properties"
     reason = f"{meta}: byte 0: {regular_file_problem(meta)}"
     assert out[1] == f"{bad}: not a broker log directory: {reason}"
-    assert not (tmp_path / "b.parquet").exists()
+    assert sorted(p.name for p in tmp_path.iterdir() if "extract" in p.name) == ["a-extract"]  # nothing of b
     assert out[2:] == ["0", "0", f"{bad}: {reason}; skipped"]
 
 

@@ -53,7 +53,7 @@ def nothing_kafka_and_a_fifo_named_parquet(tmp: Path) -> tuple[list[str], str]:
     (tmp / "root").mkdir()
     (tmp / "root" / "notes.txt").write_text("not kafka")
     os.mkfifo(tmp / "root" / "broker-1.parquet")
-    return [str(tmp / "root")], f"{tmp}/root: no Kafka log directory or .parquet extract found"
+    return [str(tmp / "root")], f"{tmp}/root: no Kafka log directory or extract found"
 
 
 def empty_meta_properties(tmp: Path) -> tuple[list[str], str]:
@@ -69,6 +69,24 @@ def before_and_after_copies(tmp: Path) -> tuple[list[str], str]:
     shutil.copytree(root, tmp / "after" / "broker-1")
     return [str(tmp / "before"), str(tmp / "after")], (
         f"{tmp}/before/broker-1 and {tmp}/after/broker-1 are copies of one log dir (node 1, directory.id "
+    )
+
+
+def earlier_single_file_extract(tmp: Path) -> tuple[list[str], str]:
+    """An extract of schema version 2 (one Parquet file: ``kind`` and a struct column per kind) beside a
+    log dir: refused by its footer, naming it and saying to extract again."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    kinds = pa.struct([("cluster", pa.string()), ("broker", pa.int32())])
+    old = pa.table(
+        {"kind": pa.array([], pa.string()), "batch": pa.array([], kinds), "replica": pa.array([], kinds)}
+    )
+    pq.write_table(old.replace_schema_metadata({b"kafka-auditor.schema-version": b"2"}), tmp / "b2.parquet")
+    return [str(_broker(tmp)), str(tmp / "b2.parquet")], (
+        f"{tmp}/b2.parquet: an extract in the earlier single-file layout (schema version 2; this "
+        "kafka-auditor reads directories of version 3): extract it again with `kafka-auditor extract LOGDIR "
+        "--out DIR`"
     )
 
 
@@ -93,6 +111,7 @@ def unreachable_master(tmp: Path) -> tuple[list[str], str]:
         nothing_kafka_and_a_fifo_named_parquet,
         empty_meta_properties,
         before_and_after_copies,
+        earlier_single_file_extract,
         malformed_master,
         unreachable_master,
     ],

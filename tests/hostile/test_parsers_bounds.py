@@ -208,11 +208,11 @@ def test_legacy_offsets_out_of_range_are_parse_errors(tmp_path, bounded):
         assert any(line.startswith("kafka-auditor: error: ") and where in line for line in errors), log
     assert "Traceback" not in dump.stderr and "internal error" not in dump.stderr
 
-    out = tmp_path / "extract.parquet"
+    out = tmp_path / "extract"
     extract = bounded(["extract", str(root), "--out", str(out)])
     assert extract.returncode == 0, extract.stderr
     assert "internal error" not in extract.stderr
-    replicas = [r["replica"] for r in pq.read_table(out).to_pylist() if r["kind"] == "replica"]
+    replicas = pq.read_table(out / "replica.parquet").to_pylist()
     assert sorted(r["topic"] for r in replicas) == sorted(DAMAGED_OFFSETS)
     assert all(r["leo"] == 3 and r["tail_position"] == position for r in replicas)
     for result in (scan, dump, extract):
@@ -264,10 +264,10 @@ def test_v2_offsets_out_of_range_never_give_a_negative_log_end_offset(tmp_path, 
     for log in logs.values():
         assert f"kafka-auditor: error: {log}: byte {position}:" in dump.stderr, dump.stderr
 
-    out = tmp_path / "extract.parquet"
+    out = tmp_path / "extract"
     extract = bounded(["extract", str(root), "--out", str(out)])
     assert extract.returncode == 0, extract.stderr
-    replicas = [r["replica"] for r in pq.read_table(out).to_pylist() if r["kind"] == "replica"]
+    replicas = pq.read_table(out / "replica.parquet").to_pylist()
     assert all(r["leo"] == 3 for r in replicas), replicas
     for result in (scan, dump, extract):
         assert result.seconds < SECONDS and result.peak_rss_mb < 400

@@ -9,7 +9,14 @@ import pytest
 
 from auditor.kafka.batches import ValidPrefix, valid_batches
 from auditor.kafka.hw import clamp_high_watermark, hw_above_leo, hw_below_log_start
-from auditor.kafka.recovery import SegmentSummary, log_start_offset, recover, recovery_floor, will_recover
+from auditor.kafka.recovery import (
+    LogRecovery,
+    SegmentSummary,
+    log_start_offset,
+    recover,
+    recovery_floor,
+    will_recover,
+)
 from parsers.segment import HEADER_DTYPE
 
 
@@ -89,6 +96,24 @@ def test_recovery_floor_is_the_segment_containing_the_recovery_point(rp, metadat
 
 def test_recovery_floor_below_every_segment_is_the_first_one():
     assert recovery_floor([50, 60], 5, False) == 50
+
+
+@pytest.mark.parametrize(
+    ("clean", "rp", "metadata", "trusted"),
+    [
+        (True, 25, False, [0, 10]),  # below the segment holding the recovery point
+        (True, 20, False, [0, 10]),
+        (True, 99, False, [0, 10, 20]),  # the last segment is always read whole
+        (True, None, False, []),  # no recovery point: nothing is known to be flushed
+        (True, 5, False, []),
+        (False, 25, False, []),  # no clean shutdown: read whole, as recovery would
+        (True, 25, True, []),  # the metadata log is always recovered
+    ],
+)
+def test_trusted_segments(clean, rp, metadata, trusted):
+    state = LogRecovery([0, 10, 20, 30], clean, rp, metadata)
+    assert [b for b in (0, 10, 20, 30) if state.trusts(b)] == trusted
+    assert not any(state.trusts(b) and state.recovers(b) for b in (0, 10, 20, 30))
 
 
 def test_log_start_offset():

@@ -147,6 +147,9 @@ def test_random_files_never_crash_the_walker(tmp_path_factory, data, cut):
     good = make_segment(3)
     for candidate in (data, good[:cut] + data, good + data):
         path.write_bytes(candidate)
+        full, full_stop, _ = _header_rows(path)
+        trusted, stop, _ = _header_rows(path, verify_crc=False, skip_read_min=0)
+        assert stop == full_stop and [r[:2] for r in trusted] == [r[:2] for r in full]
         try:
             items, stop = walk(path, stop_on_invalid=False)
         except ParseError:
@@ -261,3 +264,133 @@ def test_base_offset_from_name_follows_long_parse_long(name, offset):
             base_offset_from_name(name)
     else:
         assert base_offset_from_name(name) == offset
+
+
+# ------------------------------------------------------------------------------- header-only walks
+
+
+def _header_rows(path: Path, **kwargs) -> tuple[list[tuple], object, int]:
+    """Every header row of a walk (position, ``HEADER_DTYPE`` fields, CRC ok), its stop and bytes read."""
+    walker = SegmentWalker(path, stop_on_invalid=False, **kwargs)
+    rows = []
+    try:
+        for block in walker.header_blocks():
+            rows += [
+                (int(p), tuple(h.tolist()), bool(ok))
+                for p, h, ok in zip(block.positions, block.headers, block.crc_ok, strict=True)
+            ]
+    except ParseError as exc:
+        rows.append(("error", exc.offset))
+    return rows, walker.stop, walker.bytes_read
+
+
+def _mixed_segment(seed: int) -> bytes:
+    """Batches of every size class (61-byte empty ones, a few hundred bytes, 16 KiB, 200 KiB, 3 MiB) and
+    legacy entries, in a seeded order."""
+    import random
+
+    from parsers.legacy import build_legacy_message
+
+    rng = random.Random(seed)
+    out, offset = bytearray(), 0
+    for _ in range(rng.randrange(20, 60)):
+        kind = rng.choice(["small", "small", "16k", "200k", "legacy", "empty", "3m"][: 7 if seed % 3 else 6])
+        if kind == "legacy":
+            out += build_legacy_message(offset, b"k", b"v" * rng.randrange(100), magic=rng.choice([0, 1]))
+            offset += 1
+            continue
+        size = {"small": rng.randrange(300), "16k": 16_300, "200k": 200_000, "3m": 3 << 20, "empty": 0}[kind]
+        specs = [RecordSpec(b"k", b"x" * size, 1_700_000_000_000)] if kind != "empty" else []
+        raw = bytearray(build_batch(specs or [RecordSpec(None, None, 1)], base_offset=offset))
+        if kind == "empty":  # a compaction-retained empty batch: the header alone
+            raw = raw[:61]
+            struct.pack_into(">i", raw, 8, 49)
+            struct.pack_into(">i", raw, 57, 0)
+        out += raw
+        offset += struct.unpack_from(">i", raw, 23)[0] + 1
+    return bytes(out)
+
+
+def _damaged(data: bytes, seed: int) -> list[bytes]:
+    """``data`` and the ways a segment ends or breaks: a torn tail, a zero-filled tail, a length below the
+    minimum, a flipped payload bit (CRC mismatch), an unknown magic, a negative base offset."""
+    import random
+
+    rng = random.Random(seed)
+    starts = [row[0] for row in _walk_positions(data)]
+    at = starts[rng.randrange(1, len(starts))]
+    flipped, magic, small, negative = (bytearray(data) for _ in range(4))
+    flipped[at + 61 if data[at + 16] == 2 and at + 61 < len(data) else at + 20] ^= 0x10
+    magic[at + 16] = 3
+    struct.pack_into(">i", small, at + 8, 30)
+    struct.pack_into(">q", negative, at, -5)
+    return [
+        data,
+        data[: at + 40],
+        data + bytes(100),
+        bytes(flipped),
+        bytes(magic),
+        bytes(small),
+        bytes(negative),
+    ]
+
+
+def _walk_positions(data: bytes) -> list[tuple]:
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "00000000000000000000.log"
+        path.write_bytes(data)
+        return _header_rows(path)[0]
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize(
+    ("window", "skip_read_min"), [(1 << 16, 0), (1 << 16, 1 << 16), (1 << 23, 1 << 16), (1 << 23, 1 << 40)]
+)
+def test_header_only_walk_gives_the_full_walks_rows_but_crc_validity(seg, seed, window, skip_read_min):
+    """``verify_crc=False``: the same rows, stop and invalid entries but the CRC mismatches (its computed CRC
+    is the stored one), with header reads, window reads or both, on every way a segment ends or breaks."""
+    for i, data in enumerate(_damaged(_mixed_segment(seed), seed)):
+        path = seg(data)
+        full, full_stop, _ = _header_rows(path, window=window)
+        trusted, stop, _ = _header_rows(path, window=window, verify_crc=False, skip_read_min=skip_read_min)
+        assert stop == full_stop, (i, stop, full_stop)
+        assert [r[:2] for r in trusted] == [r[:2] for r in full], i
+        for (_, header, ok), (_, _, full_ok) in zip(trusted, full, strict=True):
+            # only a v2 batch's CRC mismatch goes unseen; an unknown magic or a legacy entry is judged alike
+            assert ok == (full_ok or header[3] == 2), (i, header)
+
+
+def test_header_only_walk_reads_the_headers_of_large_batches_alone(seg):
+    """1 MiB batches: the header-only walk reads 61 bytes of each (and a window of the small ones after them);
+    the max-bytes, torn-tail and end stops are where the full walk puts them."""
+    big = [build_batch([RecordSpec(b"k", b"x" * (1 << 20), 1)], base_offset=i) for i in range(12)]
+    data = b"".join(big) + make_segment(30, base=12)
+    path = seg(data)
+    walker = SegmentWalker(path, verify_crc=False)
+    assert sum(len(b) for b in walker.header_blocks()) == 42 and walker.stop.reason == "end"
+    small = len(make_segment(30))
+    assert walker.bytes_read <= 13 * 61 + small  # a header each, then one more before the window read
+    full = SegmentWalker(path)
+    assert sum(len(b) for b in full.header_blocks()) == 42 and full.bytes_read >= len(data)
+    for limit in (len(big[0]) * 5 + 100, len(data) - 10):
+        assert (
+            _header_rows(path, max_bytes=limit, verify_crc=False)[:2]
+            == _header_rows(path, max_bytes=limit)[:2]
+        )
+    assert _header_rows(seg(data[:-10]), verify_crc=False)[:2] == _header_rows(seg(data[:-10]))[:2]
+
+
+def test_header_only_walk_of_the_corpus_and_fixtures(tmp_path):
+    """Every corpus and fixture segment: the header-only walk gives the full walk's rows."""
+    from tests.conftest import CORPUS
+
+    fixtures = Path(__file__).resolve().parents[2] / "fixtures"
+    paths = sorted(p for p in fixtures.rglob("*") if p.suffix in (".log", ".checkpoint") and p.is_file())
+    if CORPUS.is_dir():
+        paths += sorted(p for p in CORPUS.rglob("*.log") if "_run" not in p.parts)
+    for path in paths:
+        full, full_stop, _ = _header_rows(path)
+        trusted, stop, _ = _header_rows(path, verify_crc=False)
+        assert stop == full_stop and [r[:2] for r in trusted] == [r[:2] for r in full], path
