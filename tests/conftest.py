@@ -37,6 +37,9 @@ def _jvm_cache(tmp_path_factory):
     yield
 
 
+TEST_CODE_CACHE = "-XX:ReservedCodeCacheSize=512m"
+
+
 @pytest.fixture(scope="session")
 def spark():
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -46,7 +49,9 @@ def spark():
     # The suite's inputs are tiny: the JVM settings for small inputs (C1 JIT only, serial GC; KA_TEST_JVM
     # overrides them, e.g. KA_TEST_JVM="" for the defaults) cut the suite's Spark time by about a third. The
     # results do not depend on them; the audit CLI chooses its own by input size (auditor.spark.tuning).
-    jvm = os.environ.get("KA_TEST_JVM", " ".join(SMALL_INPUT_JVM))
+    # One JVM runs the whole suite's thousands of Spark plans: its JIT code cache is sized for that (the
+    # default of a C1-only JVM filled up once, "Out of space in CodeCache for adapters", and the JVM died).
+    jvm = os.environ.get("KA_TEST_JVM", " ".join(SMALL_INPUT_JVM)) + " " + TEST_CODE_CACHE
     extra = {"spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={LOG4J2_CONFIG.as_uri()} {jvm}"}
     session = get_spark("local[2]", app_name="kafka-auditor-tests", shuffle_partitions=4, extra_conf=extra)
     yield session
