@@ -87,8 +87,8 @@ class UncleanAudit:
         calls = []
 
         def remembered(spark, inputs, **kwargs):
-            options = {k: v for k, v in kwargs.items() if k != "stages" and v is not None}
-            assert not options, f"not the remembered audit: {options}"  # --save, --export-lost
+            options = {k: v for k, v in kwargs.items() if k != "stages" and v not in (None, False)}
+            assert not options, f"not the remembered audit: {options}"  # --save, --export-lost, --verify-crc
             assert sorted(s.path for s in inputs.sources) == sorted(
                 str(d) for d in self.root.iterdir() if d.is_dir()
             )
