@@ -99,14 +99,15 @@ def camel(name: str) -> str:
     return head + "".join(part[:1].upper() + part[1:] for part in rest)
 
 
-def iso_ms(ms: int | None) -> str | None:
-    """Milliseconds since the epoch as ISO-8601 UTC to the second (``2026-01-01T02:00:00Z``); None, a negative
-    value (Kafka's "none") or one out of range stays None."""
+def iso_ms(ms: int | None, timespec: str = "seconds") -> str | None:
+    """Milliseconds since the epoch as ISO 8601 UTC (``2026-01-01T02:00:00Z``; ``timespec="milliseconds"``
+    keeps them); None, a negative value (Kafka's "none") or one out of range stays None."""
     import datetime as _dt
 
     if ms is None or ms < 0:
         return None
     try:
-        return _dt.datetime.fromtimestamp(ms / 1000, tz=_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        moment = _dt.datetime.fromtimestamp(ms / 1000, tz=_dt.timezone.utc)
     except (OverflowError, OSError, ValueError):
         return None
+    return moment.isoformat(timespec=timespec).replace("+00:00", "Z")

@@ -244,12 +244,14 @@ def majority_topic_ids(replicas: Iterable[Mapping[str, Any]]) -> dict[tuple[str 
 
 
 def identify_rows(
-    replicas: Iterable[Mapping[str, Any]], metadata: Iterable[Mapping[str, Any]]
+    replicas: Iterable[Mapping[str, Any]],
+    metadata: Iterable[Mapping[str, Any]],
+    idents: Mapping[str | None, ClusterIdentity] | None = None,
 ) -> list[tuple[Mapping[str, Any], ReplicaIdentity]]:
     """Every replica row (``rows.REPLICA`` dicts) with its :class:`ReplicaIdentity`, judged against the KRaft
-    metadata rows of its cluster."""
+    metadata rows of its cluster (``idents``: their :func:`cluster_identities`, when the caller has them)."""
     replicas = list(replicas)
-    idents = cluster_identities(metadata)
+    idents = cluster_identities(metadata) if idents is None else idents
     majority = majority_topic_ids(replicas)
     return [
         (

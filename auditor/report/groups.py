@@ -5,11 +5,11 @@ committed offsets for a terminal; camelCase dicts for JSON and JSONL (``kafka-au
 
 from __future__ import annotations
 
-import datetime as _dt
 import json
 from collections.abc import Iterable
 from typing import Any, TextIO
 
+from auditor.text import iso_ms as text_iso_ms
 from auditor.text import visible
 
 _KEYS = {
@@ -72,13 +72,7 @@ _STATE_KEYS = {
 
 def iso_ms(ms: int | None) -> str | None:
     """``ms`` since the epoch as ISO 8601 UTC with milliseconds (None for none or a negative value)."""
-    if ms is None or ms < 0:
-        return None
-    try:
-        moment = _dt.datetime.fromtimestamp(ms / 1000, tz=_dt.UTC)
-    except (OverflowError, OSError, ValueError):
-        return None
-    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return text_iso_ms(ms, "milliseconds")
 
 
 def groups_section(view: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -43,8 +43,8 @@ def identity_findings(
     ``identity`` rules on each and the ``coverage`` rules on each cluster."""
     replicas = list(replicas)
     metadata = list(metadata)
-    judged = identify_rows(replicas, metadata)
     idents = cluster_identities(metadata)
+    judged = identify_rows(replicas, metadata, idents)
     live_by: dict[tuple, dict] = {}
     for r, ident in judged:
         if (r.get("dir_kind") or "live") == "live" and ident.compared:
