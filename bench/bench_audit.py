@@ -300,14 +300,7 @@ def main() -> None:
     with _small_input_settings(spark, inputs):
         t0 = time.perf_counter()
         tables = load(spark, inputs)
-        replicas = compare.with_tp(tables.replica)
-        batches = compare.batch_columns(tables.batch, compare.CHUNK_BITS)
-        digest = batches.groupBy("tp", "broker", "chunk", "ple").agg(
-            compare.F.expr("bit_xor(sig)").alias("x"), compare.F.count(compare.F.lit(1)).alias("n")
-        )
-        chunks = compare.candidate_chunks(digest, replicas)
-        candidates = batches.join(compare.F.broadcast(chunks), ["tp", "chunk"], "left_semi")
-        n = len(compare.first_divergence(candidates, compare.replica_pairs(replicas)).collect())
+        n = len(compare.divergence_frame(tables).collect())
         div_s = time.perf_counter() - t0
     print(
         f"divergence comparison alone:    {div_s:.1f} s, {_rate(batch_rows, div_s, cores)}, "

@@ -13,7 +13,8 @@ Measured, each in the same run of this script, on the same files:
   two fresh Python processes (so that "first run" is the first action of a new JVM, what a CLI user sees):
   one runs the full audit (``run_audit``) twice, the other the divergence comparison alone twice (the same
   code as the audit: chunk digests, candidate chunks, rows of the candidate chunks read through the
-  audit's pushed-down predicate ``compare._prune``, ``compare.first_divergence``, collected). Spark's
+  audit's pushed-down predicate, and the per-partition pass's divergence step: ``compare.divergence_frame``,
+  collected). Spark's
   start-up is printed apart and not in these times.
 * DuckDB (2 threads: ``SET threads=2``), two queries over the same extracts read straight from Parquet,
   each run twice in a fresh in-memory connection:
@@ -38,7 +39,7 @@ audit / DuckDB two-pass (full audit; divergence comparison) first run and warm, 
 with the speed-up over one core. No assertion on timings.
 
 Usage: python bench/bench_divergence_duckdb.py [--partitions 200] [--batches 50000] [--data DIR]
-       [--master local[2]] [--cores 1,2] [--standalone 2] [--driver-memory 2g]
+       [--previous DIR] [--record] [--master local[2]] [--cores 1,2] [--standalone 2] [--driver-memory 2g]
 Quick check: python bench/bench_divergence_duckdb.py --partitions 8 --batches 2000 (partition 7 diverges)
 """
 
@@ -80,7 +81,7 @@ SELECT cluster, topic, "partition" AS p, broker, log_start, leo, cleaner_offset,
 FROM read_parquet({replica})
 """
 
-# every replica pair (a < b) compared batch by batch, with its common range [lo, hi) (compare.replica_pairs)
+# every replica pair (a < b) compared batch by batch, with its common range [lo, hi) (replica_pairs)
 _PAIRS = """
 CREATE OR REPLACE TEMP VIEW pairs AS
 SELECT * FROM (
@@ -194,21 +195,9 @@ def spark_divergence(spark, inputs) -> dict[Pair, int]:
     from auditor.spark.audit import _small_input_settings
     from auditor.spark.extract import load
 
-    F = compare.F
     with _small_input_settings(spark, inputs):
         tables = load(spark, inputs)
-        replicas = compare.with_tp(tables.replica)
-        batches = compare.batch_columns(tables.batch, compare.CHUNK_BITS)
-        digest = batches.groupBy("tp", "broker", "chunk", "ple").agg(
-            F.expr("bit_xor(sig)").alias("x"), F.count(F.lit(1)).alias("n")
-        )
-        chunks = compare.candidate_chunks(digest, replicas)
-        # the second scan as the audit reads it: pushed-down spans of the candidate chunks (compare._prune)
-        pruned = compare._prune(tables.batch, chunks, replicas, compare.CHUNK_BITS)
-        candidates = compare.batch_columns(pruned, compare.CHUNK_BITS).join(
-            F.broadcast(chunks), ["tp", "chunk"], "left_semi"
-        )
-        found = compare.first_divergence(candidates, compare.replica_pairs(replicas))
+        found = compare.divergence_frame(tables)
         rows_ = found.select("cluster", "topic", "partition", "a", "b", "offset").collect()
     return {(r[0], r[1], int(r[2]), int(r[3]), int(r[4])): int(r[5]) for r in rows_}
 
@@ -242,7 +231,11 @@ def spark_child(args: argparse.Namespace) -> None:
     startup = time.perf_counter() - t0
     inputs = discover(files)
     times, answers, extra = [], [], {}
-    for _run in range(2):
+    sc = spark.sparkContext
+    tracker = sc.statusTracker()
+    for run in range(2):
+        group = f"bench-{run}"
+        sc.setJobGroup(group, group)
         t0 = time.perf_counter()
         if args.child == "audit":
             result = run_audit(spark, inputs)
@@ -252,6 +245,13 @@ def spark_child(args: argparse.Namespace) -> None:
         else:
             answers.append(spark_divergence(spark, inputs))
             times.append(time.perf_counter() - t0)
+        jobs = tracker.getJobIdsForGroup(group)
+        stages = [tracker.getStageInfo(s) for j in jobs for s in tracker.getJobInfo(j).stageIds]
+        extra["spark"] = {
+            "jobs": len(jobs),
+            "stages": len(stages),
+            "tasks": sum(s.numCompletedTasks for s in stages if s is not None),
+        }
     out = {
         "startup": startup,
         "master": spark.sparkContext.master,
@@ -416,6 +416,32 @@ def _masters(args: argparse.Namespace) -> list[str]:
     return [args.master]
 
 
+def _record(args, rows: int, two: dict, run: tuple, previous: dict | None, ok: bool) -> None:
+    """The row of docs/performance.md for the first master's run."""
+    from record import record
+
+    master, audit, div = run
+    sp = audit.get("spark", {})
+    prev = ""
+    if previous:
+        prev = (
+            f"; the previous design (`--previous`) {previous['first']:.1f} s first, {previous['warm']:.1f} s "
+            f"warm = {previous['first'] / audit['first']:.2f}x / "
+            f"{previous['warm'] / audit['warm']:.2f}x slower"
+        )
+    record(
+        "bench_divergence_duckdb",
+        f"`audit` from Parquet extracts, {rows:,} batch rows ({args.partitions} partitions x 3 brokers x "
+        f"{args.batches:,} batches), {master}, against a two-pass DuckDB query on {args.threads} threads",
+        "python bench/bench_divergence_duckdb.py" + (" --previous DIR" if previous else "") + " --record",
+        f"DuckDB two-pass {two['first']:.1f} s first, **{two['warm']:.1f} s** warm; the full audit "
+        f"{audit['first']:.1f} s first, {audit['warm']:.1f} s warm = **{audit['warm'] / two['warm']:.2f}x** "
+        f"DuckDB warm ({audit['first'] / two['first']:.2f}x first; {sp.get('jobs')} jobs, {sp.get('stages')} "
+        f"stages, {sp.get('tasks')} tasks); the divergence comparison alone {div['first']:.1f} s first, "
+        f"{div['warm']:.1f} s warm = **{div['warm'] / two['warm']:.2f}x**{prev}; every answer agrees: {ok}",
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0],
@@ -444,6 +470,13 @@ def main() -> None:
     parser.add_argument("--driver-memory", default=None, help="spark.driver.memory (default: Spark's, 1g)")
     parser.add_argument("--executor-memory", default=None, help="spark.executor.memory (standalone workers)")
     parser.add_argument("--threads", type=int, default=2, help="DuckDB threads (default 2)")
+    parser.add_argument(
+        "--previous",
+        type=Path,
+        default=None,
+        help="also run the full audit of this code tree (an older commit)",
+    )
+    parser.add_argument("--record", action="store_true", help="write the result row of docs/performance.md")
     parser.add_argument("--child", choices=("audit", "divergence"), default=None, help=argparse.SUPPRESS)
     parser.add_argument("--child-out", type=Path, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -512,6 +545,23 @@ def main() -> None:
 
     for master in _masters(args):
         measure(master, master, None)
+    previous = None
+    if args.previous:
+        master = _masters(args)[0]
+        env = {**os.environ, "PYTHONPATH": str(args.previous.resolve())}
+        try:
+            previous = run_spark(args, master, "audit", env)
+        except RuntimeError as exc:
+            print(f"previous design ({args.previous}): FAILED: {exc}", flush=True)
+        else:
+            print(f"previous design ({args.previous}), {master}:")
+            print(_line("full audit (run_audit)", previous["first"], previous["warm"], rows))
+            if runs:
+                audit = runs[0][1]
+                print(
+                    f"  this design faster: first {previous['first'] / audit['first']:.2f}x, warm "
+                    f"{previous['warm'] / audit['warm']:.2f}x; same pairs: {previous['pairs'] == reference}"
+                )
     if args.standalone:
         try:
             with standalone(args.standalone, args.worker_memory) as (url, env):
@@ -534,6 +584,8 @@ def main() -> None:
                 f"{div['warm']:9.2f} {base_audit / audit['warm']:7.2f}x {base_div / div['warm']:6.2f}x"
             )
     print(f"every answer agrees (pairs and offsets): {ok}; {len(reference)} divergent pairs")
+    if args.record and runs:
+        _record(args, rows, two, runs[0], previous, ok)
     if not ok:
         for name in ("pairwise", "two-pass"):
             print(f"  DuckDB {name}: {sorted(duck[name]['pairs'].items())[:10]}")

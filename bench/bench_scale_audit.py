@@ -13,7 +13,7 @@ partition), 3 brokers. Measured in one run, printed separately:
 Findings are checked against the ground truth (KA710 record counts per partition). No assertion on timings.
 
 Usage: python bench/bench_scale_audit.py [--partitions 4] [--batches 420000] [--scenario unclean-election]
-       [--master local[2]] [--data DIR]
+       [--master local[2]] [--data DIR] [--previous DIR] [--record]
 """
 
 from __future__ import annotations
@@ -51,11 +51,14 @@ def tree_rss(pid: int) -> int:
     return total
 
 
-def cli_audit(cluster: Path, out: Path) -> tuple[float, int, dict]:
-    """The CLI audit in its own process tree: wall seconds, peak RSS, the JSON report."""
+def cli_audit(cluster: Path, out: Path, code: Path | None = None) -> tuple[float, int, dict]:
+    """The CLI audit in its own process tree: wall seconds, peak RSS, the JSON report. ``code``: another
+    code tree (an older commit) first on ``PYTHONPATH``."""
     exe = Path(sys.executable).with_name("kafka-auditor")
     started = time.monotonic()
     env = dict(os.environ, KAFKA_AUDITOR_SMALL_INPUT_BYTES="0")  # both sizes on the large-input path
+    if code is not None:
+        env["PYTHONPATH"] = str(code.resolve())
     proc = subprocess.Popen(
         [str(exe), "audit", str(cluster), "-f", "json", "-o", str(out), "--exit-zero"],
         env=env,
@@ -87,7 +90,7 @@ def simulate(scenario: str, out: Path, partitions: int, batches: int) -> dict:
     return json.loads((out / "ground-truth.json").read_text())
 
 
-def check(truth: dict, report: dict) -> None:
+def check(truth: dict, report: dict) -> bool:
     lost = {
         (p["topic"], p["partition"]): sum(x["records"] for x in p["expected_findings"]["truncation_loss"])
         for p in truth["partitions"]
@@ -99,9 +102,10 @@ def check(truth: dict, report: dict) -> None:
             found[key] = found.get(key, 0) + f["evidence"]["records"]
     expected = {k: v for k, v in lost.items() if v}
     print(f"findings equal the ground truth: {found == expected}")
+    return found == expected
 
 
-def in_process(cluster: Path, master: str) -> None:
+def in_process(cluster: Path, master: str) -> dict:
     """``run_audit`` on a fresh session: per-phase seconds, jobs, stages, tasks."""
     from auditor.report.progress import Stages
     from auditor.spark.audit import run_audit
@@ -119,14 +123,14 @@ def in_process(cluster: Path, master: str) -> None:
     tracker = spark.sparkContext.statusTracker()
     jobs = tracker.getJobIdsForGroup(None)
     stage_ids = {s for j in jobs for s in (tracker.getJobInfo(j).stageIds if tracker.getJobInfo(j) else [])}
-    tasks = sum(
-        (info.numTasks if (info := tracker.getStageInfo(s)) is not None else 0) for s in stage_ids
-    )
+    tasks = sum((info.numTasks if (info := tracker.getStageInfo(s)) is not None else 0) for s in stage_ids)
     for name, seconds in stages.timings:
         print(f"  {seconds:7.1f} s  {name}")
     print(f"audit (in process): {wall:.1f} s wall; {len(jobs)} jobs, {len(stage_ids)} stages, {tasks} tasks; "
           f"{len(result.findings)} findings")  # fmt: skip
     spark.stop()
+    phases = ", ".join(f"{name.split(' (')[0]} {seconds:.1f} s" for name, seconds in stages.timings)
+    return {"wall": wall, "jobs": len(jobs), "stages": len(stage_ids), "tasks": tasks, "phases": phases}
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -136,6 +140,10 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--scenario", default="unclean-election")
     ap.add_argument("--master", default="local[2]")
     ap.add_argument("--data", type=Path, default=None)
+    ap.add_argument(
+        "--previous", type=Path, default=None, help="also audit with this code tree (older commit)"
+    )
+    ap.add_argument("--record", action="store_true", help="write the result row of docs/performance.md")
     args = ap.parse_args(argv)
     data = args.data or Path(tempfile.mkdtemp(prefix="bench-scale-"))
     big = data / f"{args.scenario}-{args.partitions}x{args.batches}"
@@ -151,10 +159,41 @@ def main(argv: list[str] | None = None) -> None:
     print(f"CLI audit: {wall:.1f} s wall, peak RSS {peak / 2**20:.0f} MiB "
           f"(x{peak / max(base_rss, 1):.2f} of the baseline's for x10 the batches), "
           f"{size / 2**20 / wall:.1f} MiB/s of segments")  # fmt: skip
-    check(truth, report)
+    ok = check(truth, report)
+    previous = ""
+    if args.previous:
+        prev_s, prev_rss, prev_report = cli_audit(big, data / "previous.json", args.previous)
+        same = len(prev_report["findings"]) == len(report["findings"])
+        print(f"previous design ({args.previous}): CLI {prev_s:.1f} s, peak RSS {prev_rss / 2**20:.0f} MiB; "
+              f"this design {prev_s / wall:.2f}x faster; as many findings: {same}")  # fmt: skip
+        previous = (
+            f"; the previous design (`--previous`) {prev_s:.1f} s, {prev_rss / 2**20:.0f} MiB = "
+            f"{prev_s / wall:.2f}x slower"
+        )
+    figures = {}
     if args.master:
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-        in_process(big, args.master)
+        figures = in_process(big, args.master)
+    if args.record:
+        from record import record
+
+        spark = (
+            f"; in one process {figures['wall']:.1f} s: {figures['jobs']} jobs, {figures['stages']} stages, "
+            f"{figures['tasks']} tasks ({figures['phases']})"
+            if figures
+            else ""
+        )
+        record(
+            "bench_scale_audit",
+            f"`audit` of raw log dirs at a production broker's shape: `simulate {args.scenario} --scale`, "
+            f"3 brokers x {args.partitions} partitions, {size / 2**20:.0f} MiB of one-record batches "
+            "(over 1 M batches per broker at the default size), the CLI's own process tree",
+            "python bench/bench_scale_audit.py" + (" --previous DIR" if args.previous else "") + " --record",
+            f"CLI **{wall:.1f} s**, peak RSS **{peak / 2**20:.0f} MiB** (JVM and Python) against "
+            f"{base_s:.1f} s and {base_rss / 2**20:.0f} MiB for a tenth of the batches (memory "
+            f"x{peak / max(base_rss, 1):.2f} for x10 the input){previous}{spark}; findings equal the "
+            f"ground truth: {ok}",
+        )
 
 
 if __name__ == "__main__":

@@ -20,16 +20,9 @@ Measured, in one run of this script:
   - discovering the inputs; importing pyspark and the audit's Spark modules (``auditor.spark.compare``,
     pyarrow, pandas: the CLI does it when it starts Spark and the audit); JVM launch (pyspark's
     ``launch_gateway``, timed by wrapping it); Spark session (the rest of ``get_spark``);
-  - planning, and the per-partition results (final collect), from the stage timings ``run_audit`` records
-    in an ``auditor.report.progress.Stages`` given as ``stages=``;
-  - inside its "extracting and comparing the replicas" stage, each intermediate of ``compare.audit`` (timed
-    by wrapping ``compare._materialize``, the eager ``localCheckpoint`` of large inputs, ``compare._cached``,
-    the lineage cut of small inputs, and ``arrow.rows_of``, the small inputs' collect of the Python rules'
-    rows; each step counts from the end of the previous one, so the driver's planning between actions is
-    in it), grouped as: extraction job (large inputs: the first action, which fills the persisted extract;
-    small inputs are extracted in the driver, in the planning stage), comparisons (digests, candidate
-    chunks, prune, candidates, divergence), per-partition rules (small inputs: the first action, which
-    also computes the comparisons), lag/loss/findings;
+  - every stage ``run_audit`` reports to the progress display given as ``stages=`` (extracting, identifying
+    the replicas, comparing them, the per-partition results, exporting), each with the Spark jobs that
+    finished in it;
   - building and writing the JSON report (the CLI's ``ReportOptions.write``).
 
   Spark jobs, stages and tasks of each phase come from ``SparkContext.statusTracker()``: a job group is set
@@ -42,6 +35,7 @@ seconds). Checked: the child's report has as many findings as every CLI run's (b
 assertion on timings.
 
 Usage: python bench/bench_small_audit.py [--runs 5] [--demo DIR] [--master local[2]] [--export-lost]
+       [--previous DIR] [--record]
 """
 
 from __future__ import annotations
@@ -92,10 +86,14 @@ audit as it ran before them: every input treated as large)."""
 
 def cli_runs(args: argparse.Namespace, cluster: Path, tmp: Path) -> dict[str, tuple[list[float], list[int]]]:
     """Wall seconds and findings of ``--runs`` fresh ``kafka-auditor audit`` processes as installed and as
-    many with :data:`BASELINE_ENV`, interleaved (one of each in turn: the machine's load hits both)."""
-    out: dict[str, tuple[list[float], list[int]]] = {"default": ([], []), "baseline": ([], [])}
+    many with :data:`BASELINE_ENV` (and, with ``--previous DIR``, of the code tree DIR: an earlier commit's
+    ``auditor`` and ``parsers`` first on ``PYTHONPATH``), interleaved (the machine's load hits all)."""
+    variants: list[tuple[str, dict]] = [("default", {}), ("baseline", BASELINE_ENV)]
+    if args.previous:
+        variants.append(("previous", {"PYTHONPATH": str(args.previous.resolve())}))
+    out: dict[str, tuple[list[float], list[int]]] = {name: ([], []) for name, _ in variants}
     for i in range(args.runs):
-        for name, extra in (("default", {}), ("baseline", BASELINE_ENV)):
+        for name, extra in variants:
             seconds, found = cli_run(args, cluster, tmp, f"{name}-{i}", extra)
             out[name][0].append(seconds)
             out[name][1].append(found)
@@ -160,23 +158,21 @@ class Jobs:
         return {"jobs": len(job_ids), "stages": len(run), "skipped": len(skipped - run), "tasks": tasks}
 
 
-def _label(frame) -> str:
-    """The name a ``_materialize(...)`` call's result is assigned to, from the caller's source line."""
-    import inspect
+class JobStages:
+    """A progress display for ``run_audit(stages=...)`` recording each stage's wall seconds and the Spark jobs
+    that finished in it."""
 
-    line = (inspect.getframeinfo(frame).code_context or [""])[0].strip()
-    name = line.split("=", 1)[0].strip() if "=" in line.split("(", 1)[0] else ""
-    return name or f"line {frame.f_lineno}"
+    def __init__(self, jobs: Jobs) -> None:
+        self.jobs = jobs
+        self.phases: list[tuple[str, float, list[int]]] = []
 
-
-def _rules_caller(frame) -> str:
-    """The function of ``auditor.spark.compare`` that handed rows to the driver's Python rules."""
-    while frame is not None:
-        name = frame.f_code.co_name
-        if frame.f_code.co_filename.endswith("compare.py") and name not in ("python_rows",):
-            return name
-        frame = frame.f_back
-    return "?"
+    @contextlib.contextmanager
+    def stage(self, name: str, total: float | None = None, unit: str = "", *, poll: bool = False):
+        t0 = time.perf_counter()
+        try:
+            yield None
+        finally:
+            self.phases.append((f"audit: {name}", time.perf_counter() - t0, self.jobs.new()))
 
 
 def child(args: argparse.Namespace) -> None:
@@ -184,7 +180,6 @@ def child(args: argparse.Namespace) -> None:
     import auditor.cli  # noqa: F401 - what the console script loads first
     from auditor.cli.audit import build_report
     from auditor.cli.common import ReportOptions
-    from auditor.report.progress import Stages
     from auditor.rules.registry import AUDIT_SCOPES
     from auditor.spark.inputs import PARQUET_WEIGHT, check_inputs, discover, input_bytes
     from auditor.spark.session import default_master, get_spark
@@ -236,96 +231,16 @@ def child(args: argparse.Namespace) -> None:
     sc.setJobGroup(GROUP, "the audit of bench_small_audit.py", interruptOnCancel=False)
     jobs = Jobs(spark)
 
-    # steps of compare.audit: each eager localCheckpoint, timed from the end of the previous one
-    steps: list[tuple[str, float, list[int]]] = []
-    mark = {"t": 0.0}
-    from auditor.spark import arrow
-
-    original_materialize, original_audit = compare._materialize, compare.audit
-    original_cached, original_rows_of = compare._cached, arrow.rows_of
-
-    def step(label: str) -> None:
-        now = time.perf_counter()
-        steps.append((label, now - mark["t"], jobs.new()))
-        mark["t"] = now
-
-    def materialize(df):
-        out = original_materialize(df)
-        step(_label(sys._getframe(1)))
-        return out
-
-    def cached(df):  # small inputs: the lineage cut without a job
-        out = original_cached(df)
-        step(_label(sys._getframe(1)))
-        return out
-
-    inside = {"audit": False}
-
-    def rows_of(df):  # small inputs: the Python rules' rows collected to the driver (an action)
-        out = original_rows_of(df)
-        if inside["audit"]:  # not the final collect of the results (run_audit's next stage)
-            step(f"rules in the driver: {_rules_caller(sys._getframe(1))}")
-        return out
-
-    def audit(*a, **kw):
-        planning_jobs.extend(jobs.new())  # jobs of the planning stage
-        mark["t"] = time.perf_counter()
-        inside["audit"] = True
-        try:
-            out = original_audit(*a, **kw)
-        finally:
-            inside["audit"] = False
-        now = time.perf_counter()
-        steps.append(("(frames built after the last action)", now - mark["t"], jobs.new()))
-        return out
-
-    planning_jobs: list[int] = []
-    compare._materialize, compare.audit = materialize, audit
-    compare._cached, arrow.rows_of = cached, rows_of
-    stages = Stages(enabled=False)
-    try:
-        result = run_audit(
-            spark,
-            inputs,
-            stages=stages,
-            export_lost=str(Path(args.child_out).parent / "lost") if args.export_lost else None,
-        )
-    finally:
-        compare._materialize, compare.audit = original_materialize, original_audit
-        compare._cached, arrow.rows_of = original_cached, original_rows_of
-    after_audit = jobs.new()
-    timings = dict(stages.timings)
-
-    def stage_named(prefix: str) -> float:
-        return sum(s for name, s in timings.items() if name.startswith(prefix))
-
-    phases.append(("planning (run_audit stage)", stage_named("planning"), planning_jobs))
-    groups: dict[str, tuple[float, list[int]]] = {}
-    driver_rules = "rules in the driver: "
-    for label, seconds, ids in steps:
-        if label in ("rule_out", f"{driver_rules}rule_inputs"):
-            # small inputs: this action also computes the comparisons, planned lazily before it
-            group = "per-partition rules"
-        elif label.startswith((driver_rules, "(frames")) or label in ("lags", "logs", "loss", "findings"):
-            group = "lag, loss, findings"
-        elif not groups and ids:
-            group = f"extraction job (first action: {label})"
-        else:
-            group = "comparisons (digests, chunks, prune, candidates, divergence)"
-        s, j = groups.get(group, (0.0, []))
-        groups[group] = (s + seconds, j + ids)
-    compare_stage = stage_named("extracting and comparing")
-    if steps:
-        phases += [(name, s, j) for name, (s, j) in groups.items()]
-        rest = compare_stage - sum(s for _n, s, _j in steps)
-        if abs(rest) > 0.005:
-            phases.append(("(rest of the extracting and comparing stage)", rest, []))
-    else:  # compare.audit took another shape: the stage as run_audit timed it
-        phases.append(("extracting and comparing (run_audit stage)", compare_stage, []))
-    phases.append(("final collect (per-partition results stage)", stage_named("per-partition"), after_audit))
-    if args.export_lost:
-        phases.append(("exporting the lost records", stage_named("exporting"), []))
-
+    # each stage of run_audit (extraction, identity, comparisons, per-partition results, export): its wall
+    # seconds and the Spark jobs that finished in it
+    stages = JobStages(jobs)
+    result = run_audit(
+        spark,
+        inputs,
+        stages=stages,
+        export_lost=str(Path(args.child_out).parent / "lost") if args.export_lost else None,
+    )
+    phases += stages.phases
     import typer
 
     report_file = Path(args.child_out).with_name("child-report.json")
@@ -339,7 +254,6 @@ def child(args: argparse.Namespace) -> None:
     cpu = {"jvm": _cpu_seconds(sc._gateway.proc.pid), "python": time.process_time()}
     out = {
         "phases": [[name, s, jobs.counts(ids)] for name, s, ids in phases],
-        "steps": [[label, s, jobs.counts(ids)] for label, s, ids in steps],
         "total": total,
         "cpu": cpu,
         "findings": findings_in(report_file),
@@ -402,6 +316,10 @@ def main() -> None:
     )
     parser.add_argument("--master", default=None, help="Spark master (default: the CLI's, local[*])")
     parser.add_argument("--export-lost", action="store_true", help="also --export-lost, as make demo does")
+    parser.add_argument(
+        "--previous", type=Path, default=None, help="also time this code tree (an older commit)"
+    )
+    parser.add_argument("--record", action="store_true", help="write the result row of docs/performance.md")
     parser.add_argument("--child-out", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--cluster", type=Path, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -431,7 +349,17 @@ def main() -> None:
         )
     ratio = statistics.median(runs["baseline"][0]) / statistics.median(runs["default"][0])
     print(f"  speed-up over the baseline (medians): {ratio:.2f}x")
-    findings = runs["default"][1] + runs["baseline"][1]
+    previous = ""
+    if args.previous:
+        seconds = runs["previous"][0]
+        prev_ratio = statistics.median(seconds) / statistics.median(runs["default"][0])
+        print(
+            f"  previous design ({args.previous}): median {statistics.median(seconds):6.2f} s  min "
+            f"{min(seconds):6.2f} s  max {max(seconds):6.2f} s: this design {prev_ratio:.2f}x faster"
+        )
+        median = statistics.median(seconds)
+        previous = f"; the previous design (`--previous`) {median:.2f} s in the same run = {prev_ratio:.2f}x"
+    findings = [n for _s, found in runs.values() for n in found]
     print(f"\none process, phase by phase ({res['master']}):")
     print(f"  {'phase':<62} {'seconds':>8}  {'jobs':>4} {'stages':>6}{'':<14} {'tasks':>5}")
     for phase, s, counts in res["phases"]:
@@ -440,10 +368,6 @@ def main() -> None:
     t = res["total"]
     print(f"  {'sum of the phases':<62} {total_s:8.2f}  {_counts(t)}")
     print(f"  {'wall (the child process, start to exit)':<62} {res['wall']:8.2f}")
-    if res["steps"]:
-        print("\n  the actions of compare.audit (each from the end of the previous one):")
-        for label, s, counts in res["steps"]:
-            print(f"    {label:<60} {s:8.2f}  {_counts(counts)}")
     cpu = res["cpu"]
     print(
         f"  CPU seconds of the child: JVM {cpu['jvm']:.2f} + Python {cpu['python']:.2f} = "
@@ -457,6 +381,22 @@ def main() -> None:
     )
     if not same:
         sys.exit(1)
+    if args.record:
+        from record import record
+
+        phases = ", ".join(f"{name} {s:.2f} s" for name, s, _c in res["phases"] if s >= 0.05)
+        record(
+            "bench_small_audit",
+            f"`audit` of the `make demo` cluster ({len(dirs)} log dirs, the incident case), fresh processes, "
+            "JVM start included",
+            f"python bench/bench_small_audit.py --runs {args.runs}"
+            + (" --previous DIR" if args.previous else "")
+            + " --record",
+            f"median **{statistics.median(runs['default'][0]):.2f} s** as installed against "
+            f"{statistics.median(runs['baseline'][0]):.2f} s for the baseline (small-input settings and "
+            f"class-data sharing off, interleaved) = {ratio:.2f}x{previous}; Spark: {t['jobs']} jobs, "
+            f"{t['stages']} stages, {t['tasks']} tasks; one process phase by phase: {phases}",
+        )
 
 
 if __name__ == "__main__":

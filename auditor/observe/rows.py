@@ -247,9 +247,7 @@ COMMIT = pa.schema(
         pa.field(
             "subscribed_topics",
             pa.list_(
-                pa.struct(
-                    [("topic_id", pa.string()), ("topic", pa.string()), ("num_partitions", pa.int32())]
-                )
+                pa.struct([("topic_id", pa.string()), ("topic", pa.string()), ("num_partitions", pa.int32())])
             ),
         ),
     ]
@@ -338,17 +336,6 @@ def _of(schema: pa.Schema, names: str) -> list[pa.Field]:
     return [schema.field(name) for name in names.split()]
 
 
-ZONE = pa.schema(
-    [pa.field("broker", pa.int32())]  # a follower
-    + _LEADER
-    + [
-        pa.field("from", pa.int64()),  # where its data may stop matching the leader's
-        pa.field("leader_unreadable_from", pa.int64()),
-        pa.field("leader_unreadable_to", pa.int64()),
-    ]
-)
-"""Where Spark compares a follower's batches with the leader's for truncation loss (KA710/KA711)."""
-
 LAG = pa.schema(
     _KEY
     + _LEADER
@@ -389,18 +376,157 @@ TIMELINE = pa.schema(
 )
 """The leader-epoch ranges of every replica's batches, for partitions that diverged."""
 
-RULE_OUTPUTS: dict[str, pa.Schema] = {
+_I64 = pa.int64()
+_I32 = pa.int32()
+_PARTITION_KEY = _KEY[:3]
+_COUNTS = [pa.field(name, _I64) for name in ("records", "bytes", "batches")] + [
+    pa.field("first_timestamp", _I64),  # batch max timestamps: of the first batch, the newest
+    pa.field("last_timestamp", _I64),
+]
+
+LAG_COUNTED = pa.schema(list(LAG) + _COUNTS)
+"""A :data:`LAG` row with the leader's records, bytes and batches from the follower's LEO on."""
+
+_AT_BATCH = pa.struct([("last_offset", _I64), ("ple", _I32), ("crc", _I64), ("valid", pa.bool_())])
+_PAIR = _PARTITION_KEY + [pa.field("a", _I32), pa.field("b", _I32)]
+
+PAIR = pa.schema(
+    _PAIR
+    + [pa.field(name, _I64) for name in ("cleaner_offset_a", "cleaner_offset_b")]
+    + [pa.field(name, _I64) for name in ("ua_from", "ua_to", "ub_from", "ub_to")]  # unreadable spans
+    + [pa.field("mode", pa.string()), pa.field("lo", _I64), pa.field("hi", _I64)]
+)
+"""A replica pair (brokers ``a < b``) with its common range ``[lo, hi)`` and comparison mode."""
+
+DIVERGENCE = pa.schema(
+    _PAIR
+    + [pa.field("lo", _I64), pa.field("hi", _I64), pa.field("offset", _I64), pa.field("mode", pa.string())]
+    + [
+        pa.field(
+            "detail",
+            pa.struct(
+                [
+                    ("base_offset", _I64),
+                    ("a", _AT_BATCH),
+                    ("b", _AT_BATCH),
+                    ("hash_a", _I64),
+                    ("hash_b", _I64),
+                ]
+            ),
+        )
+    ]
+)
+"""The first offset where a replica pair differs inside its common range (``detail``: what each holds)."""
+
+_MARKER = pa.struct(
+    [
+        ("offset", _I64),
+        ("marker", pa.string()),
+        ("producer_id", _I64),
+        ("producer_epoch", _I32),
+        ("first_offset", _I64),
+        ("epoch", _I32),
+    ]
+)
+
+LOST_RUN = pa.schema(
+    _KEY
+    + _LEADER
+    + [pa.field("lo", _I64), pa.field("hi", _I64)]
+    + [pa.field(name, _I64) for name in ("records", "bytes", "batches")]
+    + [pa.field("epochs", pa.list_(_I32)), pa.field("committed_hw", _I64)]
+    + [pa.field(n, _I64) for n in ("aborted_records", "open_records", "markers", "commit_markers")]
+    + [pa.field("lost_markers", pa.list_(_MARKER)), pa.field("producer_ids", pa.list_(_I64))]
+    + [pa.field("first_timestamp", _I64), pa.field("last_timestamp", _I64), pa.field("kind", pa.string())]
+)
+"""A run of follower offsets the leader lacks: ``kind`` committed or uncommitted (``--save``: ``lost/``)."""
+
+EPOCH_RANGE = pa.schema(
+    [pa.field("broker", _I32), pa.field("epoch", _I32)]
+    + [pa.field(name, _I64) for name in ("first", "last")]
+    + _COUNTS
+    + _PARTITION_KEY
+)
+"""Per replica and batch leader epoch: offsets, records, bytes, batches and timestamps (``epochs/``)."""
+
+COST = pa.schema(
+    _PARTITION_KEY
+    + [pa.field("leader", _I32), pa.field("broker", _I32)]
+    + [pa.field(name, _I64) for name in ("first_difference", "from", "records", "committed", "markers")]
+    + [pa.field(name, _I64) for name in ("bytes", "batches", "first", "last")]
+)
+"""What ``broker`` loses when candidate ``leader`` is elected (``auditor.spark.election``)."""
+
+LOST_BATCH = pa.schema(
+    _KEY
+    + [
+        pa.field("leader", _I32),
+        pa.field("segment", _I64),
+        pa.field("position", _I64),
+        pa.field("size", _I32),
+        pa.field("base_offset", _I64),
+        pa.field("ple", _I32),
+        pa.field("committed_hw", _I64),
+        pa.field("start", _I64),
+        pa.field("attributes", pa.int16()),
+        pa.field("producer_id", _I64),
+        pa.field("producer_epoch", pa.int16()),
+        pa.field("base_sequence", _I32),
+        pa.field("is_transactional", pa.bool_()),
+        pa.field("txn_state", pa.string()),
+    ]
+)
+"""A committed data batch the current leader lacks (``--export-lost`` decodes its records)."""
+
+OPEN_TXN = pa.schema(
+    _PARTITION_KEY
+    + [
+        pa.field("producer_id", _I64),
+        pa.field("first_offset", _I64),
+        pa.field("producer_epoch", pa.int16()),
+        pa.field("last_offset", _I64),
+        pa.field("records", _I64),
+        pa.field("batches", _I64),
+    ]
+    + _LEADER
+    + [pa.field("log_dir", pa.string())]
+    + [pa.field(name, _I64) for name in ("hw", "leo", "log_start")]
+    + [
+        pa.field(
+            "markers",
+            pa.list_(
+                pa.struct(
+                    [
+                        ("base_offset", _I64),
+                        ("broker", _I32),
+                        ("control_type", pa.int8()),
+                        ("producer_epoch", pa.int16()),
+                        ("markers", _I64),
+                    ]
+                )
+            ),
+        )
+    ]
+)
+"""A transaction open on the current leader, with the first COMMIT/ABORT marker of its producer after its
+first offset on each other replica (``auditor.spark.hanging``: KA713/KA714)."""
+
+PASS_OUTPUTS: dict[str, pa.Schema] = {
     "finding": FINDING,
-    "zone": ZONE,
     "summary": SUMMARY,
     "timeline": TIMELINE,
-    "lag": LAG,
+    "lag": LAG_COUNTED,
+    "loss": LOST_RUN,
+    "divergence": DIVERGENCE,
+    "pair": PAIR,
+    "epochs": EPOCH_RANGE,
+    "cost": COST,
+    "open_txn": OPEN_TXN,
+    "lost": LOST_BATCH,
 }
 
-RULE_OUTPUT = pa.schema(
-    [pa.field("tp", pa.int64())] + [pa.field(kind, pa.struct(list(s))) for kind, s in RULE_OUTPUTS.items()]
-)
-"""What the per-partition rules yield in Spark: the partition key ``tp`` and one struct column per output
+PASS_OUTPUT = pa.schema([pa.field(kind, pa.struct(list(s))) for kind, s in PASS_OUTPUTS.items()])
+"""What the pass over one partition (``auditor.spark.partition_pass``) yields: one struct column per output
 kind, the others null (like :data:`EXTRACT`)."""
 
 

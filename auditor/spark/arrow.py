@@ -1,7 +1,7 @@
-"""Arrow rows between the driver's Python and Spark's JVM without a Python worker: what the small-input
-audit (``auditor.spark.tuning``) uses to run its Python stages (extraction, per-partition rules) on the
-driver instead of in ``mapInArrow`` tasks, each of which starts a Python worker per core (about half a
-second each, importing pyarrow and pandas).
+"""Arrow rows between the driver's Python and Spark's JVM without a Python worker: how the small-input
+audit (``auditor.spark.tuning``) hands its driver-side extraction to Spark and collects its inputs for the
+per-partition pass in the driver, instead of ``mapInArrow`` tasks, each of which starts a Python worker per
+core (about half a second each, importing pyarrow and pandas); and how any audit collects its small tables.
 
 Both directions are pyspark 3.5's own Arrow paths (those of ``toPandas`` and of ``createDataFrame`` from
 pandas), without pandas in between: Arrow record batches are written as an Arrow IPC stream to the JVM (a
@@ -11,7 +11,7 @@ back into a DataFrame of the given schema; a DataFrame is collected as Arrow rec
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
@@ -37,19 +37,16 @@ def frame_of(spark: SparkSession, batches: Iterable[pa.RecordBatch], schema: pa.
     return DataFrame(jdf, spark)
 
 
+def arrow_batches(df: DataFrame) -> list[pa.RecordBatch]:
+    """Every row of ``df`` collected as Arrow record batches (one Spark action)."""
+    return df._collect_as_arrow()
+
+
 def rows_of(df: DataFrame) -> list[dict]:
     """Every row of ``df`` as the dicts ``mapInArrow`` hands a task (``RecordBatch.to_pylist``), collected
     through Arrow."""
-    batches = df._collect_as_arrow()
+    batches = arrow_batches(df)
     return [row for b in batches for row in b.to_pylist()]
-
-
-def on_driver(df: DataFrame, fn: Callable[[list[dict]], list[dict]], schema: pa.Schema) -> DataFrame:
-    """``fn`` over every row of ``df`` at once, in the driver's Python: the DataFrame of what it returns
-    (Arrow ``schema``). The small-input counterpart of ``compare.python_rows``: one call sees all the rows,
-    so ``fn`` must accept any grouping of them that keeps a key's rows together."""
-    out = pa.RecordBatch.from_pylist(fn(rows_of(df)), schema=schema)
-    return frame_of(df.sparkSession, [out], schema)
 
 
 def collect_tables(tables: Mapping[str, DataFrame]) -> dict[str, list[dict]]:
@@ -69,15 +66,3 @@ def collect_tables(tables: Mapping[str, DataFrame]) -> dict[str, list[dict]]:
         name = next(n for n, value in row.items() if value is not None)
         out[name].append(row[name])
     return out
-
-
-def on_driver_each(
-    stages: Sequence[tuple[DataFrame, Callable[[list[dict]], list[dict]]]], schema: pa.Schema
-) -> DataFrame:
-    """:func:`on_driver` over several inputs at once: every ``(df, fn)`` of ``stages`` is ``fn`` over all the
-    rows of its ``df``; their inputs are collected in one Spark action (:func:`collect_tables`) and what they
-    return is one DataFrame (Arrow ``schema``)."""
-    got = collect_tables({f"in{i}": df for i, (df, _) in enumerate(stages)})
-    out = [r for i, (_, fn) in enumerate(stages) for r in fn(got[f"in{i}"])]
-    spark = stages[0][0].sparkSession
-    return frame_of(spark, [pa.RecordBatch.from_pylist(out, schema=schema)], schema)

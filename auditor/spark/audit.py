@@ -19,9 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from auditor.findings import Finding
-from auditor.observe import rows
 from auditor.spark.extract import load, remove_scratch, save_extract, ship_code
-from auditor.spark.identity import IdentityResult, set_apart
+from auditor.spark.identity import REPLICA_KEY, IdentityResult, set_apart
 from auditor.spark.inputs import PARQUET_WEIGHT, Inputs, input_sizes
 from auditor.text import encode_bytes
 
@@ -172,10 +171,7 @@ def _add_identity(result: AuditResult, frames, identity: IdentityResult) -> None
     result.findings = [
         Finding.from_row(r, REGISTRY[r["code"]].name) for r in identity.findings
     ] + result.findings
-    spark = frames.findings.sparkSession
-    frames.findings = frames.findings.unionByName(
-        spark.createDataFrame(identity.findings, schema=rows.spark_schema(rows.FINDING))
-    )
+    frames.findings = list(identity.findings) + frames.findings
 
 
 def _run(spark, tables, settings, stage, chunk_bits, export_lost, save) -> AuditResult:
@@ -183,22 +179,59 @@ def _run(spark, tables, settings, stage, chunk_bits, export_lost, save) -> Audit
     from auditor.spark import compare
 
     with stage("identifying the replicas (topic IDs, replica sets)", unit=TASKS, poll=True):
-        identity = set_apart(tables)
+        early = collect_small(tables)
+        keyed = early["replicas"]
+        identity = set_apart(
+            tables, [{k: v for k, v in r.items() if k != "tp"} for r in keyed], early["metadata"]
+        )
+        apart = set(identity.set_apart)
+        for kind in ("commits", "txn_state"):
+            early[kind] = [c for c in early[kind] if tuple(c[k] for k in REPLICA_KEY) not in apart]
+        compared = [
+            r
+            for r in keyed
+            if (r.get("dir_kind") or "live") == "live" and tuple(r[k] for k in REPLICA_KEY) not in apart
+        ]
     with stage("comparing the replicas", unit=TASKS, poll=True):
         frames = compare.audit(
-            tables, **({"chunk_bits": chunk_bits} if chunk_bits else {}), driver=settings.driver
+            tables,
+            early["metadata"],
+            compared,
+            **({"chunk_bits": chunk_bits} if chunk_bits else {}),
+            driver=settings.driver,
         )
     with stage("per-partition results: transactions, consumer groups, elections", unit=TASKS, poll=True):
-        result = _assemble(frames, tables)
+        result = _assemble(frames, tables, early)
     _add_identity(result, frames, identity)
     if export_lost is not None:
         with stage("exporting the lost records", unit=TASKS, poll=True):
-            result.exported = export_lost_records(spark, frames, export_lost, settings.driver)
+            result.exported = export_lost_records(spark, frames, export_lost)
         result.problems.extend(result.exported.get("problems", []))
     if save is not None:
         with stage("saving the tables (--save)", unit=TASKS, poll=True):
             save_frames(frames, tables, save)
     return result
+
+
+def collect_small(tables) -> dict[str, list[dict[str, Any]]]:
+    """The small inputs every later step reads in the driver, in one Spark action: the replica rows the
+    identity step judges (with the partition key ``tp``), every KRaft metadata row, the consumer group
+    commits and the live transaction coordinator records (``__transaction_state``)."""
+    from pyspark.sql import functions as F
+
+    from auditor.spark.arrow import collect_tables
+    from auditor.spark.identity import REPLICA_COLUMNS
+
+    tp = F.xxhash64("cluster", "topic", "partition").alias("tp")  # compare.with_tp's key
+    small = {"replicas": tables.replica.select(*REPLICA_COLUMNS, tp), "metadata": tables.metadata}
+    if getattr(tables, "commit", None) is not None:
+        small["commits"] = tables.commit
+    if getattr(tables, "txn_state", None) is not None:
+        small["txn_state"] = tables.txn_state.where(F.col("live"))
+    got = collect_tables(small)
+    got.setdefault("commits", [])
+    got.setdefault("txn_state", [])
+    return got
 
 
 @contextlib.contextmanager
@@ -207,61 +240,26 @@ def _no_stage(name: str, total: float | None = None, unit: str = "", *, poll: bo
     yield None
 
 
-def _collect(df) -> list[dict[str, Any]]:
-    return [row.asDict(recursive=True) for row in df.drop("tp").collect()]
-
-
-def _assemble(frames, tables) -> AuditResult:
-    """The driver's copy of the audit's small tables (findings, replica summary, loss runs, lag, timeline,
-    KRaft metadata, consumer group commits, coordinator rows, epoch ranges: one Spark action,
-    :func:`auditor.spark.arrow.collect_tables`), the open transactions and the election's costs (an action
-    each: in one union with the rest, their plans made the action slower than three); the transaction,
-    group and election rules then run on the driver over those rows."""
+def _assemble(frames, tables, early: dict[str, list[dict[str, Any]]]) -> AuditResult:
+    """The driver's results from the pass's collected outputs (``frames.rows``) and the small inputs
+    (``early``: metadata, group commits): the transaction rules over the open transactions (and the
+    coordinator records of the ``__transaction_state`` leaders: one small action when there are some), the
+    group rules and the elections."""
     from auditor.rules.registry import REGISTRY
     from auditor.spark import hanging
-    from auditor.spark.arrow import collect_tables
-    from auditor.spark.election import election_costs, elections
+    from auditor.spark.election import elections
     from auditor.spark.groups import group_results
 
-    small = {
-        "findings": frames.findings,
-        "replicas": frames.replicas,
-        "loss": frames.lost_ranges,
-        "lags": frames.lags,
-        "timeline": frames.timeline,
-        "metadata": tables.metadata,
-        "coordinator_leaders": hanging.coordinator_leaders(frames.replicas),
-        "epochs": frames.epochs.join(
-            _flagged(frames.findings), ["cluster", "topic", "partition"], "left_semi"
-        ),
-    }
-    records = hanging.coordinator_records(tables, frames.replicas)
-    if records is not None:
-        small["coordinator_records"] = records
-    if getattr(tables, "commit", None) is not None:
-        small["commits"] = tables.commit
-    got = collect_tables({name: df.drop("tp") for name, df in small.items()})
-    txn_rows = hanging.transactional_batches(tables.batch).persist()  # read twice by open_transactions
-    try:
-        got |= collect_tables({"open_transactions": hanging.open_transactions(txn_rows, frames.replicas)})
-    finally:
-        txn_rows.unpersist()
-    got |= collect_tables({"costs": election_costs(frames)})
-    transactions, txn_findings = hanging.assess_transactions(
-        got["open_transactions"],
-        got["coordinator_leaders"],
-        got.get("coordinator_records", []),
-        got["metadata"],
-    )
-    if txn_findings:  # KA713/KA714 join frames.findings too (--save writes them)
-        spark = frames.findings.sparkSession
-        frames.findings = frames.findings.unionByName(
-            spark.createDataFrame(txn_findings, schema=rows.spark_schema(rows.FINDING))
-        )
-    findings = [Finding.from_row(r, REGISTRY[r["code"]].name) for r in got["findings"] + txn_findings]
-    replicas, loss = got["replicas"], got["loss"]
+    got = frames.rows
+    metadata = early["metadata"]
+    leaders = hanging.coordinator_leaders(got["summary"])
+    records = hanging.coordinator_records(early["txn_state"], leaders)
+    transactions, txn_findings = hanging.assess_transactions(got["open_txn"], leaders, records, metadata)
+    frames.findings += txn_findings  # KA713/KA714 (--save writes them)
+    findings = [Finding.from_row(r, REGISTRY[r["code"]].name) for r in frames.findings]
+    replicas, loss = [dict(r) for r in got["summary"]], got["loss"]
     lag_by = {
-        (g["cluster"], g["topic"], g["partition"], g["broker"]): int(g["records"] or 0) for g in got["lags"]
+        (g["cluster"], g["topic"], g["partition"], g["broker"]): int(g["records"] or 0) for g in got["lag"]
     }
     lost_by: dict[tuple, int] = {}
     for run in loss:
@@ -287,37 +285,18 @@ def _assemble(frames, tables) -> AuditResult:
         rows_.sort(key=lambda d: (d["broker"], d["first"]))
     result = AuditResult(findings, replicas, loss, timelines, problems, frames=frames, tables=tables)
     result.transactions = transactions
-    result.metadata = got["metadata"]  # KRaft rows of every node: the timelines of the report
-    group_rows, result.groups = group_results(got.get("commits", []), got["metadata"], replicas, loss)
+    result.metadata = metadata  # KRaft rows of every node: the timelines of the report
+    group_rows, result.groups = group_results(early["commits"], metadata, replicas, loss)
+    frames.findings += group_rows
     result.findings += [Finding.from_row(r, REGISTRY[r["code"]].name) for r in group_rows]  # KA720-KA723
-    result.elections = elections(got["costs"], replicas)  # candidates, their cost and the recommendation
-    result.epoch_ranges = _flagged_epoch_ranges(frames, result, got["epochs"])
+    result.elections = elections(got["cost"], replicas)  # candidates, their cost and the recommendation
+    result.epoch_ranges = _flagged_epoch_ranges(result, got["epochs"])
     return result
 
 
-def _flagged(findings):
-    """The partitions (cluster, topic, partition) with a finding above info among ``findings`` (Spark's)."""
-    from pyspark.sql import functions as F
-
-    from auditor.findings import Severity
-
-    return (
-        findings.where(F.col("topic").isNotNull() & F.col("partition").isNotNull())
-        .where(F.col("severity") != Severity.INFO.label)
-        .select(F.coalesce(F.col("cluster"), F.lit("")).alias("cluster"), "topic", "partition")
-        .distinct()
-    )
-
-
-def _flagged_epoch_ranges(
-    frames, result: AuditResult, collected: list[dict[str, Any]]
-) -> list[dict[str, Any]]:
-    """The batch epoch ranges of every partition with a finding above info and no timeline rows yet (the
-    KRaft timeline of the report lines them up with the metadata): ``collected`` holds those of the partitions
-    Spark's findings flag; the partitions flagged only by the driver's rules (transactions, groups) take one
-    more small collect."""
-    from pyspark.sql import functions as F
-
+def _flagged_epoch_ranges(result: AuditResult, epochs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The batch epoch ranges of every partition with a finding above info and no timeline rows (the KRaft
+    timeline of the report lines them up with the metadata)."""
     from auditor.findings import Severity
 
     keys = {
@@ -325,16 +304,7 @@ def _flagged_epoch_ranges(
         for f in result.findings
         if f.topic is not None and f.partition is not None and f.severity > Severity.INFO
     } - set(result.timelines)
-    if not keys:
-        return []
-    out = [r for r in collected if (r["cluster"], r["topic"], r["partition"]) in keys]
-    missing = keys - {(r["cluster"], r["topic"], r["partition"]) for r in collected}
-    if missing:
-        wanted = F.struct("cluster", "topic", "partition").isin(
-            [F.struct(F.lit(c), F.lit(t), F.lit(p)) for c, t, p in sorted(missing)]
-        )
-        out += _collect(frames.epochs.where(wanted).drop("tp"))
-    return out
+    return [r for r in epochs if (r["cluster"] or "", r["topic"], r["partition"]) in keys]
 
 
 # ------------------------------------------------------------------------------------------------ --save
@@ -376,7 +346,7 @@ def save_frames(frames, tables, directory: str | os.PathLike) -> None:
     """
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
-    spark = frames.findings.sparkSession
+    spark = frames.spark
     previous = spark.conf.get(_PARQUET_TIMESTAMPS, None)
     spark.conf.set(_PARQUET_TIMESTAMPS, "TIMESTAMP_MILLIS")  # Parquet timestamp(ms, UTC), not INT96
     try:
@@ -572,7 +542,7 @@ def lost_record_json(row: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def export_lost_records(spark, frames, directory: str | os.PathLike, driver: bool = False) -> dict[str, Any]:
+def export_lost_records(spark, frames, directory: str | os.PathLike) -> dict[str, Any]:
     """Write ``lost-records.jsonl`` and ``lost-records.parquet`` under ``directory``: every committed record a
     follower holds that the current leader lacks (KA710), one row per offset, read from the lowest-numbered
     broker holding it; ``holders`` lists every broker holding it. Committed data only, what a read_committed
@@ -581,47 +551,22 @@ def export_lost_records(spark, frames, directory: str | os.PathLike, driver: boo
     producer id and epoch, base sequence, transactional flag and timestamp type. Both files have the
     columns of :data:`LOST_FIELDS` plus ``holders``; Parquet keeps ``key``, ``value`` and header values as
     raw bytes and ``timestamp`` as a timestamp(ms, UTC), JSONL writes them as :func:`lost_record_json`.
-    ``driver``: a small input, whose batches are decoded in the driver's Python (:func:`decode_lost_rows`
-    either way)."""
+    The batches are decoded by :func:`decode_lost_rows`: on the executors, or in the driver when the pass ran
+    there (a small input)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
     from pyspark.sql import functions as F
 
-    from auditor.kafka.transactions import COMMITTED, PLAIN
-    from auditor.spark.compare import lost_batches
-
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
-    extra = frames.extra
-    lost = extra.get("lost_batches")
-    if lost is None:
-        lost = lost_batches(extra["candidates"], extra["replicas"], extra["zones"], extra.get("txn_logs"))
-    lb = lost.where(F.col("c") & F.col("txn_state").isin(PLAIN, COMMITTED))
-    todo = lb.select(
-        "cluster",
-        "topic",
-        "partition",
-        "broker",
-        "log_dir",
-        "segment",
-        "position",
-        "size",
-        "base_offset",
-        "ple",
-        "committed_hw",
-        "start",
-        "attributes",
-        "producer_id",
-        "producer_epoch",
-        "base_sequence",
-        "is_transactional",
-    )
-    if driver:  # a small input: decoded in the driver's Python, no Python worker
-        from auditor.spark.arrow import on_driver
+    if frames.lost_plan is None:  # a small input: decoded in the driver's Python, no Python worker
+        from auditor.spark.arrow import frame_of
 
-        decoded = on_driver(todo, decode_lost_rows, _lost_arrow_schema(timestamps=False))
+        schema = _lost_arrow_schema(timestamps=False)
+        decoded_rows = decode_lost_rows(frames.rows["lost"])
+        decoded = frame_of(spark, [pa.RecordBatch.from_pylist(decoded_rows, schema=schema)], schema)
     else:
-        decoded = todo.mapInArrow(_decode_lost, ", ".join(f"{n} {t}" for n, t in LOST_FIELDS))
+        decoded = frames.frame("lost").mapInArrow(_decode_lost, ", ".join(f"{n} {t}" for n, t in LOST_FIELDS))
     keys = ("cluster", "topic", "partition", "offset")
     rest = ["broker", *(n for n, _ in LOST_FIELDS if n not in (*keys, "broker"))]  # lowest broker first
     per_offset = (

@@ -1,14 +1,11 @@
-"""Which replica to elect, on Spark: the cost of every candidate leader of every partition with a
-divergence (any replica pair differs) or an offline leader (KRaft leader -1), as
-:mod:`auditor.kafka.election` defines it.
+"""Which replica to elect: the cost of every candidate leader of every partition with a divergence (any
+replica pair differs) or an offline leader (KRaft leader -1), as :mod:`auditor.kafka.election` defines it.
 
-For those partitions every ordered pair (candidate C, other replica R) becomes a zone of
-:func:`auditor.spark.compare.lost_batches` (several hypothetical leaders per partition) starting at
-``truncation_start``: the pair's first divergent offset, else C's log end offset when R's log extends past
-it. The batches R holds from there on that C does not hold are summed per (partition, C, R): records,
-committed records (below the committed high watermark, plain or committed data only), bytes, batches and
-offsets. The small table is collected with the audit's other results (one Spark action); the ordering,
-the epoch-based truncation check and the per-partition result are computed on the driver by
+The pass over each partition (``auditor.spark.partition_pass.election_costs``) compares every candidate C with
+every other replica R from ``truncation_start`` on (the pair's first divergent offset, else C's log end offset
+when R's log extends past it) and sums what R holds there that C does not: records, committed records (below
+the committed high watermark, plain or committed data only), bytes, batches and offsets (``rows.COST``). The
+ordering, the epoch-based truncation check and the per-partition result are computed here, in the driver, by
 :func:`auditor.kafka.election.choices`.
 """
 
@@ -17,147 +14,19 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pyspark.sql import Column, DataFrame
-from pyspark.sql import functions as F
-
-from auditor.kafka.election import CONTROL_STATES, Candidate, Cost, choices, why
+from auditor.kafka.election import Candidate, Cost, choices, why
 from auditor.kafka.epochs import NO_LEADER
 from auditor.kafka.topics import METADATA_TOPIC
-from auditor.kafka.transactions import VISIBLE_TO_READ_COMMITTED
-from auditor.spark.compare import lost_batches, with_tp
-from auditor.spark.tuning import broadcast
 
 _PARTITION = ("cluster", "topic", "partition")
-
-
-def candidate_pairs(summary: DataFrame, divergence: DataFrame) -> DataFrame:
-    """One row per (partition, candidate ``leader``, other replica ``broker``) of the partitions to decide:
-    ``first_difference`` (the pair's first divergent offset, null: none) and ``from``
-    (``election.truncation_start``: null when the replica's log is a prefix of the candidate's)."""
-    s = with_tp(summary).where(F.col("topic") != METADATA_TOPIC)
-    offline = s.where(F.col("kraft_leader") == NO_LEADER).select("tp")
-    decide = divergence.select("tp").unionByName(offline).distinct()
-    s = s.join(broadcast(decide), "tp", "left_semi")
-    # every ordered pair of replicas of a partition, without a self-join (one row per partition, exploded)
-    replica = F.struct(
-        "broker",
-        "leo",
-        "log_start",
-        F.col("unreadable_from").alias("u_from"),
-        F.col("unreadable_to").alias("u_to"),
-    )
-    per_partition = s.groupBy("tp", *_PARTITION).agg(F.collect_list(replica).alias("reps"))
-    pairs = (
-        per_partition.select("tp", *_PARTITION, F.explode("reps").alias("c"), "reps")
-        .select("tp", *_PARTITION, "c", F.explode("reps").alias("r"))
-        .where(F.col("c.broker") != F.col("r.broker"))
-        .select(
-            "tp",
-            *_PARTITION,
-            F.col("c.broker").alias("leader"),
-            F.col("c.leo").alias("c_leo"),
-            F.col("c.u_from").alias("leader_unreadable_from"),
-            F.col("c.u_to").alias("leader_unreadable_to"),
-            F.col("r.broker").alias("broker"),
-            F.col("r.leo").alias("r_leo"),
-            F.col("r.log_start").alias("r_log_start"),
-        )
-    )
-    d = divergence.select("tp", "a", "b", F.col("offset").alias("first_difference"))
-    on = (
-        (pairs["tp"] == d["tp"])
-        & (d["a"] == F.least(pairs["leader"], pairs["broker"]))
-        & (d["b"] == F.greatest(pairs["leader"], pairs["broker"]))
-    )
-    start = F.coalesce(
-        F.col("first_difference"),
-        F.when(F.col("r_leo") > F.col("c_leo"), F.greatest(F.col("c_leo"), F.col("r_log_start"))),
-    )
-    return (
-        pairs.join(d, on, "left")
-        .select(pairs["*"], "first_difference")
-        .withColumn("from", start)
-        .withColumn("leader_source", F.lit("candidate"))
-    )
-
-
-def _committed(lb: DataFrame) -> Column:
-    """Committed records of a lost batch row (``election.committed_records``): from ``start`` below the
-    committed high watermark, plain or committed data only (when ``lost_batches`` carries the transaction
-    state of the batch)."""
-    below = F.least(
-        F.least(F.col("last_offset"), F.col("committed_hw") - 1) - F.col("start") + 1, F.col("records_count")
-    )
-    visible = F.col("c")
-    if "txn_state" in lb.columns:
-        visible = visible & F.coalesce(
-            F.col("txn_state").isin(*sorted(VISIBLE_TO_READ_COMMITTED)), F.lit(False)
-        )
-    return F.when(visible, below).otherwise(F.lit(0))
-
-
-def cost_table(
-    batches: DataFrame,
-    replicas: DataFrame,
-    summary: DataFrame,
-    divergence: DataFrame,
-    logs: DataFrame | None = None,
-    states: DataFrame | None = None,
-) -> DataFrame:
-    """Per (partition, candidate ``leader``, replica ``broker``): the pair's ``first_difference`` and ``from``
-    and what the replica loses when the candidate is elected (``records``: data records, ``committed``,
-    ``markers``: control batches, ``bytes``, ``batches``, ``first``, ``last``; null when nothing). ``logs``:
-    the batch rows the transaction states are decided over (``compare.txn_logs``; default ``batches``);
-    ``states``: ``compare.txn_states(logs)`` when the audit has it already."""
-    pairs = candidate_pairs(summary, divergence)
-    zones = pairs.where(F.col("from").isNotNull()).select(
-        "tp", "broker", "leader", "leader_source", "from", "leader_unreadable_from", "leader_unreadable_to"
-    )
-    lb = lost_batches(batches, replicas, zones, logs, states)
-    lb = lb.where(F.col("differs"))
-    control = F.col("txn_state").isin(*sorted(CONTROL_STATES)) if "txn_state" in lb.columns else F.lit(False)
-    lost = lb.groupBy("tp", "leader", "broker").agg(
-        F.sum(
-            F.when(~control, F.least(F.col("last_offset") - F.col("start") + 1, F.col("records_count")))
-        ).alias("records"),
-        F.sum(_committed(lb)).alias("committed"),
-        F.count(F.when(control, F.lit(1))).alias("markers"),
-        F.sum("size").alias("bytes"),
-        F.count(F.lit(1)).alias("batches"),
-        F.min("start").alias("first"),
-        F.max("last_offset").alias("last"),
-    )
-    # the pairs and their costs meet by a union and an aggregation (a join back to ``pairs`` would join two
-    # plans of the same lineage, which Spark cannot always tell apart)
-    costs = ("records", "committed", "markers", "bytes", "batches", "first", "last")
-    pair_cols = (*_PARTITION, "first_difference", "from")
-    combined = pairs.select("tp", "leader", "broker", *pair_cols).unionByName(lost, allowMissingColumns=True)
-    return (
-        combined.groupBy("tp", "leader", "broker")
-        .agg(*[F.max(c).alias(c) for c in (*pair_cols, *costs)])
-        .select(*_PARTITION, "leader", "broker", "first_difference", "from", *costs)
-    )
-
-
-def election_costs(frames) -> DataFrame:
-    """The :func:`cost_table` of one audit's frames (its candidate rows, transaction states and summary)."""
-    extra = frames.extra
-    return cost_table(
-        extra["candidates"],
-        extra["replicas"],
-        frames.replicas,
-        frames.divergence,
-        extra.get("txn_logs"),
-        extra.get("txn_states"),
-    )
 
 
 def elections(
     costs: Sequence[Mapping[str, Any]], replicas: Sequence[Mapping[str, Any]]
 ) -> list[dict[str, Any]]:
     """Per partition to decide (sorted by cluster, topic, partition), its candidates with the cost of electing
-    each, the recommendation and why, and the current KRaft leader, from the collected rows of
-    :func:`election_costs` and the audit's collected per-replica summary (``rows.SUMMARY``)."""
+    each, the recommendation and why, and the current KRaft leader, from the pass's cost rows (``rows.COST``)
+    and the audit's collected per-replica summary (``rows.SUMMARY``)."""
     rows_by: dict[tuple, list[dict]] = {}
     for row in costs:
         d = dict(row)
@@ -194,7 +63,7 @@ def candidate_of(r: Mapping[str, Any]) -> Candidate:
 
 
 def partition_election(key: tuple, summary: Sequence[Mapping[str, Any]], pairs: Sequence[Mapping]) -> dict:
-    """The election of one partition from its summary rows and its rows of :func:`cost_table`."""
+    """The election of one partition from its summary rows and its cost rows (``rows.COST``)."""
     cluster, topic, partition = key
     candidates = [candidate_of(r) for r in sorted(summary, key=lambda r: r["broker"])]
     by_pair = {(p["leader"], p["broker"]): p for p in pairs}

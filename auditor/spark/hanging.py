@@ -1,15 +1,12 @@
-"""Transactions open on the current leader (KA713 hanging, KA714 forgotten by the coordinator) on Spark.
+"""Transactions open on the current leader (KA713 hanging, KA714 forgotten by the coordinator).
 
-Only the live transactional batch rows are read (once, persisted while the audit's results are collected),
-and of those only the current leader's batches are classified
-(:func:`auditor.spark.transactions.with_txn_state`: the one model of ``auditor.kafka.transactions``).
-The leader is the one the per-partition rules chose (``is_leader`` of the audit's per-replica summary); its
-high watermark is the checkpointed one as Kafka loads it (clamped into ``[log start, LEO]``). One row per
-open transaction comes back to the driver (one action for them all), with the
-COMMIT/ABORT markers of its producer that OTHER replicas hold after its first offset (the markers lost to
-truncation); the coordinator's latest state for its producer id is read from the ``__transaction_state``
-partition leaders among the inputs (``auditor.kafka.coordinator``). The rules of
-:mod:`auditor.rules.replica.transactions` then decide.
+The pass over each partition (``auditor.spark.partition_pass.open_transactions``) finds the transactions open
+on the current leader (``is_leader`` of the per-replica summary), classified by the one model of
+``auditor.kafka.transactions``, with the COMMIT/ABORT markers of its producer that OTHER replicas hold after
+its first offset (the markers lost to truncation). The leader's high watermark is the checkpointed one as
+Kafka loads it (clamped into ``[log start, LEO]``); the coordinator's latest state for its producer id is read
+from the ``__transaction_state`` partition leaders among the inputs (``auditor.kafka.coordinator``). The rules
+of :mod:`auditor.rules.replica.transactions` then decide, in the driver.
 """
 
 from __future__ import annotations
@@ -17,17 +14,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
-
 from auditor.kafka.hw import clamp_high_watermark
-from auditor.kafka.topics import METADATA_TOPIC, TRANSACTION_STATE_TOPIC
-from auditor.kafka.transactions import MARKER_NAMES, OPEN, Batch, last_stable_offset
+from auditor.kafka.topics import TRANSACTION_STATE_TOPIC
+from auditor.kafka.transactions import MARKER_NAMES, Batch, last_stable_offset
 from auditor.rules.registry import REGISTRY, load_rules
 from auditor.rules.replica.transactions import CoordinatorView, MarkerElsewhere, OpenTransaction
 from auditor.spark.partition_rules import finding_row
-from auditor.spark.transactions import end_marker, with_txn_state
-from auditor.spark.tuning import broadcast
 
 HANGING_CODES = ("KA713", "KA714")
 """The rules evaluated over every open transaction (scope ``txn``)."""
@@ -35,108 +27,21 @@ HANGING_CODES = ("KA713", "KA714")
 _PART = ["cluster", "topic", "partition"]
 
 
-_TXN_COLUMNS = [
-    *_PART,
-    "broker",
-    "base_offset",
-    "last_offset",
-    "producer_id",
-    "producer_epoch",
-    "records_count",
-    "is_transactional",
-    "is_control",
-    "control_type",
-    "live",
-]
-
-
-def transactional_batches(batches: DataFrame) -> DataFrame:
-    """The live transactional batch rows (data and markers): the only batches the state of a transactional
-    batch depends on. The caller persists them while :func:`open_transactions` reads them twice."""
-    return batches.where(F.col("live") & F.col("is_transactional")).select(*_TXN_COLUMNS)
-
-
-def open_transactions(txn_rows: DataFrame, summary: DataFrame) -> DataFrame:
-    """One row per transaction open on the current leader (``txn_rows``: :func:`transactional_batches`):
-    partition, leader, producer id and epoch, first and last data offset, records, batches, the leader's HW,
-    LEO and log start, and ``markers`` (the first COMMIT/ABORT marker of its producer after its first offset
-    on each other replica, with their count; ordered by offset and broker). One plan, no action."""
-    leaders = summary.where(F.col("is_leader") & (F.col("topic") != METADATA_TOPIC)).select(
-        *_PART,
-        F.col("broker").alias("leader"),
-        "leader_source",
-        "log_dir",
-        "hw",
-        "leo",
-        "log_start",
-    )
-    leader_ids = leaders.select(*_PART, "leader")
-    on_leader = txn_rows.join(leader_ids, _PART).where(F.col("broker") == F.col("leader"))
-    opened = (
-        with_txn_state(on_leader.drop("leader"))
-        .where(F.col("txn_state") == OPEN)
-        .groupBy(*_PART, "producer_id")
-        .agg(
-            F.min(F.struct("base_offset", "producer_epoch")).alias("first"),
-            F.max("last_offset").alias("last_offset"),
-            F.sum("records_count").alias("records"),
-            F.count(F.lit(1)).alias("batches"),
-        )
-        .select(
-            *_PART,
-            "producer_id",
-            F.col("first.base_offset").alias("first_offset"),
-            F.col("first.producer_epoch").alias("producer_epoch"),
-            "last_offset",
-            "records",
-            "batches",
-        )
-    )
-    starts = opened.select(*_PART, "producer_id", F.col("first_offset").alias("m_first"))
-    marker = F.struct("base_offset", "broker", "control_type", "producer_epoch", "markers")
-    markers = (
-        txn_rows.where(end_marker())
-        .join(starts, [*_PART, "producer_id"])
-        .where(F.col("base_offset") > F.col("m_first"))
-        .join(leader_ids, _PART)
-        .where(F.col("broker") != F.col("leader"))
-        .groupBy(*_PART, "producer_id", "broker")
-        .agg(
-            F.min(F.struct("base_offset", "control_type", "producer_epoch")).alias("m"),
-            F.count(F.lit(1)).alias("markers"),
-        )
-        .select(*_PART, "producer_id", "broker", "m.*", "markers")
-        .groupBy(*_PART, "producer_id")
-        .agg(F.sort_array(F.collect_list(marker)).alias("markers"))
-    )
-    return (
-        opened.join(leaders, _PART)
-        .join(markers, [*_PART, "producer_id"], "left")
-        .withColumn(
-            "markers", F.coalesce(F.col("markers"), F.array().cast(markers.schema["markers"].dataType))
-        )
-    )
-
-
-# ------------------------------------------------------------------------------------------ coordinator
-
-
-def coordinator_leaders(summary: DataFrame) -> DataFrame:
+def coordinator_leaders(summary: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """The leaders of the ``__transaction_state`` partitions among the inputs (cluster, topic, partition,
-    broker)."""
-    return summary.where(F.col("is_leader") & (F.col("topic") == TRANSACTION_STATE_TOPIC)).select(
-        *_PART, "broker"
-    )
+    broker), from the audit's per-replica summary rows."""
+    return [
+        {k: r[k] for k in (*_PART, "broker")}
+        for r in summary
+        if r["is_leader"] and r["topic"] == TRANSACTION_STATE_TOPIC
+    ]
 
 
-def coordinator_records(tables, summary: DataFrame) -> DataFrame | None:
-    """The live records (``rows.TXN_STATE``) of every ``__transaction_state`` partition leader; None when the
-    inputs carry no such records."""
-    if tables.txn_state is None:
-        return None
-    return tables.txn_state.where(F.col("live")).join(
-        broadcast(coordinator_leaders(summary)), [*_PART, "broker"], "left_semi"
-    )
+def coordinator_records(records: Iterable[Mapping[str, Any]], leaders: list[dict[str, Any]]) -> list[dict]:
+    """The live coordinator records (``rows.TXN_STATE``, collected) of the ``__transaction_state`` partition
+    ``leaders``."""
+    wanted = {tuple(r[k] for k in (*_PART, "broker")) for r in leaders}
+    return [dict(r) for r in records if tuple(r[k] for k in (*_PART, "broker")) in wanted]
 
 
 def coordinators(

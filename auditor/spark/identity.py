@@ -97,32 +97,33 @@ def identity_findings(
     return out
 
 
-def set_apart(tables) -> IdentityResult:
-    """Judge the replicas of ``tables`` (``auditor.spark.extract.Tables``) and remove the ones set apart, and
-    every ``-future``/``-delete``/``-stray`` replica row, from every table (in place). One small action:
-    the replica rows and the topic/partition records of the metadata."""
+REPLICA_COLUMNS = (
+    *REPLICA_KEY,
+    "broker",
+    "topic_id",
+    "dir_name",
+    "dir_kind",
+    "directory_id",
+    "hw",
+    "log_start",
+    "leo",
+    "record_count",
+    "bytes",
+)
+"""The replica columns the identity step reads (collected with the audit's other small inputs)."""
+
+IDENTITY_RECORDS = ("TOPIC_RECORD", "REMOVE_TOPIC_RECORD", "PARTITION_RECORD", "PARTITION_CHANGE_RECORD")
+
+
+def set_apart(tables, replicas: list[dict], metadata: list[dict]) -> IdentityResult:
+    """Judge the replicas of ``tables`` (``auditor.spark.extract.Tables``; ``replicas``: their collected
+    :data:`REPLICA_COLUMNS`, ``metadata``: every collected KRaft row) and remove the ones set apart, and every
+    ``-future``/``-delete``/``-stray`` replica row, from every table (in place)."""
     from pyspark.sql import functions as F
 
     from auditor.spark.tuning import broadcast
 
-    replica_cols = [
-        *REPLICA_KEY,
-        "broker",
-        "topic_id",
-        "dir_name",
-        "dir_kind",
-        "directory_id",
-        "hw",
-        "log_start",
-        "leo",
-        "record_count",
-        "bytes",
-    ]
-    replicas = [r.asDict() for r in tables.replica.select(*replica_cols).collect()]
-    wanted = ("TOPIC_RECORD", "REMOVE_TOPIC_RECORD", "PARTITION_RECORD", "PARTITION_CHANGE_RECORD")
-    metadata = [
-        r.asDict(recursive=True) for r in tables.metadata.where(F.col("record_type").isin(*wanted)).collect()
-    ]
+    metadata = [r for r in metadata if r.get("record_type") in IDENTITY_RECORDS]
     result = identity_findings(replicas, metadata)
     live = F.coalesce(F.col("dir_kind"), F.lit("live")) == "live"
     tables.replica = tables.replica.where(live)

@@ -103,13 +103,13 @@ def _row_findings(scope: str, subject: LagRow | LostRun) -> list[dict]:
 
 
 def lag_finding(row: Mapping[str, Any]) -> dict:
-    """The KA630 finding of a lag row counted by ``auditor.spark.compare.lag_counts``."""
+    """The KA630 finding of a lag row counted by ``partition_pass.lag_counts``."""
     (finding,) = _row_findings("lag", LagRow.from_row(row))
     return finding
 
 
 def loss_findings(row: Mapping[str, Any]) -> list[dict]:
-    """The ``loss`` findings of a row of ``auditor.spark.compare.lost_runs``: KA710 (``kind`` committed, when
+    """The ``loss`` findings of a row of ``partition_pass.lost_runs``: KA710 (``kind`` committed, when
     it holds committed records) or KA711 (uncommitted), and KA712 when it holds COMMIT/ABORT markers."""
     return _row_findings("loss", LostRun.from_row(row))
 

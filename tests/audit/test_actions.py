@@ -1,5 +1,6 @@
-"""How few Spark actions an audit takes (issue 13: a small audit is mostly Spark's per-action overheads): the
-final tables come back in one action and the small-input settings leave no broadcast or Bloom-filter job."""
+"""How few Spark actions and stages an audit takes (a small audit is mostly Spark's per-stage overheads):
+small tables come back in one action, the small-input settings leave no broadcast or Bloom-filter job, and
+the comparisons are two scans and one pass per partition."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from auditor.simulate import SimOptions, run_scenario
 from auditor.spark.arrow import collect_tables
 from auditor.spark.audit import run_audit
 from auditor.spark.inputs import discover
-from auditor.spark.tuning import SMALL_INPUT_CONF, broadcast
+from auditor.spark.tuning import SMALL_INPUT_CONF, SMALL_INPUT_ENV, broadcast
 
 pytestmark = pytest.mark.spark
 
@@ -71,15 +72,32 @@ def test_broadcast_hints_follow_the_small_input_settings(spark):
             spark.conf.unset(key) if value is None else spark.conf.set(key, value)
 
 
-def test_a_small_audit_runs_in_five_spark_jobs(spark, tmp_path):
-    """The driver's rules, the findings, the small result tables, the open transactions and the election's
-    costs: one action each, every intermediate computed inside them (no broadcast, runtime filter or
-    per-table collect jobs; there were 27 jobs before)."""
+def _stages(spark, jobs: list[int]) -> int:
+    tracker = spark.sparkContext.statusTracker()
+    return sum(len(tracker.getJobInfo(j).stageIds) for j in jobs)
+
+
+def test_a_small_audit_runs_in_two_spark_jobs(spark, tmp_path):
+    """A small input: the extraction in the driver, then one action collecting the small inputs (replicas,
+    metadata, commits, coordinator records) and one collecting every batch row for the per-partition pass,
+    which runs in the driver (there were 27 jobs, then 5 and 93 stages, before the pass)."""
     run_scenario("unclean-election", tmp_path / "c", SimOptions(seed=7))
     inputs = discover([tmp_path / "c"])
     saved = {key: spark.conf.get(key, None) for key in ("spark.sql.shuffle.partitions",)}
     result, jobs = _jobs(spark, lambda: run_audit(spark, inputs))
     assert result.stats["smallInput"] is True
     assert any(f.code == "KA710" for f in result.findings) and result.elections
-    assert len(jobs) <= 5, len(jobs)
+    assert len(jobs) <= 2 and _stages(spark, jobs) <= 2, jobs
     assert {key: spark.conf.get(key, None) for key in saved} == saved
+
+
+def test_a_large_audit_runs_in_at_most_ten_stages(spark, tmp_path, monkeypatch):
+    """The large-input path, whatever the size: the extraction on the executors, the small inputs, the
+    digest scan, the candidate chunks, the second scan with the pass over each partition (one shuffle)."""
+    run_scenario("txn-marker-lost", tmp_path / "c", SimOptions(seed=7))
+    monkeypatch.setenv(SMALL_INPUT_ENV, "0")
+    inputs = discover([tmp_path / "c"])
+    result, jobs = _jobs(spark, lambda: run_audit(spark, inputs))
+    assert result.stats["smallInput"] is False
+    assert any(f.code == "KA712" for f in result.findings)
+    assert _stages(spark, jobs) <= 10, _stages(spark, jobs)

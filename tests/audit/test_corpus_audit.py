@@ -21,10 +21,12 @@ def test_clean_benign_cases_were_compared(corpus_audit):
     """compacted-0 (replicas compacted independently: 26 offsets only on brokers 2/3 below the cleaner offset
     2896) is compared record by record; __cluster_metadata replicas starting at snapshots compare on their
     common range; trailing leader-epoch entries at the LEO are ignored."""
-    pairs = {(r.topic, r.a, r.b): r for r in corpus_audit.frames.pairs.where("cluster = 'clean'").collect()}
-    assert {pairs[("compacted", a, b)].mode for a, b in ((1, 2), (1, 3), (2, 3))} == {"record"}
+    pairs = {
+        (r["topic"], r["a"], r["b"]): r for r in corpus_audit.frames.rows["pair"] if r["cluster"] == "clean"
+    }
+    assert {pairs[("compacted", a, b)]["mode"] for a, b in ((1, 2), (1, 3), (2, 3))} == {"record"}
     meta = pairs[("__cluster_metadata", 2, 3)]
-    assert (meta.lo, meta.mode) == (251, "batch")
+    assert (meta["lo"], meta["mode"]) == (251, "batch")
     replicas = {(r["topic"], r["broker"]): r for r in corpus_audit.replicas if r["cluster"] == "clean"}
     assert replicas[("compacted", 2)]["latest_epoch"] == 1 and replicas[("compacted", 3)]["latest_epoch"] == 2
     assert all(r["divergence"] is None and r["lost_records"] == 0 for r in replicas.values())

@@ -130,7 +130,8 @@ def test_ongoing_transaction_is_silent(hanging):
 
 
 def test_findings_are_in_the_saved_frame(hanging):
-    rows = hanging.frames.findings.where("code in ('KA713', 'KA714') and cluster = 'hang'").collect()
+    saved = hanging.frames.saveable()["findings"]
+    rows = saved.where("code in ('KA713', 'KA714') and cluster = 'hang'").collect()
     assert sorted((r["topic"], r["code"]) for r in rows) == [
         ("forgot", "KA714"),
         ("pay", "KA713"),

@@ -1,5 +1,6 @@
-"""The second scan's pushed-down predicate (``compare._prune``) keeps every batch row of the candidate chunks:
-restricted by it or not, the candidate rows of the session's scenarios are the same."""
+"""The second scan's pushed-down predicate (``compare._prune``) keeps every batch row of the candidate chunks
+and every transactional batch: restricted by it or not, the rows the pass reads of the session's scenarios
+are the same."""
 
 from __future__ import annotations
 
@@ -13,7 +14,12 @@ CHUNK_BITS = 3
 
 
 def _candidate_rows(batch, chunks) -> list:
-    rows = compare.batch_columns(batch, CHUNK_BITS).join(F.broadcast(chunks), ["tp", "chunk"], "left_semi")
+    keys = chunks.select("tp", "chunk", F.lit(True).alias("candidate"))
+    rows = (
+        compare.batch_columns(batch, CHUNK_BITS)
+        .join(F.broadcast(keys), ["tp", "chunk"], "left")
+        .where(F.col("candidate").isNotNull() | F.col("is_transactional"))
+    )
     return sorted(rows.select("tp", "broker", "base_offset", "sig").collect())
 
 
@@ -25,10 +31,11 @@ def test_pruned_scan_keeps_every_candidate_row(spark, sim_audit):
         .groupBy("tp", "broker", "chunk", "ple")
         .agg(F.expr("bit_xor(sig)").alias("x"), F.count(F.lit(1)).alias("n"))
     )
-    chunks = compare.candidate_chunks(digest, replicas).cache()
+    per_tp = replicas.groupBy("tp", "cluster", "topic", "partition").agg(F.count(F.lit(1)).alias("replicas"))
+    chunks = compare.candidate_chunks(digest, per_tp).cache()
     partitions = chunks.select("tp").distinct().count()
     assert 1 < partitions <= compare.PUSHDOWN_PARTITIONS  # the predicate is built, over several partitions
-    pruned = compare._prune(tables.batch, chunks, replicas, CHUNK_BITS)
+    pruned = compare._prune(tables.batch, chunks.collect(), CHUNK_BITS)
     assert pruned.count() < tables.batch.count()
     whole = _candidate_rows(tables.batch, chunks)
     assert whole and _candidate_rows(pruned, chunks) == whole

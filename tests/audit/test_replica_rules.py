@@ -158,10 +158,14 @@ def test_inferred_leaders_once_per_cluster():
 def test_offline_partitions_fold_into_one_finding_per_cluster():
     """KA621 after a full shutdown: one finding per cluster, worded by its rule, severity from the registry,
     the first 20 partitions in the message and all of them in the evidence."""
-    from auditor.spark.compare import offline_finding
+    from auditor.spark.partition_pass import cluster_rows
 
-    parts = [{"topic": "t", "partition": p, "broker": 1 + p % 3, "epoch": 4} for p in range(25)]
-    row = offline_finding({"cluster": "c", "partitions": parts})
+    found = [
+        {"cluster": "c", "code": "KA621", "topic": "t", "partition": p, "broker": 1 + p % 3, "epoch": 4}
+        for p in reversed(range(25))
+    ]
+    kept, (row,) = cluster_rows(found, [])
+    assert kept == []
     assert (row["code"], row["severity"], row["cluster"], row["topic"]) == ("KA621", "info", "c", None)
     assert row["message"].startswith("25 partition(s) have no leader") and row["message"].endswith("5 more")
     evidence = json.loads(row["evidence"])["partitions"]

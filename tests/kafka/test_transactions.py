@@ -1,11 +1,11 @@
-"""The transaction model (``auditor.kafka.transactions``) and its Spark twins: ``with_txn_state`` (the state
-of every batch) and ``compare.txn_states`` (plus the first data offset of each marker's transaction) equal
-the model on hypothesis-generated logs of several producers (interleaved transactions, markers with and
-without data, plain batches, KRaft control batches, non-live tails)."""
+"""The transaction model (``auditor.kafka.transactions``), and the audit's per-partition pass using it
+(``partition_pass.txn_states``: the state of every batch plus the first data offset of each marker's
+transaction) equal to the model on hypothesis-generated logs of several producers (interleaved transactions,
+markers with and without data, plain batches, KRaft control batches)."""
 
 from __future__ import annotations
 
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from auditor.kafka.transactions import (
@@ -110,7 +110,7 @@ def test_aborted_transactions_are_the_txnindex_entries_by_marker_offset():
     assert aborted_transactions(batches) == [AbortedTxn(2, 2, 4), AbortedTxn(1, 0, 5), AbortedTxn(3, 8, 9)]
 
 
-# ------------------------------------------------------------------------------- Spark equals the model
+# ------------------------------------------------------------ the audit's per-partition pass equals the model
 
 SPEC = st.one_of(
     st.tuples(st.just("d"), st.integers(1, 4)),
@@ -118,71 +118,42 @@ SPEC = st.one_of(
     st.tuples(st.sampled_from(["c", "a"]), st.integers(1, 3)),
     st.tuples(st.just("k")),
 )
-LOG = st.tuples(st.lists(SPEC, min_size=1, max_size=25), st.integers(0, 3))  # specs, non-live tail length
-LOGS = st.lists(LOG, min_size=60, max_size=80)
+LOGS = st.lists(st.lists(SPEC, min_size=1, max_size=25), min_size=1, max_size=4)  # one log per broker
 
 
-def _rows(logs: list[tuple[list[tuple], int]]) -> tuple[list[dict], dict, dict]:
-    """Batch rows of every generated log (partition i, broker 1) and the model's expectations: the state of
-    every batch (None beyond the live prefix) and the first data offset of each live marker's transaction."""
-    rows, states, firsts = [], {}, {}
-    for i, (specs, tail) in enumerate(logs):
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(logs=LOGS)
+def test_pass_transaction_state_equals_the_model(logs):
+    """``partition_pass.txn_states`` (the audit's, per replica log of a partition): every batch's state is
+    ``classify``'s and each marker's first data offset is its transaction's (``transactions``)."""
+    from auditor.spark.partition_pass import BatchRow, state_of, txn_states
+
+    by_broker, states, firsts = {}, {}, {}
+    for broker, specs in enumerate(logs):
         batches = log(*specs)
-        n_live = max(0, len(batches) - tail)
-        live = batches[:n_live]
-        for b, s in zip(batches, classify(live) + [None] * (len(batches) - n_live), strict=True):
-            states[(i, b.base_offset)] = s
-        for t in transactions(live):
+        for b, s in zip(batches, classify(batches), strict=True):
+            states[(broker, b.base_offset)] = s
+        for t in transactions(batches):
             if t.marker_offset is not None:
-                firsts[(i, t.marker_offset)] = t.first_offset
-        for j, b in enumerate(batches):
-            rows.append(
+                firsts[(broker, t.marker_offset)] = t.first_offset
+        by_broker[broker] = [
+            BatchRow(
                 {
-                    "cluster": "c",
-                    "topic": "t",
-                    "partition": i,
-                    "tp": i,
-                    "broker": 1,
-                    "live": j < n_live,
+                    "broker": broker,
                     "base_offset": b.base_offset,
+                    "last_offset": b.last_offset,
                     "producer_id": b.producer_id,
+                    "producer_epoch": b.producer_epoch,
                     "is_transactional": b.is_transactional,
                     "is_control": b.is_control,
                     "control_type": b.control_type,
+                    "sig": 0,
                 }
             )
-    return rows, states, firsts
-
-
-SCHEMA = (
-    "cluster string, topic string, partition int, tp bigint, broker int, live boolean, base_offset bigint, "
-    "producer_id bigint, is_transactional boolean, is_control boolean, control_type tinyint"
-)
-
-
-@settings(
-    max_examples=2,
-    deadline=None,
-    derandomize=True,
-    phases=[Phase.explicit, Phase.generate],
-    suppress_health_check=[
-        HealthCheck.function_scoped_fixture,
-        HealthCheck.too_slow,
-        HealthCheck.data_too_large,
-    ],
-)
-@given(logs=LOGS)
-def test_spark_transaction_state_equals_the_model(spark, logs):
-    from auditor.spark.compare import txn_states
-
-    rows, states, firsts = _rows(logs)
-    # one action: txn_states is with_txn_state (the state; null beyond the live prefix) plus the first data
-    # offset of each marker's transaction (read for live markers only)
-    out = txn_states(spark.createDataFrame(rows, SCHEMA)).collect()
-    assert {(r["s_tp"], r["s_base"]): r["txn_state"] for r in out} == states
-    got_firsts = {
-        (r["s_tp"], r["s_base"]): (r["s_base"] if r["txn_first"] is None else r["txn_first"])
-        for r in out
-        if r["txn_state"] == MARKER
-    }
+            for b in batches
+        ]
+    table = txn_states(by_broker)  # the logs holding transactional or control batches; the rest plain
+    got = {(broker, b.base_offset): state_of(table, b) for broker, rows in by_broker.items() for b in rows}
+    assert {k: state for k, (state, _) in got.items()} == states
+    got_firsts = {k: (k[1] if f is None else f) for k, (state, f) in got.items() if state == MARKER}
     assert got_firsts == firsts

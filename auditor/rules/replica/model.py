@@ -257,7 +257,7 @@ class LagRow(FollowerSpan):
 
 @dataclass(frozen=True)
 class LostRun(FollowerSpan):
-    """A run of consecutive follower batches the leader lacks or holds differently (``compare.lost_runs``):
+    """A run of consecutive follower batches the leader lacks or holds differently (``lost_runs``):
     ``committed`` records below ``committed_hw`` or the ``uncommitted`` rest, offsets ``lo..hi``.
 
     ``records`` counts the data records a consumer would have read (plain data and data of transactions
@@ -340,7 +340,7 @@ class LostRun(FollowerSpan):
 
 
 LOST_MARKERS_LISTED = 100
-"""A lost run lists at most this many of its COMMIT/ABORT markers (``compare.lost_runs``); it counts all."""
+"""A lost run lists at most this many of its COMMIT/ABORT markers (``lost_runs``); it counts all."""
 PRODUCERS_LISTED = 20
 """A lost run lists at most this many producer ids of its data batches."""
 

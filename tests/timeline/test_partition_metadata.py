@@ -1,4 +1,4 @@
-"""The metadata rows each partition's rules see in ``audit`` (``compare.metadata_inputs``): its partition
+"""The metadata rows each partition's rules see in ``audit`` (``partition_pass.metadata_for``): its partition
 records and the min.insync.replicas / unclean.leader.election.enable configs of its topic and cluster."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ def _meta(**kw) -> dict:
     return {**row, "cluster": "c", "node": 100, "log_dir": "/d", "end_offset": 10, "timestamp": 1, **kw}
 
 
-def test_config_rows_reach_the_partitions_they_apply_to(spark):
-    from auditor.spark.compare import metadata_inputs, with_tp
+def test_config_rows_reach_the_partitions_they_apply_to():
+    from auditor.spark.partition_pass import metadata_for, metadata_index
 
     metadata = [
         _meta(seq=0, record_type="PARTITION_RECORD", topic="a", partition=0, leader=1, isr=[1]),
@@ -25,15 +25,12 @@ def test_config_rows_reach_the_partitions_they_apply_to(spark):
         _meta(seq=4, record_type="CONFIG_RECORD", topic="b", config_resource_type=2, config_resource="b",
               config_name="min.insync.replicas", config_value="3"),
     ]  # fmt: skip
-    md = spark.createDataFrame(metadata, rows.spark_schema(rows.METADATA))
-    replicas = with_tp(
-        spark.createDataFrame(
-            [("c", "a", 0, 1), ("c", "a", 1, 1), ("c", "b", 0, 2)],
-            "cluster string, topic string, partition int, broker int",
-        )
+    index = metadata_index(metadata)
+    seen = sorted(
+        (r["topic"], r["partition"], r["seq"])
+        for c, t, p in [("c", "a", 0), ("c", "a", 1), ("c", "b", 0)]
+        for r in metadata_for(index, c, t, p)
     )
-    got = metadata_inputs(md, replicas).select("topic", "partition", "seq", "record_type").collect()
-    seen = sorted((r.topic, r.partition, r.seq) for r in got)
     # a's partition record, a's min.insync.replicas on both its partitions, b's on b-0, the cluster-wide
     # unclean.leader.election.enable on every partition; segment.bytes is not followed
     assert seen == [("a", 0, 0), ("a", 0, 1), ("a", 0, 3), ("a", 1, 1), ("a", 1, 3), ("b", 0, 3), ("b", 0, 4)]
