@@ -75,3 +75,34 @@ def error_evidence(exc: BaseException) -> dict[str, str | None]:
     if os.environ.get(DEBUG_ENV):
         traceback.print_exception(type(exc), exc, exc.__traceback__, file=sys.stderr)
     return {"error": describe_error(exc), "raisedAt": raised_at(exc)}
+
+
+_interrupted = [False]
+
+
+def on_interrupt(signum: int, frame: object) -> None:
+    """The CLI's SIGINT handler: say ``interrupted`` once on stderr, remember it (an error raised while
+    Python waits on the Spark JVM is then the interruption, not a failure of the job), then interrupt as
+    Python does (the command exits 130; files are written whole or not at all; the Spark JVM, a child that
+    ignores SIGINT, ends when this process does)."""
+    if not _interrupted[0]:
+        _interrupted[0] = True
+        sys.stderr.write("kafka-auditor: interrupted\n")
+        sys.stderr.flush()
+    raise KeyboardInterrupt
+
+
+def keep_interrupt_handler() -> None:
+    """Put :func:`on_interrupt` back once another handler took SIGINT over (pyspark's cancels the Spark jobs
+    through py4j, a call that collides with the one Python is waiting on and logs errors; the process is
+    ending anyway)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, on_interrupt)
+
+
+def interrupted() -> bool:
+    """Whether SIGINT arrived since the process started (:func:`on_interrupt`)."""
+    return _interrupted[0]

@@ -137,7 +137,17 @@ def build_report(result, selection, inputs, options: ReportOptions) -> Report:
         stats["exportedRecords"] = result.exported["records"]
         stats["exportedFiles"] = [result.exported["jsonl"], result.exported["parquet"]]
     findings = sorted((f for f in result.findings if f.code in selection), key=lambda f: f.sort_key())
+    from auditor.report.verdicts import audit_verdicts, link_same_facts
+
+    link_same_facts(findings)  # one fact, one primary finding: the others link to it
     sections, views = consequences(result, findings)
+
+    rows = partition_rows(result)
+    verdicts, consistent = audit_verdicts(
+        findings, rows, sections["elections"], [s.path for s in inputs.sources]
+    )
+    sections = {"verdicts": verdicts, **sections}
+    stats["consistentPartitions"] = consistent
     return options.report(
         "audit",
         selection,
@@ -146,7 +156,7 @@ def build_report(result, selection, inputs, options: ReportOptions) -> Report:
         sections=sections,
         views=views,
         incomplete=bool(result.problems),
-        partitions=partition_rows(result),
+        partitions=rows,
         inputs=[{"kind": s.kind, "path": s.path} for s in inputs.sources],
         stats=stats,
         errors=result.problems,

@@ -208,6 +208,11 @@ class ReportOptions:
             stages.close()
         if not to_file or stages is None:
             self.emit(report)
+        if to_file and sys.stderr.isatty():  # the report went to a file: its counts and verdict here
+            from auditor.report.terminal import summary_tables, verdict
+
+            counts = summary_tables(report)[0].plain
+            typer.echo(f"{counts}\n{verdict(report).plain} (report: {self.output})", err=True)
         raise typer.Exit(report.exit_code)
 
 
@@ -671,9 +676,16 @@ def run_on_spark(
             spark = start_spark(master, verbose, input_bytes)
         if stages.enabled:
             stages.poller = lambda: spark_tasks(spark)
+    from auditor.errors import keep_interrupt_handler
+
+    keep_interrupt_handler()  # Ctrl-C: "interrupted", exit 130 (not pyspark's job cancelling)
     try:
         return job(spark)
     except Exception as exc:
+        from auditor.errors import interrupted
+
+        if interrupted():  # Ctrl-C while Python waited on the JVM: py4j reports it as its own error
+            raise KeyboardInterrupt from None
         if not is_spark_error(exc) and not isinstance(exc, ConnectionError):
             raise
         raise fail(spark_failure(exc, getattr(stages, "failed", None), master.url)) from None

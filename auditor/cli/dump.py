@@ -32,15 +32,23 @@ class Decoder(str, Enum):
 
 
 def dump_command(
-    files: list[Path] = typer.Argument(
-        ...,
+    files: list[Path] | None = typer.Argument(
+        None,
         help="Kafka files: .log, KRaft .checkpoint, .index, .timeindex, "
         ".txnindex, .snapshot, checkpoints, partition.metadata, meta.properties, "
-        "quorum-state, .kafka_cleanshutdown.",
+        "quorum-state, .kafka_cleanshutdown; or a partition directory (all its files, segment by segment).",
     ),
-    deep: bool = typer.Option(False, "--deep", help="Decode the records inside each batch."),
+    listed: str | None = typer.Option(
+        None, "--files", help="Comma-separated files, as kafka-dump-log.sh takes them (added to FILES)."
+    ),
+    deep: bool = typer.Option(
+        False, "--deep", "--deep-iteration", help="Decode the records inside each batch."
+    ),
     print_values: bool = typer.Option(
-        False, "--print-values", help="Print keys, values and headers (implies --deep)."
+        False,
+        "--print-values",
+        "--print-data-log",
+        help="Print keys, values and headers (implies --deep).",
     ),
     encoding: Encoding = typer.Option(
         Encoding.auto,
@@ -60,6 +68,22 @@ def dump_command(
         help="Decode __transaction_state records (transaction coordinator state), like "
         "kafka-dump-log.sh --transaction-log-decoder: same as --decoder transaction-log --print-values.",
     ),
+    offsets_decoder: bool = typer.Option(
+        False,
+        "--offsets-decoder",
+        help="kafka-dump-log.sh's name for --decoder offsets --print-values (__consumer_offsets).",
+    ),
+    metadata_decoder: bool = typer.Option(
+        False,
+        "--cluster-metadata-decoder",
+        help="kafka-dump-log.sh's name for --decoder metadata --print-values (__cluster_metadata).",
+    ),
+    index_sanity_check: bool = typer.Option(
+        False,
+        "--index-sanity-check",
+        help="Check the files (indexes: Kafka's sanity checks) without printing their entries: one line "
+        "per file, as kafka-dump-log.sh --index-sanity-check.",
+    ),
     fmt: DumpFormat = typer.Option(DumpFormat.text, "--format", "-f", help="Output format."),
     max_bytes: int | None = typer.Option(
         None,
@@ -78,10 +102,18 @@ def dump_command(
     from auditor.dump import Dumper, DumpOptions
     from auditor.dump_render import RENDERERS, guarded
 
-    if transaction_log_decoder:
-        if decoder not in (Decoder.auto, Decoder.transaction_log):
-            raise fail_all([f"--transaction-log-decoder conflicts with --decoder {decoder.value}"])
-        decoder, print_values = Decoder.transaction_log, True
+    for flag, name, wanted in (
+        (transaction_log_decoder, "--transaction-log-decoder", Decoder.transaction_log),
+        (offsets_decoder, "--offsets-decoder", Decoder.offsets),
+        (metadata_decoder, "--cluster-metadata-decoder", Decoder.metadata),
+    ):
+        if flag:
+            if decoder not in (Decoder.auto, wanted):
+                raise fail_all([f"{name} conflicts with --decoder {decoder.value}"])
+            decoder, print_values = wanted, True
+    paths = expand_paths([*(files or []), *(Path(p) for p in (listed or "").split(",") if p.strip())])
+    if not paths:
+        raise fail_all(["missing FILES (or --files); see `kafka-auditor dump --help`"])
     options = DumpOptions(
         deep=deep or print_values,
         print_values=print_values,
@@ -93,10 +125,53 @@ def dump_command(
     errors: list = []
     out = sys.stdout
     try:
-        RENDERERS[fmt.value](guarded([str(f) for f in files], dumper.stream, errors), out)
+        if index_sanity_check:
+            _sanity_check([str(f) for f in paths], dumper, errors, out)
+        else:
+            RENDERERS[fmt.value](guarded([str(f) for f in paths], dumper.stream, errors), out)
         out.flush()
     except BrokenPipeError:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return
     if errors:
         raise fail_all([str(err) for err in errors])
+
+
+SEGMENT_SUFFIXES = (".log", ".index", ".timeindex", ".txnindex", ".snapshot")
+"""The files of one segment, in the order a partition directory is dumped (Kafka's own order of them)."""
+
+
+def expand_paths(paths: list[Path]) -> list[Path]:
+    """``paths`` with every directory replaced by its files: segment by segment in base-offset order (the
+    ``.log``, then its indexes, then the producer snapshot), then the partition's other files by name
+    (``leader-epoch-checkpoint``, ``partition.metadata``); sub-directories and dot-files left out."""
+    out: list[Path] = []
+    for path in paths:
+        if not path.is_dir():
+            out.append(path)
+            continue
+        segments: list[tuple[int, int, Path]] = []
+        others: list[Path] = []
+        for child in sorted(path.iterdir()):
+            if not child.is_file() or child.name.startswith("."):
+                continue
+            stem, dot, suffix = child.name.partition(".")
+            if stem.isdigit() and f".{suffix}" in SEGMENT_SUFFIXES:
+                segments.append((int(stem), SEGMENT_SUFFIXES.index(f".{suffix}"), child))
+            elif not stem.isdigit():
+                others.append(child)
+        out += [p for _base, _rank, p in sorted(segments)] + others
+    return out
+
+
+def _sanity_check(paths: list[str], dumper, errors: list, out) -> None:
+    """Every file decoded and checked, nothing printed but one line per file."""
+    from auditor.dump_render import guarded
+
+    failed: dict[str, str] = {}
+    for event in guarded(paths, dumper.stream, errors):
+        if event.get("kind") == "failed":
+            failed.setdefault(str(event["path"]), event["message"])
+    for path in paths:
+        why = failed.get(path)
+        out.write(f"{path}: passed the sanity check\n" if why is None else f"{path}: {why}\n")

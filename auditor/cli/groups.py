@@ -22,7 +22,9 @@ def groups_command(
         "ROOT...", "Broker log directories, or folders holding them (e.g. one per broker)."
     ),
     group: str | None = typer.Option(None, "--group", "-g", help="Only this consumer group."),
-    fmt: ListingFormat = typer.Option(ListingFormat.text, "--format", "-f", help="text, json or jsonl."),
+    fmt: ListingFormat = typer.Option(
+        ListingFormat.text, "--format", "-f", help="text (default, on a terminal and piped), json or jsonl."
+    ),
     output: Path | None = typer.Option(None, "--output", "-o", help="Write here instead of stdout."),
 ) -> None:
     """List every consumer group of the brokers' __consumer_offsets replicas: its offsets partition

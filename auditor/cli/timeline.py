@@ -4,7 +4,6 @@ replicas' leader-epoch caches and batches, without Spark."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import typer
@@ -25,8 +24,8 @@ def timeline_command(
     ),
     topic: str | None = typer.Option(None, "--topic", "-t", help="Only this topic."),
     partition: int | None = typer.Option(None, "--partition", "-p", help="Only this partition number."),
-    fmt: ListingFormat | None = typer.Option(
-        None, "--format", "-f", help="text, json or jsonl (default: text on a terminal, else json)."
+    fmt: ListingFormat = typer.Option(
+        ListingFormat.text, "--format", "-f", help="text (default, on a terminal and piped), json or jsonl."
     ),
     output: Path | None = typer.Option(None, "--output", "-o", help="Write here instead of stdout."),
 ) -> None:
@@ -51,8 +50,6 @@ def timeline_command(
         raise fail(f"{getattr(exc, 'filename', None) or ''}: {exc.strerror or exc}") from None
     for line in problems:
         warn(line)
-    if fmt is None:
-        fmt = ListingFormat.text if output is None and sys.stdout.isatty() else ListingFormat.json
 
     def write(stream, color):
         from auditor.report import timeline as render

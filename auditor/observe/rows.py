@@ -432,7 +432,8 @@ _MARKER = pa.struct(
 LOST_RUN = pa.schema(
     _KEY
     + _LEADER
-    + [pa.field("lo", _I64), pa.field("hi", _I64)]
+    + [pa.field("lo", _I64), pa.field("hi", _I64)]  # the offsets of the records ``records`` counts
+    + [pa.field("span_lo", _I64), pa.field("span_hi", _I64)]  # the whole truncated span
     + [pa.field(name, _I64) for name in ("records", "bytes", "batches")]
     + [pa.field("epochs", pa.list_(_I32)), pa.field("committed_hw", _I64)]
     + [pa.field(n, _I64) for n in ("aborted_records", "open_records", "markers", "commit_markers")]

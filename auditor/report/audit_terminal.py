@@ -21,7 +21,7 @@ from auditor.findings import Severity
 from auditor.report.election import election_table
 from auditor.report.groups import group_tables
 from auditor.report.model import Report
-from auditor.report.terminal import STYLES, Layout
+from auditor.report.terminal import STYLES, Fitting, Layout
 from auditor.report.timeline import partition_renderable
 from auditor.report.transactions import transactions_table
 
@@ -69,7 +69,7 @@ def _incomplete(r: dict[str, Any]) -> Text | str:
     return Text(f"{lo}..{hi - 1}" if hi is not None else f"{lo}..", style=STYLES[Severity.ERROR])
 
 
-def replicas_table(replicas: list[dict[str, Any]]) -> Table:
+def replicas_table(replicas: list[dict[str, Any]]) -> Table | Fitting:
     """The replicas of one partition side by side (numbers are never cut: headers wrap instead)."""
     rows = []
     for r in replicas:
@@ -108,13 +108,22 @@ def replicas_table(replicas: list[dict[str, Any]]) -> Table:
     )
     # the last three columns (lag, unreadable offsets, tail) only when some replica has something there
     keep = [i for i in range(len(heads)) if i < len(heads) - 3 or any(str(row[i]) for row in rows)]
+    widths = []
     for i in keep:
         head, justify = heads[i]
         widest = max([len(str(row[i])) for row in rows] + [max(len(part) for part in head.split("\n"))])
+        widths.append(widest)
         table.add_column(head, justify=justify, no_wrap=True, min_width=widest)
     for row in rows:
         table.add_row(*[row[i] for i in keep])
-    return table
+    # too narrow a terminal for a column per field: a row per field, a column per replica (numbers whole)
+    narrow = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+    narrow.add_column("", no_wrap=True)
+    for row in rows:
+        narrow.add_column(f"broker {row[0]}", justify="right", no_wrap=True)
+    for i in keep[1:]:
+        narrow.add_row(heads[i][0].replace("\n", " "), *[row[i] for row in rows])
+    return Fitting(table, narrow, sum(widths) + 3 * len(widths))
 
 
 def timeline(replicas: list[dict[str, Any]], width: int = TIMELINE_WIDTH) -> Table:
@@ -253,5 +262,35 @@ def leaders_line(report: Report) -> list[Text]:
     return [Text("Reference leaders: " + "; ".join(parts), style="dim")]
 
 
-AUDIT_LAYOUT = Layout(lead=leaders_line, panels=consequence_panels)
+def verdict_block(report: Report) -> list:
+    """The verdicts (``auditor.report.verdicts``), first: one block per partition needing attention, its
+    next steps numbered, then the count of the consistent partitions."""
+    from auditor.report.verdicts import verdict_lines
+
+    verdicts = report.sections.get("verdicts")
+    if verdicts is None:
+        return []
+    consistent = report.stats.get("consistentPartitions", 0)
+    out: list = [Text("Verdict", style="bold underline")]
+    for line in verdict_lines(verdicts, consistent):
+        stripped = line.lstrip(" ")
+        if stripped == line:  # a partition's head line, or the count of the others
+            out.append(Text(line, style="bold"))
+            continue
+        mark, _, rest = stripped.partition(" ")
+        numbered = mark.endswith(".") and mark[:-1].isdigit()
+        grid = Table.grid(padding=(0, 1))  # the text wraps under itself, after its number or indent
+        grid.add_column(no_wrap=True)
+        grid.add_column(overflow="fold", ratio=1)
+        grid.add_row(Text("  " + mark) if numbered else Text(" "), Text(rest if numbered else stripped))
+        out.append(grid)
+    return out
+
+
+def audit_lead(report: Report) -> list:
+    """The verdicts, then the reference leaders."""
+    return verdict_block(report) + leaders_line(report)
+
+
+AUDIT_LAYOUT = Layout(lead=audit_lead, panels=consequence_panels)
 """What ``audit`` adds to the people's report: the reference leaders, then the diverged partitions."""

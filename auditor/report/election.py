@@ -42,10 +42,21 @@ def _costs_cell(costs: Iterable[Mapping[str, Any]]) -> Text:
     return out
 
 
+def least_loss(e: Mapping[str, Any]) -> int | None:
+    """The candidate whose election loses the least committed data (then the fewest records, then Kafka's
+    order)."""
+    candidates = e.get("candidates") or []
+    if not candidates:
+        return None
+    best = min(candidates, key=lambda c: (c["committed_lost"], c["records_lost"], c["rank"]))
+    return best["broker"]
+
+
 def election_table(e: Mapping[str, Any]) -> Table:
-    """The candidates of one partition, recommended first: broker, last leader epoch, log end offset, records
-    and committed records the other replicas lose ("sum": over them, a record two replicas lose counts
-    twice), per other replica, recommended and current leader."""
+    """The candidates of one partition, Kafka's choice first: broker, last leader epoch, log end offset,
+    records and committed records the other replicas lose ("sum": over them, a record two replicas lose
+    counts twice), per other replica; marked: Kafka's choice (what its election rules rank first, the
+    ``recommended`` of the JSON), the candidate that loses the least committed data, the current leader."""
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 1))
     for head, justify in (
         ("elect", "left"),
@@ -59,13 +70,18 @@ def election_table(e: Mapping[str, Any]) -> Table:
             head,
             justify=justify,
             no_wrap=justify == "right",
-            min_width=44 if head.startswith("lost on") else None,
+            overflow="fold",
+            min_width=24 if head.startswith("lost on") else None,
+            ratio=1 if head.startswith("lost on") else None,
         )
+    least = least_loss(e)
     for c in e["candidates"]:
         # the marks go under the broker id: a narrow terminal never drops them
         elect = Text(str(c["broker"]))
         if c["recommended"]:
-            elect.append("\nrecommended", style="bold green")
+            elect.append("\nKafka's choice", style="bold")
+        if c["broker"] == least:
+            elect.append("\nleast loss", style="bold green")
         if c["current"]:
             elect.append("\ncurrent", style="cyan")
         table.add_row(
@@ -103,7 +119,7 @@ def election_renderable(elections: list[Mapping[str, Any]]) -> Group:
         title = _title(e)
         if len(clusters) > 1:
             title.append(f" · cluster {visible(e['cluster'])}")
-        parts += [title, election_table(e), Text(f"recommended: {e['why']}", style="dim"), Text("")]
+        parts += [title, election_table(e), Text(f"Kafka's choice: {e['why']}", style="dim"), Text("")]
     return Group(*parts)
 
 

@@ -69,7 +69,44 @@ def render_findings_html(report: Report, out: IO[str]) -> None:
     rest = [s for s in page.sections if s.id not in AHEAD]
     at = next((i + 1 for i, s in enumerate(rest) if s.id == "summary"), 0)
     page.sections = rest[:at] + ahead + rest[at:]
+    verdict = verdict_section(report) if report.command == "audit" else None
+    if verdict is not None:  # the answer first, before everything else
+        page.sections = [verdict, *page.sections]
     out.write(render_page(page))
+
+
+def verdict_section(report: Report) -> Section | None:
+    """The verdicts (``auditor.report.verdicts``): one block per partition needing attention with its next
+    steps as an ordered list (commands in ``code``), then the count of the consistent partitions."""
+    from auditor.report.verdicts import verdict_lines
+
+    verdicts = report.sections.get("verdicts")
+    if verdicts is None:
+        return None
+    blocks: list[object] = []
+    steps: list[object] = []
+    details: list[object] = []
+
+    def flush() -> None:
+        if details:
+            blocks.append(tag("ul", *[tag("li", d) for d in details]))
+            details.clear()
+        if steps:
+            blocks.append(tag("ol", *[tag("li", step) for step in steps]))
+            steps.clear()
+
+    for line in verdict_lines(verdicts, report.stats.get("consistentPartitions", 0)):
+        stripped = line.lstrip(" ")
+        mark, _, rest = stripped.partition(" ")
+        if stripped == line:
+            flush()
+            blocks.append(tag("p", tag("strong", line)))
+        elif mark.endswith(".") and mark[:-1].isdigit():
+            steps.append(rest)
+        else:
+            details.append(stripped)
+    flush()
+    return Section("Verdict", blocks, id="verdict")
 
 
 def with_brokers(report: Report) -> Report:
@@ -393,15 +430,24 @@ def _costs(costs: Iterable[Mapping[str, Any]]) -> Markup:
 
 
 def election_blocks(election: Mapping[str, Any] | None) -> list[object]:
-    """Which replica to elect: every candidate, recommended first (KIP-966: highest last leader epoch, then
-    highest log end offset, then lowest broker id) and what electing it costs the others."""
+    """Which replica to elect: every candidate, Kafka's choice first (KIP-966: highest last leader epoch, then
+    highest log end offset, then lowest broker id), the one that loses the least committed data marked, and
+    what electing each costs the others."""
     if not election:
         return []
     rows, classes = [], []
-    for c in election.get("candidates") or []:
+    candidates = election.get("candidates") or []
+    least = min(
+        candidates,
+        key=lambda c: (c.get("committedRecordsLost") or 0, c.get("recordsLost") or 0, c.get("rank") or 0),
+        default=None,
+    )
+    for c in candidates:
         marks: list[object] = [str(c["broker"])]
         if c.get("recommended"):
-            marks += [" ", tag("span", "recommended", class_="tag ok")]
+            marks += [" ", tag("span", "Kafka's choice", class_="tag")]
+        if least is not None and c["broker"] == least["broker"]:
+            marks += [" ", tag("span", "least committed loss", class_="tag ok")]
         if c.get("currentLeader"):
             marks += [" ", tag("span", "current leader", class_="tag")]
         committed = c.get("committedRecordsLost") or 0
@@ -429,7 +475,7 @@ def election_blocks(election: Mapping[str, Any] | None) -> list[object]:
         grid(headers, rows, numeric=[1, 2, 3, 4], row_classes=classes, class_="election"),
     ]
     if election.get("why"):
-        blocks.append(tag("p", tag("strong", "Recommended: "), election["why"]))
+        blocks.append(tag("p", tag("strong", "Kafka's choice: "), election["why"]))
     return blocks
 
 

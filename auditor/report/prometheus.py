@@ -53,6 +53,15 @@ def render_prometheus(report: Report, out: IO[str]) -> None:
         labels = _labels(command=cmd, cluster=cluster, broker=broker, code=code, name=name, severity=sev)
         lines.append(f"kafka_auditor_findings{labels} {n}")
     lines += [
+        "# HELP kafka_auditor_check_findings Findings of the last run per check that ran "
+        "(0: it ran and found nothing; no series: it did not run).",
+        "# TYPE kafka_auditor_check_findings gauge",
+    ]
+    by_code = Counter(f.code for f in report.findings)
+    for rule in sorted(report.rules, key=lambda r: r.code):
+        labels = _labels(command=cmd, code=rule.code, name=rule.name, severity=rule.severity.label)
+        lines.append(f"kafka_auditor_check_findings{labels} {by_code.get(rule.code, 0)}")
+    lines += [
         "# HELP kafka_auditor_findings_by_severity Findings of the last run, by severity.",
         "# TYPE kafka_auditor_findings_by_severity gauge",
     ]

@@ -90,8 +90,10 @@ def header(report: Report) -> Text:
     s = report.stats
     text = Text(f"{TOOL_NAME} {report.command}", style="bold")
     bits = []
-    if "logDirs" in s:
+    if "logDirs" in s and (s["logDirs"] or not s.get("extracts")):
         bits.append(f"{s['logDirs']} log dir(s)")
+    if s.get("extracts"):
+        bits.append(f"{s['extracts']} extract(s)")
     if "partitions" in s:
         bits.append(f"{s['partitions']} partition(s)")
     if "segments" in s:
@@ -117,23 +119,36 @@ def summary_tables(report: Report) -> list:
         line.append(f"; {note}", style="dim")
     out: list = [line]
     if summary["byCode"]:
-        titles = {r.code: r.title for r in report.rules}
-        codes = Table(title="Findings by check", box=box.SIMPLE_HEAD, title_justify="left", show_edge=False)
-        codes.add_column("code", no_wrap=True)
-        codes.add_column("check", no_wrap=True)
-        codes.add_column("severity", no_wrap=True)
-        codes.add_column("count", justify="right")
-        codes.add_column("meaning", overflow="fold")
-        for code, info in summary["byCode"].items():
-            codes.add_row(
-                code,
-                info["name"],
-                _sev(Severity.parse(info["severity"])),
-                str(info["count"]),
-                titles.get(code, ""),
-            )
-        out.append(codes)
+        out.append(Fitting(_codes_table(report, summary, True), _codes_table(report, summary, False), 110))
     return out
+
+
+def _codes_table(report: Report, summary: dict, names: bool) -> Table:
+    """The findings by check: code, (``names``: the check's name), severity, count and meaning."""
+    titles = {r.code: r.title for r in report.rules}
+    codes = Table(title="Findings by check", box=box.SIMPLE_HEAD, title_justify="left", show_edge=False)
+    codes.add_column("code", no_wrap=True)
+    if names:
+        codes.add_column("check", no_wrap=True)
+    codes.add_column("severity", no_wrap=True)
+    codes.add_column("count", justify="right", no_wrap=True)
+    codes.add_column("meaning", overflow="fold", min_width=24, ratio=1)
+    for code, info in summary["byCode"].items():
+        cells = [code, info["name"]] if names else [code]
+        cells += [_sev(Severity.parse(info["severity"])), str(info["count"]), titles.get(code, "")]
+        codes.add_row(*cells)
+    return codes
+
+
+class Fitting:
+    """``wide`` when the console is at least ``needs`` columns wide, else ``narrow``: a table whose numbers
+    or names Rich would otherwise crop or fold gives way to a narrower arrangement of the same facts."""
+
+    def __init__(self, wide: object, narrow: object, needs: int) -> None:
+        self.wide, self.narrow, self.needs = wide, narrow, needs
+
+    def __rich_console__(self, console, options):
+        yield self.wide if options.max_width >= self.needs else self.narrow
 
 
 def _short(path: str | None) -> str:
@@ -201,11 +216,14 @@ def detail(report: Report) -> list:
         table.add_column("severity", no_wrap=True, width=8)
         table.add_column("code", no_wrap=True, width=5)
         table.add_column("finding", overflow="fold", ratio=1)
-        for f in findings:
+        for f in _primaries_first(findings):
             text = Text(f.message)
             where = _where(f)
             if where:
                 text.append("\n" + where, style="dim")
+            primary = _primary(f)
+            if primary is not None:  # one fact: shown under the finding it follows from
+                text = Text("↳ same offsets as ", style="dim") + Text(f"{primary}: ", style="dim") + text
             table.add_row(_sev(f.severity), f.code, text)
         out.append(
             Panel(
@@ -216,6 +234,28 @@ def detail(report: Report) -> list:
             )
         )
     return out
+
+
+def _primary(f: Finding) -> str | None:
+    """The code of the finding ``f`` follows from (``related`` marked ``primary``), or None."""
+    for r in f.related:
+        if isinstance(r, dict) and r.get("primary"):
+            return r.get("code")
+    return None
+
+
+def _primaries_first(findings: list[Finding]) -> list[Finding]:
+    """``findings`` in their order, each finding linked to a primary moved right after it."""
+    codes = {f.code for f in findings}
+    followers = [f for f in findings if _primary(f) in codes]
+    out: list[Finding] = []
+    for f in findings:
+        if f in followers:
+            continue
+        out.append(f)
+        mine = {r.get("fingerprint") for r in f.related if isinstance(r, dict) and not r.get("primary")}
+        out += [g for g in followers if g.fingerprint() in mine and g not in out]
+    return out + [f for f in followers if f not in out]
 
 
 def partitions_table(report: Report) -> Table | None:

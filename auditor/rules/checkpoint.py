@@ -472,8 +472,7 @@ def epoch_cache_missing_epoch(part: PartitionContext) -> Iterator[Violation]:
             continue
         seen.add(epoch)
         yield Violation(
-            f"batches from offset {first} carry leader epoch {epoch}, but the cache holds "
-            f"{_listed(cache)}",
+            f"batches from offset {first} carry leader epoch {epoch}, but the cache holds {_listed(cache)}",
             file=part.leader_epochs.path,
             offset_start=first,
             offset_end=last,

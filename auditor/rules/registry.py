@@ -84,7 +84,7 @@ RULE_MODULES: list[str] = [
 ]
 """Modules that register rules when imported."""
 
-AUDIT_SCOPES = ("identity", "coverage", "replicas", "lag", "loss", "txn", "groups", "cluster")
+AUDIT_SCOPES = ("identity", "coverage", "replica-set", "replicas", "lag", "loss", "txn", "groups", "cluster")
 """The scopes of ``audit``'s cross-replica rules (KA6xx/KA7xx), run by ``auditor.spark.partition_rules``."""
 HISTORY_SCOPES = ("history", "fleet", "ingest")
 """The scopes of ``report``'s rules over an ingest warehouse (KA8xx): ``history`` (per chunk of partitions,

@@ -141,7 +141,9 @@ def run_audit(
     ship_code(spark)
     with _small_input_settings(spark, inputs) as settings:
         raw, extracts = len(inputs.raw), len(inputs.parquet)
-        with stage(f"extracting {raw} log dir(s), reading {extracts} extract(s)", unit=TASKS, poll=True):
+        what = [f"extracting {raw} log dir(s)"] * bool(raw)
+        what += [f"reading {extracts} extract(s)"] * bool(extracts)
+        with stage(", ".join(what) or "reading the inputs", unit=TASKS, poll=True):
             tables = load(spark, inputs, driver=settings.driver, verify_crc=verify_crc)
         try:
             result = _run(spark, tables, settings, stage, chunk_bits, export_lost, save)

@@ -99,12 +99,12 @@ def _clusters(inp: GroupInputs) -> list[_Cluster]:
                 part.lost.append(
                     LostSpan(
                         int(run["broker"]),
-                        int(run["lo"]),
-                        int(run["hi"]),
+                        int(_span(run, "lo")),
+                        int(_span(run, "hi")),
                         str(run.get("kind") or "lost"),
                         run.get("records"),
                         run.get("log_dir"),
-                        _epoch_at(part.leader_row, int(run["lo"])),
+                        _epoch_at(part.leader_row, int(_span(run, "lo"))),
                     )
                 )
         commits: dict[int, dict[int, list[dict]]] = {}
@@ -414,3 +414,10 @@ def group_results(
     topics = {r["commit_topic"] for r in commits if r.get("commit_topic")} | {OFFSETS_TOPIC}
     inputs = GroupInputs(commits, replicas, loss, [r for r in metadata if r.get("topic") in topics])
     return group_findings(inputs), group_view(inputs)
+
+
+def _span(run: dict, end: str) -> int:
+    """One end of the truncated span of a lost run (``span_lo``/``span_hi``; ``lo``/``hi`` in rows without
+    them): a group that committed anywhere in it read offsets the leader lacks."""
+    value = run.get(f"span_{end}")
+    return run[end] if value is None else value

@@ -20,7 +20,7 @@ from auditor.kafka.identity import (
     identify_rows,
 )
 from auditor.rules.registry import scope_rules
-from auditor.rules.replica.identity import ClusterCoverage, ReplicaFacts
+from auditor.rules.replica.identity import ClusterCoverage, PartitionCoverage, ReplicaFacts
 from auditor.spark.partition_rules import finding_row
 
 REPLICA_KEY = ("cluster", "log_dir", "topic", "partition")
@@ -80,6 +80,7 @@ def identity_findings(
             out.apart_rows.append(dict(r))
             if live:
                 out.set_apart.append(tuple(r.get(k) for k in REPLICA_KEY))
+    out.findings += _replica_set_findings(judged)
     clusters = sorted({r.get("cluster") for r in replicas}, key=str)
     coverage = scope_rules("coverage")
     for cluster in clusters:
@@ -94,6 +95,29 @@ def identity_findings(
         for rule in coverage:
             for v in rule.check(subject):
                 out.findings.append(finding_row(rule, v, cluster))
+    return out
+
+
+def _replica_set_findings(judged: list) -> list[dict]:
+    """The ``replica-set`` rules (KA611) over every partition with a compared replica among the inputs and a
+    known replica set."""
+    present: dict[tuple, set[int]] = {}
+    replica_sets: dict[tuple, tuple[int, ...]] = {}
+    for r, ident in judged:
+        if (r.get("dir_kind") or "live") != "live" or not ident.compared or ident.replicas is None:
+            continue
+        key = (r.get("cluster"), r["topic"], int(r["partition"]))
+        replica_sets[key] = tuple(ident.replicas)
+        if r.get("broker") is not None:
+            present.setdefault(key, set()).add(int(r["broker"]))
+    out = []
+    rules = scope_rules("replica-set")
+    for key in sorted(replica_sets, key=lambda k: (str(k[0]), k[1], k[2])):
+        cluster, topic, partition = key
+        subject = PartitionCoverage(cluster, topic, partition, replica_sets[key], tuple(sorted(present[key])))
+        for rule in rules:
+            for v in rule.check(subject):
+                out.append(finding_row(rule, v, cluster, topic, partition))
     return out
 
 

@@ -502,8 +502,9 @@ _MARKER_FIELDS = ("offset", "marker", "producer_id", "producer_epoch", "first_of
 def lost_runs(lost: Iterable[Lost]) -> list[Row]:
     """Runs of consecutive differing follower batches (:func:`lost_batches` rows of one partition):
     ``committed`` (offsets below ``committed_hw``) and ``uncommitted`` (the rest), each with records by
-    transaction state (plain and committed data in ``records``; aborted, open; COMMIT/ABORT markers listed),
-    bytes, batches, leader epochs, producers and batch timestamps. A run ends at a batch that does not
+    transaction state (plain and committed data in ``records``, whose offsets run ``lo..hi``; aborted, open;
+    COMMIT/ABORT markers listed), the whole truncated span ``span_lo..span_hi``, bytes, batches, leader
+    epochs, producers and batch timestamps. A run ends at a batch that does not
     qualify or at a gap (the batches between are identical on the leader)."""
     by_key: dict[tuple, list[Lost]] = {}
     for b in lost:
@@ -530,6 +531,7 @@ def lost_runs(lost: Iterable[Lost]) -> list[Row]:
 def _run(kind: str, run: list[Lost]) -> Row:
     first = run[0]
     los, his, counts = [], [], {PLAIN: 0, COMMITTED: 0, ABORTED: 0, OPEN: 0}
+    counted_lo, counted_hi = None, None
     markers, commit_markers, lost_markers, producers, timestamps = 0, 0, [], set(), []
     for b in run:
         chw = b["committed_hw"]
@@ -541,7 +543,11 @@ def _run(kind: str, run: list[Lost]) -> Row:
         his.append(hi)
         state = b["txn_state"]
         if state in counts:
-            counts[state] += min(hi - lo + 1, b["records_count"])
+            n = min(hi - lo + 1, b["records_count"])
+            counts[state] += n
+            if state in VISIBLE_TO_READ_COMMITTED and n > 0:  # the range of the records ``records`` counts
+                counted_lo = lo if counted_lo is None else min(counted_lo, lo)
+                counted_hi = hi if counted_hi is None else max(counted_hi, hi)
         if state == MARKER:
             markers += 1
             commit_markers += b["control_type"] == COMMIT
@@ -559,8 +565,10 @@ def _run(kind: str, run: list[Lost]) -> Row:
         "log_dir": first["log_dir"],
         "leader": first["leader"],
         "leader_source": first["leader_source"],
-        "lo": min(los),
-        "hi": max(his),
+        "lo": min(los) if counted_lo is None else counted_lo,
+        "hi": max(his) if counted_hi is None else counted_hi,
+        "span_lo": min(los),
+        "span_hi": max(his),
         "records": counts[PLAIN] + counts[COMMITTED],
         "bytes": sum(b["size"] for b in run),
         "batches": len(run),

@@ -176,6 +176,6 @@ def test_report_renderers(audited):
     out = io.StringIO()
     Console(file=out, width=160, color_system=None).print(election_renderable(result.elections))
     text = out.getvalue()
-    assert "recommended" in text and "current" in text and "no leader (offline)" in text
+    assert "Kafka's choice" in text and "current" in text and "no leader (offline)" in text
     assert "b1 500..749: 250 (250 committed)" in text
     assert "500..649 stay diverged (truncated to 650)" in text

@@ -102,14 +102,17 @@ def _runs(result, cluster: str) -> list[dict]:
 def test_generated_loss_counts_committed_data_only(txn_audit):
     result, _, _ = txn_audit
     (run,) = _runs(result, "gen")
-    assert (run["kind"], run["broker"], run["leader"], run["lo"], run["hi"]) == ("committed", 2, 1, 10, 24)
+    # lo..hi: the records counted (the exported offsets); the truncated span, markers included, apart
+    assert (run["kind"], run["broker"], run["leader"], run["lo"], run["hi"]) == ("committed", 2, 1, 12, 20)
+    assert (run["span_lo"], run["span_hi"]) == (10, 24)
     assert (run["records"], run["aborted_records"], run["open_records"]) == (7, 2, 3)
     assert (run["markers"], run["commit_markers"], run["batches"]) == (3, 2, 8)
     (ka710,) = _findings(result, "gen", "KA710")
-    assert ka710.message.startswith("7 committed records (offsets 10..24;")
+    assert ka710.message.startswith("7 committed records (offsets 12..20;")
+    assert ka710.evidence["truncatedOffsets"] == [10, 24]
     assert ka710.message.endswith(
         "; 2 aborted records, 3 records of open transactions and 3 transaction markers also truncated, "
-        "not counted"
+        "not counted (offsets 10..24 truncated in all)"
     )
     assert ka710.evidence["records"] == 7
     assert (ka710.evidence["abortedRecords"], ka710.evidence["openRecords"]) == (2, 3)
@@ -166,9 +169,10 @@ def test_corpus_truncated_txn0_loses_9_committed_records(corpus_case):
     result, _, _ = corpus_case
     runs = [r for r in _runs(result, "txn0") if r["topic"] == "txn"]
     assert [(r["broker"], r["leader"], r["kind"], r["lo"], r["hi"]) for r in runs] == [
-        (1, 3, "committed", 163, 185),
-        (2, 3, "committed", 163, 185),
+        (1, 3, "committed", 169, 178),
+        (2, 3, "committed", 169, 178),
     ]
+    assert {(r["span_lo"], r["span_hi"]) for r in runs} == {(163, 185)}
     for r in runs:
         assert (r["records"], r["aborted_records"], r["open_records"], r["markers"]) == (9, 10, 0, 4)
     ka710 = _findings(result, "txn0", "KA710")
@@ -176,9 +180,10 @@ def test_corpus_truncated_txn0_loses_9_committed_records(corpus_case):
         (1, "txn", 0, 9),
         (2, "txn", 0, 9),
     ]
-    assert ka710[0].message.startswith("9 committed records (offsets 163..185;")
+    assert ka710[0].message.startswith("9 committed records (offsets 169..178;")
     assert ka710[0].message.endswith(
-        "; 10 aborted records and 4 transaction markers also truncated, not counted"
+        "; 10 aborted records and 4 transaction markers also truncated, not counted (offsets 163..185 "
+        "truncated in all)"
     )
     ka712 = _findings(result, "txn0", "KA712")
     assert [f.broker for f in ka712] == [1, 2]

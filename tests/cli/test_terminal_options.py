@@ -261,7 +261,7 @@ def test_audit_tells_its_stages_and_keeps_spark_console_progress_off(spark, uncl
     (``unclean_audit``, tests/conftest.py: with ``--export-lost`` and ``--save``, whose stages come last)."""
     assert unclean_audit.audited.findings
     assert unclean_audit.stages == [
-        "extracting 4 log dir(s), reading 0 extract(s)",
+        "extracting 4 log dir(s)",
         "identifying the replicas (topic IDs, replica sets)",
         "comparing the replicas",
         "per-partition results: transactions, consumer groups, elections",
@@ -293,7 +293,7 @@ def test_audit_draws_its_stages_on_a_terminal_only(cluster, tmp_path):
     for stage in (
         "discovering the inputs",
         "starting Spark (local[2])",
-        "extracting 4 log dir(s), reading 0 extract(s)",
+        "extracting 4 log dir(s)",
         "identifying the replicas (topic IDs, replica sets)",
         "comparing the replicas",
         "per-partition results: transactions, consumer groups, elections",
@@ -418,3 +418,12 @@ def test_a_report_lists_what_is_not_hidden_and_marks_only_that_as_reported():
     assert [f.code for f in quiet.shown] == ["KA801"]
     never = ReportOptions(quiet=True).displayed(Report("report", findings, [], fail_on=None))
     assert never.shown == [] and len(never.hidden) == 2
+
+
+def test_output_to_a_file_from_a_terminal_prints_the_counts_and_verdict(broken, tmp_path):
+    """``-o FILE`` on a terminal: the report goes to the file, the counts and the verdict line to stderr."""
+    report = tmp_path / "scan.json"
+    code, seen = run_on_tty(["scan", str(broken), "-f", "json", "-o", str(report), "--no-progress"], None)
+    assert code == 1 and json.loads(report.read_text())["exitCode"] == 1
+    assert "Findings: 0 critical, 2 error" in seen
+    assert f"exit 1: 2 finding(s) at or above error (report: {report})" in seen

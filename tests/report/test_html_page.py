@@ -467,8 +467,12 @@ def test_audit_page_has_the_diverged_partition_before_the_findings(audit_report)
         r'<tr class="unclean"><td class="num">23</td>.*?UNCLEAN election \(previous ISR \[1\]\)', diverged
     )
     assert '<li class="alert">epoch 2: unclean</li>' in diverged
-    assert re.search(r'<tr class="recommended"><td><span>2 <span class="tag ok">recommended</span>', diverged)
-    assert "Recommended: </strong>broker 2: same last leader epoch" in diverged
+    assert re.search(
+        r'<tr class="recommended"><td><span>2 <span class="tag">Kafka&#x27;s choice</span> '
+        r'<span class="tag ok">least committed loss</span>',
+        diverged,
+    )
+    assert "Kafka&#x27;s choice: </strong>broker 2: same last leader epoch" in diverged
 
 
 def test_audit_page_transactions_and_groups_concerned_by_findings(audit_report):

@@ -391,3 +391,20 @@ def test_node_exporter_as_nobody_reads_the_textfile(unit_text):
             os.umask(old)
         assert _read_as(NOBODY, shared) == 0
         assert _read_as(NOBODY, private) == 13  # the check can fail: a 0600 file is refused
+
+
+def test_every_check_that_ran_has_a_series_zero_when_clean(scan_file):
+    """Absence of a check's series means it did not run; a check that ran and found nothing says 0."""
+    text = scan_file.read_text(encoding="utf-8")
+    samples = [s for f in _families(text) if f.name == "kafka_auditor_check_findings" for s in f.samples]
+    by_code = {s.labels["code"]: s.value for s in samples}
+    assert len(by_code) == len(samples) > 20  # every enabled check once
+    assert 0 in by_code.values() and any(v > 0 for v in by_code.values())
+    findings = {
+        s.labels["code"]: s.value
+        for f in _families(text)
+        if f.name == "kafka_auditor_findings"
+        for s in f.samples
+    }
+    for code in findings:
+        assert by_code[code] >= 1

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-CODES: list[str] = ["KA605", "KA606", "KA607", "KA608", "KA609", "KA610"]
+CODES: list[str] = ["KA605", "KA606", "KA607", "KA608", "KA609", "KA610", "KA611"]
 """The rule codes whose fixtures live here (added to ``cases.ALL_CODES``)."""
 
 from tests.rules.cases import fire, silent  # noqa: E402
@@ -74,7 +74,7 @@ class Identity:
         return identity_findings(self.replicas, self.metadata).findings
 
 
-@silent("KA605", "KA606", "KA607", "KA608", "KA609", "KA610")
+@silent("KA605", "KA606", "KA607", "KA608", "KA609", "KA610", "KA611")
 def current_replicas(tmp, mp) -> Identity:
     """Both replicas of the re-created topic hold its current topic ID and are in its replica set."""
     return Identity([replica(1), replica(2)], metadata())
@@ -172,3 +172,22 @@ def assignment_unknown(tmp, mp) -> Identity:
     return Identity(
         [replica(1), replica(2)], metadata(directories=["AAAAAAAAAAAAAAAAAAAAAA", "AAAAAAAAAAAAAAAAAAAAAQ"])
     )
+
+
+@fire("KA611")
+def one_broker_of_three(tmp, mp) -> Identity:
+    """Only broker 1's log dir is among the inputs; the replica set is [1, 2, 3]: nothing is compared (an
+    error)."""
+    return Identity([replica(1)], metadata(recreated=False, replicas=(1, 2, 3)))
+
+
+@fire("KA611")
+def two_brokers_of_three(tmp, mp) -> Identity:
+    """Brokers 1 and 2 are compared, broker 3 of the replica set [1, 2, 3] is missing (a warning)."""
+    return Identity([replica(1), replica(2)], metadata(recreated=False, replicas=(1, 2, 3)))
+
+
+@silent("KA611")
+def no_replica_set_known(tmp, mp) -> Identity:
+    """Without KRaft metadata the replica set is unknown (KA609 says so): nothing is called missing."""
+    return Identity([replica(1)])

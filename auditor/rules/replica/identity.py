@@ -1,6 +1,7 @@
-"""KA605-KA610: replicas set apart by Kafka's identity (``auditor.kafka.identity``) before any comparison:
+"""KA605-KA611: replicas set apart by Kafka's identity (``auditor.kafka.identity``) before any comparison:
 old incarnations of a topic, replicas on brokers outside the replica set, ``-future`` and ``-delete``
-directories, the KRaft directory assignment, and clusters whose replica sets could not be checked."""
+directories, the KRaft directory assignment, clusters whose replica sets could not be checked, and replicas
+the replica set names that are not among the inputs."""
 
 from __future__ import annotations
 
@@ -290,4 +291,59 @@ def replica_set_unchecked(c: ClusterCoverage) -> Iterator[Violation]:
         f"current topic IDs of its {c.replicas} replicas could not be checked; replicas are compared by "
         f"their partition.metadata topic ID{apart}",
         evidence={"replicas": c.replicas},
+    )
+
+
+@dataclass(frozen=True)
+class PartitionCoverage:
+    """One partition of the current incarnation: its KRaft replica set and the brokers among the inputs that
+    hold a compared replica of it."""
+
+    cluster: str | None
+    topic: str
+    partition: int
+    replicas: tuple[int, ...]
+    present: tuple[int, ...]
+
+    @property
+    def missing(self) -> tuple[int, ...]:
+        return tuple(b for b in self.replicas if b not in self.present)
+
+
+@rule(
+    "KA611",
+    "replication.replica-missing",
+    Severity.WARNING,
+    "A replica the partition's replica set names is not among the inputs: not compared",
+    scope="replica-set",
+)
+def replica_missing(p: PartitionCoverage) -> Iterator[Violation]:
+    """
+    What it finds: a partition some of whose replicas are among the inputs while a broker of its current
+    replica set in the KRaft metadata (``PartitionRecord.replicas``) has none there. An error when fewer than
+    two replicas are left to compare: divergence, high watermarks and loss were not checked at all.
+    Why it matters: divergence and loss are found by comparing replicas; a replica that is not in the inputs
+    may hold the data the others lack (or lack what they hold), and after an unclean election it is often
+    the very replica that holds the committed records the new leader does not have.
+    What to do: add the missing broker's log dirs (or their extracts) to the inputs and audit again.
+    References: KIP-966 (eligible leader replicas), ``PartitionRecord``, ``ReplicaManager``.
+    """
+    missing = p.missing
+    if not missing or not p.present:
+        return
+    compared = len(p.present)
+    verdict = (
+        "nothing was compared: divergence, high watermarks and loss were not checked"
+        if compared < 2
+        else f"divergence and loss were checked between brokers {list(p.present)} only"
+    )
+    yield Violation(
+        f"{p.topic}-{p.partition}: the replica set {list(p.replicas)} names broker(s) "
+        f"{', '.join(map(str, missing))}, whose replica is not among the inputs; {verdict}",
+        severity=Severity.ERROR if compared < 2 else None,
+        topic=p.topic,
+        partition=p.partition,
+        broker=missing[0],
+        log_dir=None,
+        evidence={"replicas": list(p.replicas), "present": list(p.present), "missing": list(missing)},
     )

@@ -36,6 +36,8 @@ def _located(run: LostRun, message: str) -> Violation:
     ):
         if getattr(run, attr):
             evidence[key] = getattr(run, attr)
+    if run.span != (run.lo, run.hi):  # the offsets the follower's truncation removes, markers included
+        evidence["truncatedOffsets"] = list(run.span)
     return run.violation(message, run.lo, run.hi, epoch, evidence=evidence)
 
 
@@ -63,6 +65,8 @@ def committed_loss(run: LostRun) -> Iterator[Violation]:
     """
     if run.kind == "committed" and run.records > 0:
         also = f"; {run.not_counted}" if run.not_counted else ""
+        if run.span != (run.lo, run.hi):
+            also += f" (offsets {run.span[0]}..{run.span[1]} truncated in all)"
         yield _located(
             run,
             f"{run.records} committed records (offsets {run.lo}..{run.hi}; {run.bytes} bytes in "

@@ -258,7 +258,8 @@ class LagRow(FollowerSpan):
 @dataclass(frozen=True)
 class LostRun(FollowerSpan):
     """A run of consecutive follower batches the leader lacks or holds differently (``lost_runs``):
-    ``committed`` records below ``committed_hw`` or the ``uncommitted`` rest, offsets ``lo..hi``.
+    ``committed`` records below ``committed_hw`` or the ``uncommitted`` rest: the records counted run
+    ``lo..hi``, the whole truncated span (markers and aborted data included) ``span_lo..span_hi``.
 
     ``records`` counts the data records a consumer would have read (plain data and data of transactions
     committed in the follower's own log); the data of aborted and of still open transactions and the
@@ -289,6 +290,16 @@ class LostRun(FollowerSpan):
     producer_ids: tuple[int, ...] = ()  # the first PRODUCERS_LISTED producer ids of its data batches
     first_timestamp: int | None = None  # the lowest and highest max timestamp of its data batches (ms)
     last_timestamp: int | None = None
+    span_lo: int | None = None  # the whole truncated span (None: ``lo..hi``)
+    span_hi: int | None = None
+
+    @property
+    def span(self) -> tuple[int, int]:
+        """The whole truncated span (markers, aborted and open data included)."""
+        return (
+            self.lo if self.span_lo is None else self.span_lo,
+            self.hi if self.span_hi is None else self.span_hi,
+        )
 
     @property
     def abort_markers(self) -> int:
@@ -336,6 +347,8 @@ class LostRun(FollowerSpan):
             producer_ids=tuple(int(p) for p in row.get("producer_ids") or ()),
             first_timestamp=_opt(row.get("first_timestamp")),
             last_timestamp=_opt(row.get("last_timestamp")),
+            span_lo=_opt(row.get("span_lo")),
+            span_hi=_opt(row.get("span_hi")),
         )
 
 
