@@ -52,10 +52,16 @@ def link_same_facts(findings: list[Finding]) -> None:
                 o_lo = other.offset_start
                 o_hi = other.offset_end if other.offset_end is not None else o_lo
                 if o_lo <= hi and lo <= o_hi:
-                    primary.related.append({"fingerprint": other.fingerprint(), "code": other.code})
-                    other.related.append(
-                        {"fingerprint": primary.fingerprint(), "code": primary.code, "primary": True}
+                    _link(primary, {"fingerprint": other.fingerprint(), "code": other.code})
+                    _link(
+                        other, {"fingerprint": primary.fingerprint(), "code": primary.code, "primary": True}
                     )
+
+
+def _link(f: Finding, link: dict[str, Any]) -> None:
+    """Add ``link`` to ``f.related`` once (a report built again from the same findings adds nothing)."""
+    if link not in f.related:
+        f.related.append(link)
 
 
 def _key(f: Finding) -> tuple[str, str, int]:

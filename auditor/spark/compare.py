@@ -89,30 +89,13 @@ def batch_columns(batch: DataFrame, chunk_bits: int) -> DataFrame:
     producer and transaction fields of the batch (its transaction state: ``partition_pass.txn_states``; the
     export). Only the batches of the log Kafka loads (``live``: not cut by recovery,
     ``auditor.kafka.recovery``) take part, as the replica's ``leo`` is the recovered log end offset."""
-    return with_tp(batch.where(F.col("live"))).select(
-        "tp",
-        "broker",
-        "segment",
-        "position",
-        "base_offset",
-        "last_offset",
-        "crc",
-        F.col("partition_leader_epoch").alias("ple"),
-        "valid",
-        "records_count",
-        "size",
-        "max_timestamp",
-        F.shiftright("base_offset", chunk_bits).alias("chunk"),
-        F.xxhash64("base_offset", "last_offset", "crc", "partition_leader_epoch").alias("sig"),
-        "live",
-        "attributes",
-        "producer_id",
-        "producer_epoch",
-        "base_sequence",
-        "is_transactional",
-        "is_control",
-        "control_type",
-    )
+    derived = {
+        "ple": F.col("partition_leader_epoch"),
+        "sig": F.xxhash64("base_offset", "last_offset", "crc", "partition_leader_epoch"),
+    }
+    columns = [derived.get(name, F.col(name)).alias(name) for name in partition_pass.BATCH_FIELDS]
+    chunk = F.shiftright("base_offset", chunk_bits).alias("chunk")
+    return with_tp(batch.where(F.col("live"))).select("tp", *columns, chunk, "live")
 
 
 def _prune(batch: DataFrame, chunks: list, chunk_bits: int) -> DataFrame:

@@ -343,34 +343,22 @@ def batches_by_broker(batch_rows: Iterable[Row]) -> dict[int, list[Row]]:
 
 
 def digest_of(batches: Iterable[Row]) -> list[Row]:
-    """Per (broker, leader epoch): the digest columns the epoch ranges need, from batch rows (what Spark's
-    digest scan computes per chunk, here over a whole replica)."""
-    out: dict[tuple, Row] = {}
-    for b in batches:
-        key = (b["broker"], b["ple"])
-        g = out.get(key)
-        ts = b["max_timestamp"]
-        if g is None:
-            out[key] = {
-                "broker": b["broker"],
-                "ple": b["ple"],
-                "first": b["base_offset"],
-                "last": b["last_offset"],
-                "records": b["records_count"],
-                "bytes": b["size"],
-                "n": 1,
-                "first_timestamp": ts,
-                "last_timestamp": ts,
-            }
-        else:
-            g["first"] = min(g["first"], b["base_offset"])
-            g["last"] = max(g["last"], b["last_offset"])
-            g["records"] += b["records_count"]
-            g["bytes"] += b["size"]
-            g["n"] += 1
-            g["first_timestamp"] = _least(g["first_timestamp"], ts)
-            g["last_timestamp"] = _greatest(g["last_timestamp"], ts)
-    return list(out.values())
+    """Digest rows of batch rows, one per batch (what Spark's digest scan sums per chunk), for
+    :func:`epoch_ranges`."""
+    return [
+        {
+            "broker": b["broker"],
+            "ple": b["ple"],
+            "first": b["base_offset"],
+            "last": b["last_offset"],
+            "records": b["records_count"],
+            "bytes": b["size"],
+            "n": 1,
+            "first_timestamp": b["max_timestamp"],
+            "last_timestamp": b["max_timestamp"],
+        }
+        for b in batches
+    ]
 
 
 def epoch_ranges(digest: Iterable[Row]) -> list[Row]:
