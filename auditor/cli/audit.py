@@ -229,6 +229,16 @@ def _audit(
     for option, path in (("--save", save), ("--export-lost", export_lost)):
         if path is not None and enclosing(path, evidence):
             raise fail(f"{option} {path} is inside an audited directory; write it elsewhere")
+    if export_lost is not None and inputs.parquet:
+        from auditor.spark.inputs import unreadable_segments
+
+        missing = unreadable_segments(inputs)
+        if missing:
+            more = f" and {len(missing) - 1} more" if len(missing) > 1 else ""
+            raise fail(
+                f"--export-lost reads the lost records from the segments, and the log dir {missing[0]}{more} "
+                "is not readable here: audit where the segments are, or without --export-lost"
+            )
 
     from auditor.spark.audit import run_audit
     from auditor.spark.inputs import PARQUET_WEIGHT, input_bytes

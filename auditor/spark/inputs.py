@@ -227,3 +227,26 @@ _ONE_COPY_PER_RUN = (
 
 
 __all__ = ["Identity", "Inputs", "Source", "check_inputs", "discover"]
+
+
+def unreadable_segments(inputs: Inputs) -> list[str]:
+    """The log directories that the extracts among ``inputs`` record for their replicas and that are not
+    readable here (``--export-lost`` decodes the lost records from them): one line each, naming the broker
+    and the extract. Read from the extracts' replica tables before Spark starts (small)."""
+    import pyarrow.parquet as pq
+
+    from auditor.observe.extract_files import kind_path
+
+    missing: dict[str, str] = {}
+    for source in inputs.parquet:
+        try:
+            table = pq.read_table(kind_path(source.path, "replica"), columns=["log_dir", "broker"])
+        except (OSError, ValueError):
+            continue  # the audit's own checks name an unreadable extract
+        for row in table.to_pylist():
+            log_dir = row.get("log_dir")
+            if not log_dir or log_dir in missing:
+                continue
+            if not (os.path.isdir(log_dir) and os.access(log_dir, os.R_OK | os.X_OK)):
+                missing[log_dir] = f"{log_dir} (broker {row.get('broker')}, recorded in {source.path})"
+    return sorted(missing.values())
