@@ -342,6 +342,19 @@ def _summary(findings: list[Finding]) -> str:
     return f"{top.severity.label} {top.code}: {top.message}{more}"
 
 
+def _verdict_properties(report: Report) -> dict[str, str]:
+    """``audit``: one property per verdict (``kafka-auditor.verdict.N``: its head line, the partition's state
+    and committed loss; the JSON report has the whole verdict and its next steps)."""
+    from auditor.report.verdicts import verdict_lines
+
+    verdicts = report.sections.get("verdicts")
+    if verdicts is None:
+        return {}
+    lines = verdict_lines(verdicts, report.stats.get("consistentPartitions", 0))
+    heads = [line for line in lines if not line.startswith(" ")]
+    return {f"{TOOL_NAME}.verdict.{i}": line for i, line in enumerate(heads, 1)}
+
+
 def _timestamp(report: Report) -> str:
     """When the run started, ISO 8601 in UTC without a zone designator (the Ant schema allows none): scan's
     ``startedAt`` (ISO-8601 UTC, ``...Z``), else the report's time less the run's seconds."""
@@ -423,6 +436,7 @@ def junit_tree(report: Report) -> ET.Element:
             f"{TOOL_NAME}.version": report.tool_version,
             f"{TOOL_NAME}.command": report.command,
             f"{TOOL_NAME}.failOn": report.fail_on.label if report.fail_on is not None else "never",
+            **_verdict_properties(report),
             **{f"{TOOL_NAME}.{k}": v for k, v in suite.properties.items()},
         }
         properties = ET.SubElement(element, "properties")

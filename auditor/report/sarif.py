@@ -505,6 +505,8 @@ def sarif_dict(report: Report) -> dict[str, Any]:
             "command": report.command,
             "stats": report.stats,
             "omittedResults": max(omitted, 0),
+            # audit: the answer first (auditor.report.verdicts), as in the JSON report
+            **({"verdicts": report.sections["verdicts"]} if "verdicts" in report.sections else {}),
         },
     }
     if places.root is not None:

@@ -121,3 +121,17 @@ def test_one_fact_is_one_primary_finding_with_the_others_linked(unclean_audit):
             assert {"fingerprint": loss["fingerprint"], "code": "KA710", "primary": True} in f["related"]
     text = _text(unclean_audit, 120)
     assert "↳ same offsets as KA710: high watermark 750 of broker 1" in " ".join(text.split())
+
+
+def test_sarif_and_junit_carry_the_verdicts(unclean_audit, tmp_path):
+    import xml.etree.ElementTree as ET
+
+    sarif = unclean_audit.again("--format", "sarif")
+    run = json.loads(sarif.output)["runs"][0]
+    (v,) = [v for v in run["properties"]["verdicts"] if v["topic"] == "t0" and v["partition"] == 0]
+    assert v["committedLost"]["records"] == 250
+    junit = unclean_audit.again("--format", "junit")
+    suite = ET.fromstring(junit.output).find("testsuite")
+    props = {p.get("name"): p.get("value") for p in suite.find("properties")}
+    head = props["kafka-auditor.verdict.1"]
+    assert head.startswith("t0-0: DIVERGED (critical): 250 committed records lost")
