@@ -42,16 +42,6 @@ def _costs_cell(costs: Iterable[Mapping[str, Any]]) -> Text:
     return out
 
 
-def least_loss(e: Mapping[str, Any]) -> int | None:
-    """The candidate whose election loses the least committed data (then the fewest records, then Kafka's
-    order)."""
-    candidates = e.get("candidates") or []
-    if not candidates:
-        return None
-    best = min(candidates, key=lambda c: (c["committed_lost"], c["records_lost"], c["rank"]))
-    return best["broker"]
-
-
 def election_table(e: Mapping[str, Any]) -> Table:
     """The candidates of one partition, Kafka's choice first: broker, last leader epoch, log end offset,
     records and committed records the other replicas lose ("sum": over them, a record two replicas lose
@@ -74,7 +64,7 @@ def election_table(e: Mapping[str, Any]) -> Table:
             min_width=24 if head.startswith("lost on") else None,
             ratio=1 if head.startswith("lost on") else None,
         )
-    least = least_loss(e)
+    least = e.get("least_loss")
     for c in e["candidates"]:
         # the marks go under the broker id: a narrow terminal never drops them
         elect = Text(str(c["broker"]))
@@ -158,6 +148,7 @@ def election_json(elections: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
             "recommended": e["recommended"],
             "why": e["why"],
             "currentIsRecommended": e["current_is_recommended"],
+            "leastLoss": e.get("least_loss"),
             "candidates": [
                 {
                     "broker": c["broker"],

@@ -437,16 +437,12 @@ def election_blocks(election: Mapping[str, Any] | None) -> list[object]:
         return []
     rows, classes = [], []
     candidates = election.get("candidates") or []
-    least = min(
-        candidates,
-        key=lambda c: (c.get("committedRecordsLost") or 0, c.get("recordsLost") or 0, c.get("rank") or 0),
-        default=None,
-    )
+    least = election.get("leastLoss")
     for c in candidates:
         marks: list[object] = [str(c["broker"])]
         if c.get("recommended"):
             marks += [" ", tag("span", "Kafka's choice", class_="tag")]
-        if least is not None and c["broker"] == least["broker"]:
+        if least is not None and c["broker"] == least:
             marks += [" ", tag("span", "least committed loss", class_="tag ok")]
         if c.get("currentLeader"):
             marks += [" ", tag("span", "current leader", class_="tag")]

@@ -11,6 +11,7 @@ HTML: the first thing printed.
 
 from __future__ import annotations
 
+import json
 import shlex
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -103,16 +104,11 @@ def _leaders(election: Mapping[str, Any] | None, partitions: list[Mapping[str, A
         }
     candidates = election.get("candidates") or []
     by_broker = {c["broker"]: c for c in candidates}
-    least = min(
-        candidates,
-        key=lambda c: (c.get("committedRecordsLost", 0), c.get("recordsLost", 0), c.get("rank", 0)),
-        default=None,
-    )
     return {
         "current": _candidate(by_broker.get(current))
         or ({"broker": current} if current is not None else None),
         "kafkaChoice": _candidate(by_broker.get(election.get("recommended"))),
-        "leastLoss": _candidate(least),
+        "leastLoss": _candidate(by_broker.get(election.get("leastLoss"))),
     }
 
 
@@ -188,8 +184,6 @@ def next_steps(verdict: dict[str, Any], findings: list[Finding], inputs: list[st
 
 
 def _json_string(value: Any) -> str:
-    import json
-
     return json.dumps(value, separators=(",", ":"))
 
 

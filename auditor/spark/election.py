@@ -89,6 +89,8 @@ def partition_election(key: tuple, summary: Sequence[Mapping[str, Any]], pairs: 
     current = kraft_leader if kraft_leader is not None and kraft_leader >= 0 else None
     ranked_choices = choices(candidates, first_difference, cost_of)
     best = ranked_choices[0].candidate.broker if ranked_choices else None
+    # the candidate whose election loses the least committed data (then fewest records, then Kafka's order)
+    least = min(ranked_choices, key=lambda ch: (ch.committed, ch.records, ch.rank), default=None)
     reasons = []
     if kraft_leader == NO_LEADER:
         reasons.append("offline")
@@ -106,6 +108,7 @@ def partition_election(key: tuple, summary: Sequence[Mapping[str, Any]], pairs: 
         "recommended": best,
         "why": why(candidates),
         "current_is_recommended": None if current is None else current == best,
+        "least_loss": least.candidate.broker if least is not None else None,
         "candidates": [
             {
                 "broker": ch.candidate.broker,

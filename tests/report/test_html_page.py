@@ -352,6 +352,7 @@ def _election(topic: str = "t0") -> dict:
         "topic": topic,
         "partition": 0,
         "why": "broker 2: same last leader epoch 2 and log end offset 650 as broker 3, lower broker id",
+        "leastLoss": 2,
         "candidates": [
             {
                 "broker": 2,

@@ -94,6 +94,7 @@ def test_least_committed_loss_is_named_apart_from_kafkas_choice():
         "topic": "t",
         "partition": 0,
         "recommended": 1,
+        "leastLoss": 3,
         "candidates": [
             {"broker": 1, "rank": 1, "committedRecordsLost": 10, "recordsLost": 10, "bytesLost": 100},
             {"broker": 3, "rank": 2, "committedRecordsLost": 2, "recordsLost": 5, "bytesLost": 20},
