@@ -259,15 +259,12 @@ def run_partitions(
 def _output_batch(results: list[dict[str, list[dict]]]) -> pa.RecordBatch:
     """The outputs of some partitions as one record batch of ``rows.PASS_OUTPUT``."""
     columns = []
-    n = sum(len(v) for out in results for v in out.values())
     for kind, schema in rows.PASS_OUTPUTS.items():
         values: list = []
         for out in results:
             for other, items in out.items():
                 values += items if other == kind else [None] * len(items)
-        columns.append(
-            pa.array(values, type=pa.struct(list(schema))) if n else pa.nulls(0, pa.struct(list(schema)))
-        )
+        columns.append(pa.array(values, type=pa.struct(list(schema))))
     return pa.RecordBatch.from_arrays(columns, schema=rows.PASS_OUTPUT)
 
 
