@@ -25,6 +25,7 @@ from auditor.cli.common import (
     run_on_spark,
     warn,
 )
+from auditor.layout.relocate import SegmentRoots
 from auditor.report.columns import AUDIT_COLUMNS
 from auditor.report.model import Report
 from auditor.rules.registry import AUDIT_SCOPES
@@ -180,6 +181,14 @@ def audit_command(
         "epoch, base sequence, transactional or not; never aborted records or markers) as "
         "DIR/lost-records.jsonl and DIR/lost-records.parquet, read from a replica still holding them.",
     ),
+    segments_root: list[str] | None = typer.Option(
+        None,
+        "--segments-root",
+        metavar="[BROKER:]FROM=TO",
+        help="Where the segments of extracts are on this host, for --export-lost: a log dir an extract "
+        "recorded at FROM (or below it) is read at TO; BROKER: limits it to that broker's log dirs. "
+        "Repeatable, the first match wins.",
+    ),
     verify_crc: bool = typer.Option(
         False,
         "--verify-crc",
@@ -199,17 +208,27 @@ def audit_command(
         raise fail("missing ROOT (log directories or extracts); see `kafka-auditor audit --help`")
     selection = options.selection()
     spark_master = checked_master(master)
+    try:
+        relocated = SegmentRoots.parse(segments_root)
+    except ValueError as exc:
+        raise fail(str(exc)) from None
+    if relocated.roots and export_lost is None:
+        raise fail(
+            "--segments-root says where the segments of extracts are for --export-lost: add --export-lost DIR"
+        )
     # every path absolute before anything reaches an executor (they run in their own working directory)
     save, export_lost = absolute_path(save), absolute_path(export_lost)
     options = replace(options, output=absolute_path(options.output))
     with options.stages() as stages:
-        _audit(options, selection, spark_master, roots, save, export_lost, stages, verify_crc)
+        _audit(options, selection, spark_master, roots, save, (export_lost, relocated), stages, verify_crc)
 
 
 def _audit(
-    options: ReportOptions, selection, spark_master, roots, save, export_lost, stages, verify_crc: bool
+    options: ReportOptions, selection, spark_master, roots, save, export, stages, verify_crc: bool
 ) -> None:
-    """The audit of ``roots`` after the pre-checks of the options, told to the progress display."""
+    """The audit of ``roots`` after the pre-checks of the options, told to the progress display; ``export``:
+    the ``--export-lost`` directory (or None) and the ``--segments-root`` mappings."""
+    export_lost, relocated = export
     from auditor.report.output import enclosing
     from auditor.spark.inputs import check_inputs, discover
 
@@ -232,12 +251,13 @@ def _audit(
     if export_lost is not None and inputs.parquet:
         from auditor.spark.inputs import unreadable_segments
 
-        missing = unreadable_segments(inputs)
+        missing = unreadable_segments(inputs, relocated)
         if missing:
             more = f" and {len(missing) - 1} more" if len(missing) > 1 else ""
             raise fail(
                 f"--export-lost reads the lost records from the segments, and the log dir {missing[0]}{more} "
-                "is not readable here: audit where the segments are, or without --export-lost"
+                "is not readable here: say where it is with --segments-root [BROKER:]FROM=TO, audit where "
+                "the segments are, or audit without --export-lost"
             )
 
     from auditor.spark.audit import run_audit
@@ -247,7 +267,13 @@ def _audit(
     result = run_on_spark(
         spark_master,
         lambda spark: run_audit(
-            spark, inputs, save=save, export_lost=export_lost, stages=stages, verify_crc=verify_crc
+            spark,
+            inputs,
+            save=save,
+            export_lost=export_lost,
+            stages=stages,
+            verify_crc=verify_crc,
+            segments_root=relocated,
         ),
         stages,
         options.verbose,

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from auditor.findings import Finding
+from auditor.layout.relocate import SegmentRoots
 from auditor.spark.extract import load, remove_scratch, save_extract, ship_code
 from auditor.spark.identity import REPLICA_KEY, IdentityResult, set_apart
 from auditor.spark.inputs import PARQUET_WEIGHT, Inputs, input_sizes
@@ -127,11 +128,13 @@ def run_audit(
     chunk_bits: int | None = None,
     stages: Any = None,
     verify_crc: bool = False,
+    segments_root: SegmentRoots | None = None,
 ) -> AuditResult:
     """Run every comparison over ``inputs`` and collect the results (small materialised tables, in one action,
     plus one per ``--save`` table and one for ``--export-lost``). ``stages``: a progress display
     (``auditor.report.progress.Stages`` or anything with its ``stage(name, poll=...)`` context manager),
-    told each stage of the run; Spark's stages fill in their task counts."""
+    told each stage of the run; Spark's stages fill in their task counts. ``segments_root``: where the
+    extracts' log dirs are on this host, for ``--export-lost``."""
     from auditor.rules.registry import load_rules
 
     load_rules()  # registers KA6xx/KA7xx (their names label the findings)
@@ -146,7 +149,7 @@ def run_audit(
         with stage(", ".join(what) or "reading the inputs", unit=TASKS, poll=True):
             tables = load(spark, inputs, driver=settings.driver, verify_crc=verify_crc)
         try:
-            result = _run(spark, tables, settings, stage, chunk_bits, export_lost, save)
+            result = _run(spark, tables, settings, stage, chunk_bits, save, export_lost, segments_root)
         finally:
             remove_scratch(tables)
     partitions = {(r["cluster"], r["topic"], r["partition"]) for r in result.replicas}
@@ -176,8 +179,11 @@ def _add_identity(result: AuditResult, frames, identity: IdentityResult) -> None
     frames.findings = list(identity.findings) + frames.findings
 
 
-def _run(spark, tables, settings, stage, chunk_bits, export_lost, save) -> AuditResult:
-    """Everything after the extraction: identity, comparisons, the driver's rules, export and save."""
+def _run(
+    spark, tables, settings, stage, chunk_bits, save, export_lost, segments_root: SegmentRoots | None
+) -> AuditResult:
+    """Everything after the extraction: identity, comparisons, the driver's rules, export (where
+    ``segments_root`` puts the extracts' log dirs) and save."""
     from auditor.spark import compare
 
     with stage("identifying the replicas (topic IDs, replica sets)", unit=TASKS, poll=True):
@@ -207,7 +213,7 @@ def _run(spark, tables, settings, stage, chunk_bits, export_lost, save) -> Audit
     _add_identity(result, frames, identity)
     if export_lost is not None:
         with stage("exporting the lost records", unit=TASKS, poll=True):
-            result.exported = export_lost_records(spark, frames, export_lost)
+            result.exported = export_lost_records(spark, frames, export_lost, segments_root)
         result.problems.extend(result.exported.get("problems", []))
     if save is not None:
         with stage("saving the tables (--save)", unit=TASKS, poll=True):
@@ -429,29 +435,33 @@ def saved_table(df):
 # ------------------------------------------------------------------------------------------------ export
 
 
-def _decode_lost(batches):
-    """mapInArrow body: decode each lost batch from its segment file (:func:`decode_lost_rows`)."""
-    import pyarrow as pa
+def _decode_lost(roots: SegmentRoots):
+    """mapInArrow body: decode each lost batch from its segment file (:func:`decode_lost_rows`), found
+    where ``roots`` puts its log dir."""
 
-    schema = _lost_arrow_schema(timestamps=False)
-    for batch in batches:
-        yield pa.RecordBatch.from_pylist(decode_lost_rows(batch.to_pylist()), schema=schema)
+    def decode(batches):
+        import pyarrow as pa
+
+        schema = _lost_arrow_schema(timestamps=False)
+        for batch in batches:
+            yield pa.RecordBatch.from_pylist(decode_lost_rows(batch.to_pylist(), roots), schema=schema)
+
+    return decode
 
 
-def decode_lost_rows(rows_: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The records of the lost batch rows ``rows_``, each decoded from its segment file, below its committed
-    HW (the :data:`LOST_FIELDS` columns, ``timestamp`` in ms; a batch that cannot be read is one row with
-    ``error``). Only committed data batches reach here (``export_lost_records``), never markers or aborted
-    data."""
+def decode_lost_rows(rows_: list[dict[str, Any]], roots: SegmentRoots | None = None) -> list[dict[str, Any]]:
+    """The records of the lost batch rows ``rows_``, each decoded from its segment file (its log dir where
+    ``roots``, the ``--segments-root`` mappings, puts it), below its committed HW (the :data:`LOST_FIELDS`
+    columns, ``timestamp`` in ms; a batch that cannot be read is one row with ``error``). Only committed
+    data batches reach here (``export_lost_records``), never markers or aborted data."""
     from auditor.observe.extract import read_batch_records
     from parsers.errors import ParseError
 
     names = [n for n, _ in LOST_FIELDS]
     out: list[dict[str, Any]] = []
     for row in rows_:
-        path = os.path.join(
-            row["log_dir"], f"{row['topic']}-{row['partition']}", f"{row['segment']:020d}.log"
-        )
+        log_dir = (roots or SegmentRoots()).locate(row["log_dir"], row["broker"])
+        path = os.path.join(log_dir, f"{row['topic']}-{row['partition']}", f"{row['segment']:020d}.log")
         base = {
             "cluster": row["cluster"],
             "topic": row["topic"],
@@ -544,7 +554,9 @@ def lost_record_json(row: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def export_lost_records(spark, frames, directory: str | os.PathLike) -> dict[str, Any]:
+def export_lost_records(
+    spark, frames, directory: str | os.PathLike, roots: SegmentRoots | None = None
+) -> dict[str, Any]:
     """Write ``lost-records.jsonl`` and ``lost-records.parquet`` under ``directory``: every committed record a
     follower holds that the current leader lacks (KA710), one row per offset, read from the lowest-numbered
     broker holding it; ``holders`` lists every broker holding it. Committed data only, what a read_committed
@@ -553,8 +565,8 @@ def export_lost_records(spark, frames, directory: str | os.PathLike) -> dict[str
     producer id and epoch, base sequence, transactional flag and timestamp type. Both files have the
     columns of :data:`LOST_FIELDS` plus ``holders``; Parquet keeps ``key``, ``value`` and header values as
     raw bytes and ``timestamp`` as a timestamp(ms, UTC), JSONL writes them as :func:`lost_record_json`.
-    The batches are decoded by :func:`decode_lost_rows`: on the executors, or in the driver when the pass ran
-    there (a small input)."""
+    The batches are decoded by :func:`decode_lost_rows` (their segments found where ``roots`` puts them): on
+    the executors, or in the driver when the pass ran there (a small input)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
     from pyspark.sql import functions as F
@@ -565,10 +577,12 @@ def export_lost_records(spark, frames, directory: str | os.PathLike) -> dict[str
         from auditor.spark.arrow import frame_of
 
         schema = _lost_arrow_schema(timestamps=False)
-        decoded_rows = decode_lost_rows(frames.rows["lost"])
+        decoded_rows = decode_lost_rows(frames.rows["lost"], roots)
         decoded = frame_of(spark, [pa.RecordBatch.from_pylist(decoded_rows, schema=schema)], schema)
     else:
-        decoded = frames.frame("lost").mapInArrow(_decode_lost, ", ".join(f"{n} {t}" for n, t in LOST_FIELDS))
+        decoded = frames.frame("lost").mapInArrow(
+            _decode_lost(roots or SegmentRoots()), ", ".join(f"{n} {t}" for n, t in LOST_FIELDS)
+        )
     keys = ("cluster", "topic", "partition", "offset")
     rest = ["broker", *(n for n, _ in LOST_FIELDS if n not in (*keys, "broker"))]  # lowest broker first
     per_offset = (

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from auditor.layout.discover import DISCOVERY_DEPTH, LOG_DIR
 from auditor.layout.discover import discover as discover_paths
+from auditor.layout.relocate import SegmentRoots
 
 
 @dataclass
@@ -229,15 +230,17 @@ _ONE_COPY_PER_RUN = (
 __all__ = ["Identity", "Inputs", "Source", "check_inputs", "discover"]
 
 
-def unreadable_segments(inputs: Inputs) -> list[str]:
+def unreadable_segments(inputs: Inputs, roots: SegmentRoots | None = None) -> list[str]:
     """The log directories that the extracts among ``inputs`` record for their replicas and that are not
-    readable here (``--export-lost`` decodes the lost records from them): one line each, naming the broker
-    and the extract. Read from the extracts' replica tables before Spark starts (small)."""
+    readable here, where ``roots`` (``--segments-root``) puts them (``--export-lost`` decodes the lost
+    records from them): one line each, naming the broker and the extract. Read from the extracts' replica
+    tables before Spark starts (small)."""
     import pyarrow.parquet as pq
 
     from auditor.observe.extract_files import kind_path
 
-    missing: dict[str, str] = {}
+    missing: dict[tuple[str, int | None], str] = {}
+    seen: set[tuple[str, int | None]] = set()
     for source in inputs.parquet:
         try:
             table = pq.read_table(kind_path(source.path, "replica"), columns=["log_dir", "broker"])
@@ -245,8 +248,12 @@ def unreadable_segments(inputs: Inputs) -> list[str]:
             continue  # the audit's own checks name an unreadable extract
         for row in table.to_pylist():
             log_dir = row.get("log_dir")
-            if not log_dir or log_dir in missing:
+            key = (log_dir, row.get("broker"))
+            if not log_dir or key in seen:
                 continue
-            if not (os.path.isdir(log_dir) and os.access(log_dir, os.R_OK | os.X_OK)):
-                missing[log_dir] = f"{log_dir} (broker {row.get('broker')}, recorded in {source.path})"
+            seen.add(key)
+            here = (roots or SegmentRoots()).locate(log_dir, row.get("broker"))
+            if not (os.path.isdir(here) and os.access(here, os.R_OK | os.X_OK)):
+                where = f", looked for at {here}" if here != log_dir else ""
+                missing[key] = f"{log_dir} (broker {row.get('broker')}, recorded in {source.path}{where})"
     return sorted(missing.values())
