@@ -454,7 +454,7 @@ def decode_lost_rows(rows_: list[dict[str, Any]], roots: SegmentRoots | None = N
     ``roots``, the ``--segments-root`` mappings, puts it), below its committed HW (the :data:`LOST_FIELDS`
     columns, ``timestamp`` in ms; a batch that cannot be read is one row with ``error``). Only committed
     data batches reach here (``export_lost_records``), never markers or aborted data."""
-    from auditor.observe.extract import read_batch_records
+    from auditor.observe.records import read_batch_records
     from parsers.errors import ParseError
 
     names = [n for n, _ in LOST_FIELDS]

@@ -233,7 +233,7 @@ def test_corpus_leos_match_the_readme():
 
 
 def test_record_hash_distinguishes_null_and_empty():
-    from auditor.observe.extract import record_hash
+    from auditor.observe.records import record_hash
     from parsers.record_batch import Header
 
     values = {

@@ -23,7 +23,8 @@ import pyarrow.compute as pc
 import pytest
 
 from auditor.kafka.recovery import SegmentSummary, recover
-from auditor.observe import extract, records
+from auditor.observe import extract, records, segment_walk
+from auditor.observe import record_rows as record_spans
 from auditor.observe.extract_files import read_extract
 from auditor.observe.records import record_hash, record_hashes
 from parsers.checkpoints import format_leader_epoch_checkpoint, format_offset_checkpoint
@@ -224,12 +225,12 @@ def _of(table, topic: str, partition: int):
 @pytest.mark.parametrize("small", [False, True], ids=["default-sizes", "small-groups-and-spans"])
 def test_extract_rows_equal_the_batch_by_batch_reference(tmp_path, monkeypatch, seed, clean_shutdown, small):
     if small:
-        monkeypatch.setattr(extract, "GROUP_ROWS", 5)
-        monkeypatch.setattr(extract, "RECORD_SPAN", 3000)
+        monkeypatch.setattr(segment_walk, "GROUP_ROWS", 5)
+        monkeypatch.setattr(record_spans, "RECORD_SPAN", 3000)
         # spans cut by decompressed bytes and declared records, batches over them streamed, records hashed
         # a few at a time and (the larger ones) piece by piece
-        monkeypatch.setattr(extract, "RECORD_SPAN_DECOMPRESSED", 1500)
-        monkeypatch.setattr(extract, "RECORD_SPAN_RECORDS", 20)
+        monkeypatch.setattr(record_spans, "RECORD_SPAN_DECOMPRESSED", 1500)
+        monkeypatch.setattr(record_spans, "RECORD_SPAN_RECORDS", 20)
         monkeypatch.setattr(records, "HASH_CHUNK", 200)
     root = make_logdir(tmp_path / "broker-1", seed, clean_shutdown)
     tables = extract.extract_tables(root)
@@ -441,12 +442,12 @@ def _failing_walk(monkeypatch, segment: str, after: int, error: Exception) -> No
 
 def _walked(root: Path, monkeypatch, group_rows: int, segment: str, after: int, error: Exception) -> dict:
     with monkeypatch.context() as m:
-        m.setattr(extract, "GROUP_ROWS", group_rows)
+        m.setattr(segment_walk, "GROUP_ROWS", group_rows)
         _failing_walk(m, segment, after, error)
         return {kind: table.to_pylist() for kind, table in extract.extract_tables(root).items()}
 
 
-@pytest.mark.parametrize("group_rows", [3, extract.GROUP_ROWS])
+@pytest.mark.parametrize("group_rows", [3, segment_walk.GROUP_ROWS])
 def test_a_segment_failing_in_its_middle_gives_what_a_segment_failing_at_open_gives(
     tmp_path, monkeypatch, group_rows
 ):
@@ -482,7 +483,7 @@ def test_a_segment_that_stops_decoding_keeps_its_batches_before_the_entry_whatev
     for after in (1, 4, 7):
         one = _walked(root, monkeypatch, 1, first, after, error)
         assert _walked(root, monkeypatch, 5, first, after, error) == one
-        assert _walked(root, monkeypatch, extract.GROUP_ROWS, first, after, error) == one
+        assert _walked(root, monkeypatch, segment_walk.GROUP_ROWS, first, after, error) == one
         assert len([r for r in one["batch"] if r["segment"] == 0]) == after
         (replica,) = one["replica"]
         assert (replica["tail_state"], replica["tail_segment"]) == ("corrupt", 0)

@@ -18,7 +18,7 @@ import pytest
 from auditor.kafka.planning import compacted_topics, plan_tasks
 from auditor.layout.logdir import read_log_dir
 from auditor.layout.tasks import PartitionTask
-from auditor.observe import extract
+from auditor.observe import extract, segment_walk
 from auditor.simulate import SimOptions, run_scenario
 from tests.conftest import corpus_path
 
@@ -46,13 +46,13 @@ def clusters(tmp_path_factory) -> dict[str, Path]:
 def walks(monkeypatch) -> list[tuple[str, bool]]:
     """(segment path, verify_crc) of every segment walker the extraction makes."""
     made: list[tuple[str, bool]] = []
-    real = extract.SegmentWalker
+    real = segment_walk.SegmentWalker
 
     def spy(path, **kwargs):
         made.append((str(path), kwargs.get("verify_crc", True)))
         return real(path, **kwargs)
 
-    monkeypatch.setattr(extract, "SegmentWalker", spy)
+    monkeypatch.setattr(segment_walk, "SegmentWalker", spy)
     return made
 
 
