@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from auditor.dump import Dumper, DumpOptions
-from auditor.dump_render import guarded
+from auditor.report.dump_events import guarded
 from parsers.checkpoints import format_leader_epoch_checkpoint, format_offset_checkpoint
 from parsers.dirfiles import format_meta_properties, format_partition_metadata
 from parsers.producer_snapshot import build_producer_snapshot

@@ -26,9 +26,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import auditor.dump as dump_module
+import auditor.dump.segments as dump_module
 from auditor.dump import Dumper, DumpOptions, expand_blocks
-from auditor.dump_render import RENDERERS, _batch_object, guarded
+from auditor.report.dump_events import RENDERERS, _batch_object, guarded
 from parsers.control import encode_end_txn_marker
 from parsers.errors import ParseError
 from parsers.record_batch import (

@@ -100,7 +100,7 @@ def dump_command(
     printed first, then a marker saying where decoding stopped and why).
     """
     from auditor.dump import Dumper, DumpOptions
-    from auditor.dump_render import RENDERERS, guarded
+    from auditor.report.dump_events import RENDERERS, guarded
 
     for flag, name, wanted in (
         (transaction_log_decoder, "--transaction-log-decoder", Decoder.transaction_log),
@@ -166,7 +166,7 @@ def expand_paths(paths: list[Path]) -> list[Path]:
 
 def _sanity_check(paths: list[str], dumper, errors: list, out) -> None:
     """Every file decoded and checked, nothing printed but one line per file."""
-    from auditor.dump_render import guarded
+    from auditor.report.dump_events import guarded
 
     failed: dict[str, str] = {}
     for event in guarded(paths, dumper.stream, errors):
