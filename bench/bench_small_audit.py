@@ -179,7 +179,7 @@ def child(args: argparse.Namespace) -> None:
     """The audit in this (fresh) process, phase by phase; the figures to ``--child-out`` as JSON."""
     import auditor.cli  # noqa: F401 - what the console script loads first
     from auditor.cli.audit import build_report
-    from auditor.cli.common import ReportOptions
+    from auditor.cli.report_options import ReportOptions
     from auditor.rules.registry import AUDIT_SCOPES
     from auditor.spark.inputs import PARQUET_WEIGHT, check_inputs, discover, input_bytes
     from auditor.spark.session import default_master, get_spark

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from auditor import cli
-from auditor.cli.common import fail
+from auditor.cli.messages import fail
 from parsers.errors import ParseError
 
 

@@ -1,8 +1,9 @@
 """The ``kafka-auditor`` command line (Typer): one module per command, thin (parse options, call, render).
 
-:mod:`auditor.cli.common` holds what the commands share (the error line, the report options, exit codes
-from :mod:`auditor.report.model`); the command modules import it and nothing else of this package; this
-module builds the app from them. Heavy modules (pyspark, numpy) load only inside the commands.
+What the commands share: :mod:`~auditor.cli.messages` (the error line), :mod:`~auditor.cli.report_options`
+(the report options, exit codes from :mod:`auditor.report.model`), :mod:`~auditor.cli.listing` and
+:mod:`~auditor.cli.spark_options` (``--master``); the command modules import those and nothing else of this
+package; this module builds the app from them. Heavy modules (pyspark, numpy) load only inside the commands.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from auditor.cli import audit, dump, extract, ingest, scan, simulate
 from auditor.cli import groups as groups_cli
 from auditor.cli import report as report_cli
 from auditor.cli import timeline as timeline_cli
-from auditor.cli.common import internal_error_line
+from auditor.cli.messages import internal_error_line
 from auditor.errors import DEBUG_ENV, on_interrupt
 from auditor.report.model import EXIT_ERROR
 

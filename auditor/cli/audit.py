@@ -2,7 +2,7 @@
 
 Same report options, rule selection (``--select``/``--ignore``/``--explain``/``--list-rules``, over the
 ``replicas``, ``lag``, ``loss``, ``txn``, ``groups`` and ``cluster`` scopes) and exit codes as ``scan``
-(:mod:`auditor.cli.common`).
+(:mod:`auditor.cli.report_options`).
 """
 
 from __future__ import annotations
@@ -14,17 +14,10 @@ from typing import Any
 
 import typer
 
-from auditor.cli.common import (
-    ReportOptions,
-    absolute_path,
-    checked_master,
-    fail,
-    fail_all,
-    paths_argument,
-    report_options,
-    run_on_spark,
-    warn,
-)
+from auditor.cli.listing import absolute_path, paths_argument
+from auditor.cli.messages import fail, fail_all, warn
+from auditor.cli.report_options import ReportOptions, report_options
+from auditor.cli.spark_options import checked_master, master_option, run_on_spark
 from auditor.layout.relocate import SegmentRoots
 from auditor.report.columns import AUDIT_COLUMNS
 from auditor.report.model import Report
@@ -168,9 +161,7 @@ def build_report(result, selection, inputs, options: ReportOptions) -> Report:
 def audit_command(
     options: ReportOptions,
     roots: list[Path] | None = paths_argument("ROOT...", ROOTS_HELP),
-    master: str | None = typer.Option(
-        None, "--master", help="Spark master URL (default local[*]; e.g. spark://host:7077, yarn, k8s://...)."
-    ),
+    master: str | None = master_option(),
     save: Path | None = typer.Option(
         None, "--save", help="Also write the findings and intermediate tables as Parquet under DIR."
     ),

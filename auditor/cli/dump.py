@@ -9,7 +9,7 @@ from pathlib import Path
 
 import typer
 
-from auditor.cli.common import fail_all
+from auditor.cli.messages import fail_all
 
 
 class DumpFormat(str, Enum):

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import typer
 
-from auditor.cli.common import fail, warn
+from auditor.cli.messages import fail, warn
 
 
 def extract_command(

@@ -13,16 +13,11 @@ from pathlib import Path
 
 import typer
 
-from auditor.cli.common import (
-    checked_master,
-    configure_logging,
-    fail,
-    make_stages,
-    paths_argument,
-    progress_option,
-    run_on_spark,
-    verbose_option,
-)
+from auditor.cli.listing import paths_argument
+from auditor.cli.messages import fail
+from auditor.cli.report_options import make_stages, progress_option, verbose_option
+from auditor.cli.spark_options import checked_master, master_option, run_on_spark
+from auditor.report.progress import configure_logging
 
 SOURCES_HELP = (
     "Checkpoint dumps: directory trees or archives (.tar, .tar.gz/.tgz, .zip) holding one or many dumps "
@@ -71,9 +66,7 @@ def ingest_command(
     into: Path | None = typer.Option(
         None, "--into", help="The warehouse directory (created when missing or empty)."
     ),
-    master: str | None = typer.Option(
-        None, "--master", help="Spark master URL (default local[*]; e.g. spark://host:7077, yarn, k8s://...)."
-    ),
+    master: str | None = master_option(),
     cluster: str | None = typer.Option(
         None, "--cluster", help="Cluster label of every dump (default: cluster.id of meta.properties)."
     ),

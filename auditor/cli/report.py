@@ -24,14 +24,10 @@ from typing import Any
 
 import typer
 
-from auditor.cli.common import (
-    ReportOptions,
-    absolute_path,
-    checked_master,
-    fail,
-    report_options,
-    run_on_spark,
-)
+from auditor.cli.listing import absolute_path
+from auditor.cli.messages import fail
+from auditor.cli.report_options import ReportOptions, report_options
+from auditor.cli.spark_options import checked_master, master_option, run_on_spark
 from auditor.report.model import Report
 from auditor.rules.history.model import HistorySettings
 from auditor.rules.registry import HISTORY_SCOPES
@@ -211,9 +207,7 @@ def report_command(
         metavar="DURATION",
         help="KA806: captures of one night's brokers this close together are compared as one round.",
     ),
-    master: str | None = typer.Option(
-        None, "--master", help="Spark master URL (default local[*]; e.g. spark://host:7077, yarn, k8s://...)."
-    ),
+    master: str | None = master_option(),
 ) -> None:
     """Check the checkpoint history of an ingest warehouse (high watermarks, log start offsets, recovery
     points and leader epochs over time; brokers and partitions that vanish) and report what is new since

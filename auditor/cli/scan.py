@@ -7,7 +7,9 @@ from pathlib import Path
 
 import typer
 
-from auditor.cli.common import ReportOptions, fail, fail_all, paths_argument, report_options, warn
+from auditor.cli.listing import paths_argument
+from auditor.cli.messages import fail, fail_all, warn
+from auditor.cli.report_options import ReportOptions, report_options
 from auditor.report.columns import SCAN_COLUMNS
 
 LOGDIRS_HELP = (

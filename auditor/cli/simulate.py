@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from auditor.cli.common import fail
+from auditor.cli.messages import fail
 
 
 def _list(value: bool) -> None:

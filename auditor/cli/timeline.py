@@ -8,14 +8,8 @@ from pathlib import Path
 
 import typer
 
-from auditor.cli.common import (
-    ListingFormat,
-    fail,
-    listed_log_dirs,
-    paths_argument,
-    replica_warnings,
-    warn,
-)
+from auditor.cli.listing import ListingFormat, listed_log_dirs, paths_argument, replica_warnings
+from auditor.cli.messages import fail, warn
 
 
 def timeline_command(

@@ -64,8 +64,8 @@ _BATCH_LINE = (
 
 
 def _batch_object(e: dict) -> str:
-    """``_compact(e)`` of a v2 batch event (``auditor.dump.events.batch_event``: its keys in its order), without
-    the generic encoder."""
+    """``_compact(e)`` of a v2 batch event (``auditor.dump.events.batch_event``: its keys in its order),
+    without the generic encoder."""
     horizon = e["deleteHorizonMs"]
     computed = e["computedCrc"]
     return _BATCH_OBJECT % (

@@ -119,7 +119,7 @@ class Stages:
     """The stages of one command on stderr (see the module docstring). ``enabled``: True forces the display
     (also when piped), False silences it, None shows it on a terminal only. ``poller``: makes, for each stage
     opened with ``poll=True`` while the display is on, a poller asked every :data:`POLL_SECONDS` (``audit``:
-    the Spark tasks of the stage, :func:`spark_tasks`)."""
+    the Spark tasks of the stage, :func:`auditor.spark.startup.spark_tasks`)."""
 
     def __init__(self, enabled: bool | None = None, *, file: IO[str] | None = None) -> None:
         self.file = file if file is not None else sys.stderr
@@ -261,30 +261,6 @@ class Stages:
                 if counts is not None:
                     stage.done, stage.total = counts
             self._draw(stage)
-
-
-def spark_tasks(spark: Any) -> Poll:
-    """A poller of the Spark tasks of the stages started since it was made: (tasks finished, tasks known)
-    summed over every Spark stage seen so far (a stage's count is kept after it ends: the figures grow)."""
-    tracker = spark.sparkContext.statusTracker()
-    seen: dict[int, tuple[int, int]] = {}
-    before = set(tracker.getActiveStageIds())
-
-    def poll() -> tuple[int, int] | None:
-        for stage_id in tracker.getActiveStageIds():
-            if stage_id in before:
-                continue
-            info = tracker.getStageInfo(stage_id)
-            if info is not None:
-                seen[stage_id] = (info.numCompletedTasks, info.numTasks)
-        if not seen:
-            return None
-        # a stage no longer active has run all its tasks
-        active = set(tracker.getActiveStageIds())
-        done = sum(total if sid not in active else d for sid, (d, total) in seen.items())
-        return done, sum(total for _d, total in seen.values())
-
-    return poll
 
 
 class NoStages:

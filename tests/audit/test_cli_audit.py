@@ -95,7 +95,7 @@ def test_text_and_html_reports_show_replicas_and_timeline(corpus_audit):
     import io
 
     from auditor.cli.audit import build_report
-    from auditor.cli.common import ReportOptions
+    from auditor.cli.report_options import ReportOptions
     from auditor.report import render
     from auditor.rules.registry import AUDIT_SCOPES, select_rules
     from auditor.spark.inputs import Inputs

@@ -91,7 +91,7 @@ def test_hole_keeps_the_loss_outside_it(replica_audit):
 
 def test_report_rows_and_exit_code(replica_audit):
     from auditor.cli.audit import build_report
-    from auditor.cli.common import ReportOptions
+    from auditor.cli.report_options import ReportOptions
     from auditor.rules.registry import AUDIT_SCOPES, select_rules
 
     name = "follower-last-segment-unreadable"

@@ -1,4 +1,4 @@
-"""``scan`` and ``audit`` share one set of report options (:func:`auditor.cli.common.report_options`):
+"""``scan`` and ``audit`` share one set of report options (:func:`auditor.cli.report_options.report_options`):
 the same flags, choices and defaults, the same rule selection semantics over their own scopes, and the same
 refusals (exit 2) — ``audit`` refusing an unknown selector before Spark is loaded."""
 
@@ -15,7 +15,7 @@ import typer.main
 from typer.testing import CliRunner
 
 from auditor.cli import app
-from auditor.cli.common import ReportOptions, report_options
+from auditor.cli.report_options import ReportOptions, report_options
 from auditor.findings import Severity
 from auditor.rules.registry import AUDIT_SCOPES, REGISTRY, load_rules
 from auditor.scan import SCAN_SCOPES

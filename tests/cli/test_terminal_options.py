@@ -20,7 +20,8 @@ import pytest
 from auditor.findings import Finding, Severity
 from auditor.report import render
 from auditor.report.model import Report
-from auditor.report.progress import Stages, amount, human_bytes, spark_tasks
+from auditor.report.progress import Stages, amount, human_bytes
+from auditor.spark.startup import spark_tasks
 from auditor.spark.tuning import CDS_ENV
 from tests.rules.builder import standard, truncate
 
@@ -319,7 +320,7 @@ def test_verbose_logs_the_stages_and_the_engine_on_stderr_only(broken):
 
 
 def test_spark_log_levels_follow_verbose():
-    from auditor.cli.common import SPARK_LOG_LEVELS
+    from auditor.spark.startup import SPARK_LOG_LEVELS
 
     assert SPARK_LOG_LEVELS[0] == "ERROR" and SPARK_LOG_LEVELS[1:] == ("WARN", "INFO", "DEBUG")
 
@@ -404,7 +405,7 @@ def test_reporting_and_spark_commands_take_the_terminal_options():
 def test_a_report_lists_what_is_not_hidden_and_marks_only_that_as_reported():
     """``report`` records the findings it listed as reported: with text's default threshold an info finding
     stays new (:meth:`ReportOptions.displayed` is what the state records)."""
-    from auditor.cli.common import ReportOptions
+    from auditor.cli.report_options import ReportOptions
 
     findings = [
         _finding("KA801", Severity.ERROR, "a", 0, "hw went back"),
