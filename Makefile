@@ -51,6 +51,11 @@ test: $(STAMP) browser
 	$(BIN)/lint-imports --no-logo
 	$(BIN)/python -m pytest -q
 
+# The pages of docs/checks/, one per check, generated from the rule registry (a test fails when one is stale).
+.PHONY: docs
+docs: $(STAMP)
+	$(BIN)/python -m auditor.rules.docs --write docs/checks
+
 bench: $(STAMP)
 	$(BIN)/python bench/bench_header_walk.py
 

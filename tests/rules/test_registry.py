@@ -1,4 +1,4 @@
-"""The registry: conventions every rule follows, selection by prefix, and the generated README table."""
+"""The registry: conventions every rule follows, selection by prefix, and the table of checks."""
 
 from __future__ import annotations
 
