@@ -26,7 +26,7 @@ demo: $(STAMP)
 	$(BIN)/kafka-auditor audit $(DEMO)/cluster --export-lost $(DEMO)/lost --exit-zero
 	@echo "The committed records the unclean election lost: $(DEMO)/lost/lost-records.jsonl"
 
-# The nightly flow of the README on a simulated month: dumps of 6 brokers (folders and archives), ingest,
+# The nightly flow of the README ("Every night") on a simulated month: dumps of 6 brokers (folders and archives), ingest,
 # report (text: the regressions found), then the HTML page and the Prometheus textfile of the whole month.
 demo-history: $(STAMP)
 	rm -rf $(DEMO)-history
