@@ -26,7 +26,7 @@ demo: $(STAMP)
 	$(BIN)/kafka-auditor audit $(DEMO)/cluster --export-lost $(DEMO)/lost --exit-zero
 	@echo "The committed records the unclean election lost: $(DEMO)/lost/lost-records.jsonl"
 
-# The nightly flow of the README on a simulated month: dumps of 6 brokers (folders and archives), ingest,
+# The nightly flow of the README ("Every night") on a simulated month: dumps of 6 brokers (folders and archives), ingest,
 # report (text: the regressions found), then the HTML page and the Prometheus textfile of the whole month.
 demo-history: $(STAMP)
 	rm -rf $(DEMO)-history
@@ -50,6 +50,11 @@ test: $(STAMP) browser
 	$(BIN)/ruff check auditor parsers tests bench fixtures
 	$(BIN)/lint-imports --no-logo
 	$(BIN)/python -m pytest -q
+
+# The pages of docs/checks/, one per check, generated from the rule registry (a test fails when one is stale).
+.PHONY: docs
+docs: $(STAMP)
+	$(BIN)/python -m auditor.rules.docs --write docs/checks
 
 bench: $(STAMP)
 	$(BIN)/python bench/bench_header_walk.py

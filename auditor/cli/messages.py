@@ -47,7 +47,7 @@ def internal_error_line(exc: BaseException) -> str:
 
 def print_markdown(text: str) -> None:
     """``text`` (Markdown) on stdout: rendered by Rich on a terminal, as it is when piped (scripts, the
-    README generator and ``grep`` read the Markdown)."""
+    docs generator and ``grep`` read the Markdown)."""
     from auditor.report.progress import terminal
 
     if not terminal(sys.stdout):

@@ -201,13 +201,14 @@ def _list_rules(scopes: Callable[[], Iterable[str]]) -> Callable[[bool], None]:
 def _explain(value: str | None) -> None:
     if not value:
         return
+    from auditor.rules.docs import page_uri
     from auditor.rules.registry import get, markdown_details
 
     try:
         found = get(value)
     except KeyError:
         raise fail(f"--explain: no rule {value!r}") from None
-    print_markdown(markdown_details([found]) + "\n")
+    print_markdown(markdown_details([found]) + f"\nDocumentation: {page_uri(found.code)}\n")
     raise typer.Exit(EXIT_CLEAN)
 
 

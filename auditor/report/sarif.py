@@ -41,9 +41,9 @@ hold. ``region.startLine`` is always set: for local text files (offset and leade
 Unicode code points (the run's ``columnKind``); for an offset checkpoint finding without a position, the
 line of its partition's entry ``<topic> <partition> <offset>``; each file read once, bounded, never failing
 the report; 1 when unknown, and for binary files 1 with ``byteOffset``. The topic-partition is also a
-logical location. Each rule's ``helpUri`` is its row of the README's checks table (``#ka601``); its
-``help.markdown`` links the JIRA issues and KIPs it cites. ``invocations[0].commandLine`` is the command as
-typed.
+logical location. Each rule's ``helpUri`` is its page, ``docs/checks/KA601.md`` (generated from the
+registry by :mod:`auditor.rules.docs`); its ``help.markdown`` links the JIRA issues and KIPs it cites.
+``invocations[0].commandLine`` is the command as typed.
 
 Levels: critical and error -> ``error``, warning -> ``warning``, info -> ``note``. Kafka's terms (broker,
 offsets, epoch, evidence) are in each result's ``properties``, exactly as found; the human-facing
@@ -55,7 +55,6 @@ from __future__ import annotations
 import json
 import os
 import posixpath
-import re
 from pathlib import Path
 from typing import IO, Any
 from urllib.parse import quote
@@ -63,6 +62,7 @@ from urllib.parse import quote
 from auditor.findings import Finding, Severity, relative_file
 from auditor.layout.filetypes import classify
 from auditor.report.model import SCHEMA_VERSION, TOOL_NAME, TOOL_URI, Report
+from auditor.rules.docs import linked_references, page_uri
 from auditor.text import visible
 from parsers.files import read_regular
 
@@ -101,33 +101,14 @@ TEXT_KINDS = frozenset(
 )
 """File kinds (:func:`auditor.layout.filetypes.classify`) Kafka writes as text; KRaft snapshots
 (``*.checkpoint``) are binary."""
-README_URI = f"{TOOL_URI}/blob/main/README.md"
-"""The README, whose checks table has one anchor per rule (``#ka601``, from
-:func:`auditor.rules.registry.markdown_table`)."""
-JIRA_URI = "https://issues.apache.org/jira/browse/{}"
-KIP_URI = "https://cwiki.apache.org/confluence/dosearchsite.action?where=KAFKA&queryString={}"
-"""A KIP's page title is not derivable from its number; the wiki's search for it lists the page first."""
-_REFERENCE = re.compile(r"(?<![\w\[/=-])(KAFKA-\d+|KIP-\d+)\b")
 
 
 # ------------------------------------------------------------------------------------------------ rules
 
 
 def help_uri(code: str) -> str:
-    """The rule's own documentation: its row in the README's table of checks."""
-    return f"{README_URI}#{code.lower()}"
-
-
-def linked_references(text: str) -> str:
-    """``text`` with each KAFKA JIRA issue and KIP named in it as a Markdown link (a KIP to the Kafka
-    wiki's search for it)."""
-
-    def link(m: re.Match[str]) -> str:
-        ref = m.group(1)
-        uri = JIRA_URI.format(ref) if ref.startswith("KAFKA-") else KIP_URI.format(ref)
-        return f"[{ref}]({uri})"
-
-    return _REFERENCE.sub(link, text)
+    """The rule's own documentation: its page ``docs/checks/KAnnn.md`` (``page_uri``)."""
+    return page_uri(code)
 
 
 def _clip(text: str, limit: int) -> str:
@@ -140,7 +121,7 @@ def _rule(r) -> dict[str, Any]:
     uri = help_uri(r.code)
     markdown = "\n\n".join(f"**{name}:** {linked_references(text)}" for name, text in sections.items())
     text = " ".join(f"{k}: {v}" for k, v in sections.items()) or title
-    markdown = (markdown or text) + f"\n\n[{r.code} in the kafka-auditor README]({uri})"
+    markdown = (markdown or text) + f"\n\n[{r.code} in the kafka-auditor documentation]({uri})"
     return {
         "id": r.code,
         "name": _clip(r.name or r.code, MAX_NAME),

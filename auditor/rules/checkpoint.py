@@ -76,7 +76,7 @@ def checkpoint_malformed(ld: LogDirContext) -> Iterator[Violation]:
     What to do: if a ``.tmp`` leftover (KA507) holds a readable older version, compare both; otherwise
     remove the damaged lines (Kafka recomputes the values: high watermarks from the leaders, recovery
     points by recovery) after copying the file.
-    References: KAFKA-1758, KAFKA-16541, spec §11.1.
+    References: KAFKA-1758, KAFKA-16541, ``CheckpointFile.read``, ``CheckpointFileWithFailureHandler``.
     """
     for name, parsed in sorted(ld.checkpoints.items()):
         if parsed.error is not None:
@@ -103,7 +103,7 @@ def leader_epoch_malformed(part: PartitionContext) -> Iterator[Violation]:
     What to do: copy the file; rebuild it from the batches: one line ``epoch startOffset`` per leader epoch
     at the first offset stamped with it (``kafka-auditor dump`` of the segments shows each batch's
     partitionLeaderEpoch), or delete it and let the replica re-fetch from the leader.
-    References: KIP-101, KAFKA-16541, KAFKA-15046, spec §11.3.
+    References: KIP-101, KAFKA-16541, KAFKA-15046, ``LeaderEpochCheckpointFile``, ``LeaderEpochFileCache``.
     """
     if part.leader_epochs.error is not None:
         yield _error_violation(part.leader_epochs, "the partition fails to load and its log dir goes offline")
@@ -135,7 +135,7 @@ def partition_metadata_malformed(part: PartitionContext) -> Iterator[Violation]:
     KafkaStorageException and takes the log dir offline. Variants Kafka accepts still point at hand edits.
     What to do: restore the file from the topic ID in the cluster metadata (``version: 0`` newline
     ``topic_id: <id>``, no trailing newline) after copying it.
-    References: KIP-516, spec §12.1.
+    References: KIP-516, ``PartitionMetadataFile``.
     """
     pm = part.partition_metadata
     if pm.error is not None:
@@ -167,7 +167,7 @@ def meta_properties_invalid(ld: LogDirContext) -> Iterator[Violation]:
     What to do: restore it from a backup or another log dir of the same broker (same node.id and cluster.id,
     a fresh directory.id); check that the copy of the log dir is complete (an empty file often means the
     copy or the disk lost the file's data after a crash).
-    References: KIP-631, KIP-858, spec §12.2.
+    References: KIP-631, KIP-858, ``MetaProperties``, ``MetaPropertiesEnsemble.verify``.
     """
     meta = ld.meta
     if not meta.present:
@@ -210,7 +210,7 @@ def quorum_state_malformed(part: PartitionContext) -> Iterator[Violation]:
     epoch.
     What to do: copy the file; restore it from a backup, or remove it only on an observer broker (the
     broker re-learns the leader from the quorum).
-    References: KIP-595, KIP-853, spec §12.4.
+    References: KIP-595, KIP-853, ``FileQuorumStateStore``.
     """
     qs = part.quorum_state
     if qs.error is not None:
@@ -233,7 +233,8 @@ def checkpoint_suspicious(ld: LogDirContext) -> Iterator[Violation]:
     bug (KAFKA-3978) and makes the replica's initial high watermark wrong.
     What to do: compare the file with the partition directories and the other brokers; remove the bad lines
     after copying the file.
-    References: KAFKA-3978, spec §11.1, §11.2.
+    References: KAFKA-3978, ``CheckpointFile.read``, ``CheckpointFileWithFailureHandler``,
+    ``OffsetCheckpointFile``.
     """
     for name, parsed in sorted(ld.checkpoints.items()):
         if not parsed.ok:
@@ -295,7 +296,8 @@ def checkpoint_orphan(ld: LogDirContext) -> Iterator[Violation]:
     or an incomplete copy of the log dir).
     What to do: check that the copy of the log dir is complete; otherwise nothing, Kafka drops the entry at
     its next checkpoint.
-    References: spec §11.2, §17.1.
+    References: ``OffsetCheckpointFile``, ``ReplicaManager.checkpointHighWatermarks``,
+    ``LogManager.checkpointLogRecoveryOffsets``, ``LogManager.checkpointLogStartOffsets``.
     """
     hosted = {(p.topic, p.partition) for p in ld.inventory.partitions if p.kind in ("live", "future")}
     for name in ("replication-offset-checkpoint", "recovery-point-offset-checkpoint"):
@@ -371,7 +373,7 @@ def epoch_cache_not_increasing(part: PartitionContext) -> Iterator[Violation]:
     torn or stale asynchronous flush (KAFKA-15046, KAFKA-16541) or a hand edit.
     What to do: compare with the batches' partitionLeaderEpoch (``dump``) and with the other replicas'
     caches (``audit``).
-    References: KIP-101, KAFKA-15046, KAFKA-16541, spec §11.3.
+    References: KIP-101, KAFKA-15046, KAFKA-16541, ``LeaderEpochCheckpointFile``, ``LeaderEpochFileCache``.
     """
     if part.normalized_epochs is None:
         return
@@ -408,7 +410,8 @@ def epoch_cache_beyond_leo(part: PartitionContext) -> Iterator[Violation]:
     removes such entries at load (``truncateFromEnd``), but they prove the log was longer.
     What to do: compare with the high watermark checkpoint (KA401) and with the other replicas (``audit``)
     to see which offsets were lost.
-    References: KIP-101, KAFKA-10706, KAFKA-15046, spec §17.5.
+    References: KIP-101, KAFKA-10706, KAFKA-15046, ``LeaderEpochFileCache.assign``,
+    ``LeaderEpochFileCache.truncateFromEndAsyncFlush``.
     """
     cache = _cache(part)
     if cache is None:
@@ -447,7 +450,8 @@ def epoch_cache_missing_epoch(part: PartitionContext) -> Iterator[Violation]:
     diverge (KIP-101, KIP-279). KAFKA-10432 lost epoch 0 this way; a missing file loses every epoch.
     What to do: rebuild the file from the batches (first offset of each epoch) or let the replica re-fetch
     from a healthy leader; compare replicas with ``audit`` before electing this one.
-    References: KIP-101, KIP-279, KAFKA-10432, KAFKA-7415, spec §17.5.
+    References: KIP-101, KIP-279, KAFKA-10432, KAFKA-7415, ``LeaderEpochFileCache.assign``,
+    ``LeaderEpochFileCache.truncateFromEndAsyncFlush``.
     """
     runs = _runs(part)
     if not runs or part.leader_epochs.error is not None or part.epoch_error is not None:
@@ -503,7 +507,9 @@ def epoch_cache_start_mismatch(part: PartitionContext) -> Iterator[Violation]:
     after an unclean leader election or a lost truncation.
     What to do: compare the replicas with ``kafka-auditor audit`` (divergence point and epoch lineage); do
     not elect this replica until the disagreement is explained.
-    References: KIP-101, KIP-279, KAFKA-6361, KAFKA-7164, spec §17.5, §17.6.
+    References: KIP-101, KIP-279, KAFKA-6361, KAFKA-7164, ``LeaderEpochFileCache.assign``,
+    ``LeaderEpochFileCache.truncateFromEndAsyncFlush``, ``LeaderEpochFileCache.endOffsetFor``,
+    ``AbstractFetcherThread.truncateToEpochEndOffsets``.
     """
     cache = _cache(part)
     if not cache:

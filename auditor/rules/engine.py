@@ -56,6 +56,6 @@ DUPLICATE_BROKER_ID = declare(
     What to do: nothing if the copies are meant (before/after an incident); audit each copy in its own run
     with the other brokers of the same moment.
     References: KIP-858 (directory.id; MetaPropertiesEnsemble.verify: "Duplicate directory ID"), KIP-631,
-    KIP-113 (JBOD), spec §12.2.
+    KIP-113 (JBOD).
     """,
 )

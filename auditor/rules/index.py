@@ -135,7 +135,7 @@ def index_size(seg: SegmentFacts, part: PartitionContext) -> Iterator[Violation]
     refuse it. It means the file was truncated or appended to by something other than Kafka.
     What to do: keep a copy; delete the ``.index`` file on the broker (Kafka rebuilds a missing offset index
     from the ``.log`` at the next start).
-    References: KAFKA-7283, spec §7.4.
+    References: KAFKA-7283, ``OffsetIndex.sanityCheck``.
     """
     yield from _partial_entry(seg.offset_index, 8)
 
@@ -157,7 +157,7 @@ def index_not_increasing(seg: SegmentFacts, part: PartitionContext) -> Iterator[
     skip records or return earlier ones. Concurrent lazy index loading corrupted indexes this way
     (KAFKA-9156).
     What to do: delete the ``.index`` file on the broker after copying it; Kafka rebuilds it from the log.
-    References: KAFKA-9156, KAFKA-4451, spec §7.2.
+    References: KAFKA-9156, KAFKA-4451, ``LogSegment.append`` (index.interval.bytes), ``OffsetIndex``.
     """
     oi = seg.offset_index
     if oi is None or len(oi) < 2:
@@ -212,7 +212,8 @@ def index_outside(seg: SegmentFacts, part: PartitionContext) -> Iterator[Violati
     write them. ``OffsetIndex.sanityCheck`` fails when the last slot is below the base offset. Lookups that
     land on such an entry read from the wrong place.
     What to do: delete the ``.index`` file on the broker after copying it; Kafka rebuilds it from the log.
-    References: KAFKA-4451, KAFKA-7076, spec §7.2, §7.4.
+    References: KAFKA-4451, KAFKA-7076, ``LogSegment.append`` (index.interval.bytes), ``OffsetIndex``,
+    ``OffsetIndex.sanityCheck``.
     """
     oi = seg.offset_index
     bad = _flagged(oi, _offset_index_classes, seg, "outside")
@@ -256,7 +257,8 @@ def index_not_at_batch(seg: SegmentFacts, part: PartitionContext) -> Iterator[Vi
     fetches of offsets between the batch and O skip records. Kafka's append and recovery always index a
     batch's last offset (``kafka-dump-log --verify-index-only`` reports these as mismatches).
     What to do: delete the ``.index`` file on the broker after copying it; Kafka rebuilds it from the log.
-    References: KAFKA-7487, KAFKA-9156, spec §7.2, §17.4.
+    References: KAFKA-7487, KAFKA-9156, ``LogSegment.append`` (index.interval.bytes), ``OffsetIndex``,
+    ``LogSegment.recover`` (rebuilds the indexes), ``DumpLogSegments``.
     """
     oi = seg.offset_index
     if oi is None or not len(oi):
@@ -322,7 +324,8 @@ def index_stale(seg: SegmentFacts, part: PartitionContext) -> Iterator[Violation
     was once indexed (or a clean-shutdown marker was written by mistake, KAFKA-10471).
     What to do: if recovery will run, nothing (but check KA401 for committed data lost from the tail); else
     delete the ``.index`` after copying it, and compare the log with the other replicas.
-    References: KAFKA-10471, KAFKA-15375, KAFKA-9156, spec §17.4.
+    References: KAFKA-10471, KAFKA-15375, KAFKA-9156, ``LogSegment.recover`` (rebuilds the indexes),
+    ``DumpLogSegments``.
     """
     oi = seg.offset_index
     bad = _flagged(oi, _offset_index_classes, seg, "stale")
@@ -358,7 +361,7 @@ def index_garbage(seg: SegmentFacts, part: PartitionContext) -> Iterator[Violati
     Kafka's append path: a corrupted page, a torn mmap flush after a crash, or overwritten data. Kafka
     itself treats every slot of a pre-existing index as an entry, so lookups may use the garbage.
     What to do: delete the index file on the broker after copying it; Kafka rebuilds it from the log.
-    References: KAFKA-9156, spec §7.3.
+    References: KAFKA-9156, ``AbstractIndex.resize``, ``AbstractIndex.trimToValidSize``.
     """
     for idx, size in ((seg.offset_index, 8), (seg.time_index, 12)):
         if idx is None or idx.garbage_after_padding is None or idx.garbage_after_padding >= idx.slots * size:
@@ -393,7 +396,7 @@ def index_not_trimmed(seg: SegmentFacts, part: PartitionContext) -> Iterator[Vio
     segment active again (``LogSegment.truncateTo`` re-expands indexes). Harmless by itself, but it dates a
     crash or a truncation.
     What to do: nothing; use it to correlate with other findings on this partition.
-    References: spec §7.3, §17.2.
+    References: ``AbstractIndex.resize``, ``AbstractIndex.trimToValidSize``, ``LogSegment``.
     """
     if seg.is_last or seg.kind != "log":
         return
@@ -424,7 +427,7 @@ def index_missing(seg: SegmentFacts, part: PartitionContext) -> Iterator[Violati
     a missing index on a copy of a log dir also suggests an incomplete copy (and the evidence of what the
     index held is gone).
     What to do: check that the copy of the log dir is complete; otherwise nothing, Kafka rebuilds indexes.
-    References: KAFKA-7283, spec §7.4, §8.2.
+    References: KAFKA-7283, ``OffsetIndex.sanityCheck``, ``TimeIndex.maybeAppend``.
     """
     files = seg.files
     if files is None or seg.kind != "log":
@@ -455,7 +458,7 @@ def timeindex_size(seg: SegmentFacts, part: PartitionContext) -> Iterator[Violat
     bytes which is neither positive nor a multiple of 12"). The file was cut or extended by something else.
     What to do: delete the ``.timeindex`` on the broker after copying it; Kafka recreates it (empty, then
     rebuilt when the segment is recovered).
-    References: KIP-33, spec §8.3.
+    References: KIP-33, ``TimeIndex.sanityCheck``.
     """
     yield from _partial_entry(seg.time_index, 12)
 
@@ -485,7 +488,7 @@ def timeindex_not_increasing(seg: SegmentFacts, part: PartitionContext) -> Itera
     retention reads the last entry (DumpLogSegments: "Found out of order timestamp").
     What to do: delete the ``.timeindex`` on the broker after copying it; Kafka rebuilds it when the segment
     is recovered.
-    References: KIP-33, spec §8.2.
+    References: KIP-33, ``TimeIndex.maybeAppend``.
     """
     ti = seg.time_index
     if ti is None or not len(ti):
@@ -544,7 +547,7 @@ def timeindex_mismatch(seg: SegmentFacts, part: PartitionContext) -> Iterator[Vi
     What to do: delete the ``.timeindex`` on the broker after copying it; compare the batch with the other
     replicas (``audit``): a maxTimestamp changed without a CRC change is impossible, so either the index or
     the batch was altered.
-    References: KIP-33, spec §8.1, §16.4.
+    References: KIP-33, ``TimeIndex``, ``DumpLogSegments`` (time index checks).
     """
     ti = seg.time_index
     bad = _flagged(ti, _time_classes, seg, "mismatch")
@@ -578,7 +581,7 @@ def timeindex_absent(seg: SegmentFacts, part: PartitionContext) -> Iterator[Viol
     ends no batch was not produced by Kafka (DumpLogSegments: "The following indexed offsets are not found in
     the log"). Timestamp lookups return an offset that does not start a readable position.
     What to do: delete the ``.timeindex`` on the broker after copying it; Kafka rebuilds it.
-    References: KIP-33, spec §16.4.
+    References: KIP-33, ``DumpLogSegments`` (time index checks).
     """
     ti = seg.time_index
     bad = _flagged(ti, _time_classes, seg, "absent")
@@ -614,7 +617,7 @@ def timeindex_stale(seg: SegmentFacts, part: PartitionContext) -> Iterator[Viola
     of lost data.
     What to do: if recovery will run, nothing; else delete the ``.timeindex`` after copying it, and compare
     the log with the other replicas.
-    References: KAFKA-10471, KIP-33, spec §17.4.
+    References: KAFKA-10471, KIP-33, ``LogSegment.recover`` (rebuilds the indexes), ``DumpLogSegments``.
     """
     ti = seg.time_index
     bad = _flagged(ti, _time_classes, seg, "stale")
@@ -652,7 +655,7 @@ def timeindex_missing_max(seg: SegmentFacts, part: PartitionContext) -> Iterator
     makes retention delete the segment early, and dates a crash before the roll completed.
     What to do: nothing urgent; if retention matters, delete the ``.timeindex`` after copying it so that
     Kafka rebuilds it.
-    References: KIP-33, spec §8.2.
+    References: KIP-33, ``TimeIndex.maybeAppend``.
     """
     ti = seg.time_index
     if seg.is_last or seg.kind != "log" or ti is None or seg.max_timestamp < 0 or seg.empty:
@@ -758,7 +761,8 @@ def txn_entry_without_marker(seg: SegmentFacts, part: PartitionContext) -> Itera
     committed records before the transaction; too high, they receive its first aborted records.
     What to do: compare the log around the offset with the other replicas (``audit``); delete the
     ``.txnindex`` on the broker only after copying it (recovery rebuilds it when the segment is re-read).
-    References: KIP-98, KAFKA-10832, KAFKA-7866, spec §9.2.
+    References: KIP-98, KAFKA-10832, KAFKA-7866, ``TransactionIndex.sanityCheck``,
+    ``LogSegment.updateTxnIndex``.
     """
     tx = seg.txn_index
     if tx is None or not tx.entries:
@@ -858,7 +862,8 @@ def txn_marker_without_entry(seg: SegmentFacts, part: PartitionContext) -> Itera
     recovery rebuilds the index (warning); otherwise delete the ``.txnindex`` and the segment's ``.index``
     on the broker after copying them so that Kafka rebuilds the segment's indexes, and check which consumers
     read the aborted records.
-    References: KIP-98, KAFKA-10832, KAFKA-7866, spec §9.2.
+    References: KIP-98, KAFKA-10832, KAFKA-7866, ``TransactionIndex.sanityCheck``,
+    ``LogSegment.updateTxnIndex``.
     """
     if seg.kind != "log":
         return
@@ -906,7 +911,8 @@ def txn_corrupt(seg: SegmentFacts, part: PartitionContext) -> Iterator[Violation
     load; a failure makes Kafka rebuild the segment's indexes, and an unreadable version byte makes reads of
     aborted transactions fail. A partial trailing entry is ignored by Kafka but was not written by it.
     What to do: copy the file; delete it on the broker so that recovery rebuilds it from the log's markers.
-    References: KIP-98, KAFKA-10832, spec §9.1, §9.2.
+    References: KIP-98, KAFKA-10832, ``AbortedTxn``, ``TransactionIndex.sanityCheck``,
+    ``LogSegment.updateTxnIndex``.
     """
     tx = seg.txn_index
     if tx is None:

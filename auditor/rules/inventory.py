@@ -55,7 +55,7 @@ def unknown_file(ld: LogDirContext) -> Iterator[Violation]:
     complete.
     What to do: find out who created them; remove them from the broker's log dir (not from the evidence copy)
     if they are not needed.
-    References: spec §13.
+    References: ``LocalLog.parseTopicPartitionName``, ``LogFileUtils``.
     """
     if ld.inventory.unknown:
         yield _files_found(ld.inventory.unknown, "unknown file(s)", "the log dir root")
@@ -84,7 +84,7 @@ def invalid_directory(ld: LogDirContext) -> Iterator[Violation]:
     children) should only contain Kafka topic data."). Hidden directories (``.snapshot``, ``lost+found``)
     count too.
     What to do: move the directory out of the log dir (on the broker, not in the evidence copy).
-    References: spec §13.1.
+    References: ``LocalLog.parseTopicPartitionName``, ``LogManager.loadLogs``.
     """
     for info, message in ld.inventory.invalid_dirs:
         yield Violation(
@@ -111,7 +111,7 @@ def swap_leftover(part: PartitionContext) -> Iterator[Violation]:
     the directory will change at the next start.
     What to do: copy the directory before starting the broker; compare the swap segment with the segments it
     replaces (``dump``) if the range matters.
-    References: KAFKA-6264, KAFKA-5413, spec §13.2, §17.3.
+    References: KAFKA-6264, KAFKA-5413, ``LogFileUtils``, ``LogLoader.load``, ``LogSegment.recover``.
     """
     swaps = [f for f in part.dir.leftovers if f.state == "swap"]
     if swaps:
@@ -134,7 +134,7 @@ def cleaned_leftover(part: PartitionContext) -> Iterator[Violation]:
     broker stopped while cleaning (or splitting) the segment. Kafka deletes them at load (and any ``.swap``
     at or above their offset), so they are harmless for the data but date a crash during compaction.
     What to do: nothing; keep the copy if the crash is being investigated.
-    References: KAFKA-5413, spec §13.2, §17.3.
+    References: KAFKA-5413, ``LogFileUtils``, ``LogLoader.load``, ``LogSegment.recover``.
     """
     cleaned = [f for f in part.dir.leftovers if f.state == "cleaned"]
     if cleaned:
@@ -157,7 +157,7 @@ def pending_deletion(part: PartitionContext) -> Iterator[Violation]:
     Kafka removes them at the next load. Normal after retention, compaction or truncation; they may still
     hold data that was truncated away, which makes them valuable evidence.
     What to do: nothing; keep them in the evidence copy (``dump`` reads them).
-    References: KAFKA-16424, spec §13.2.
+    References: KAFKA-16424, ``LogFileUtils``, ``LogLoader.load``.
     """
     deleted = [f for f in part.dir.leftovers if f.state == "deleted"]
     if deleted:
@@ -184,7 +184,7 @@ def orphan_index(part: PartitionContext) -> Iterator[Violation]:
     removed by hand, lost, or the copy of the directory is incomplete. The index still tells which offsets
     and positions the lost segment held.
     What to do: check that the copy is complete; look for the segment in backups or on other replicas.
-    References: spec §7.4, §17.3.
+    References: ``OffsetIndex.sanityCheck``, ``LogLoader.load``, ``LogSegment.recover``.
     """
     orphans = part.dir.orphan_indexes
     if orphans:
@@ -209,7 +209,8 @@ def tmp_leftover(ld: LogDirContext) -> Iterator[Violation]:
     so the leftover may hold a newer (possibly partial) state — useful evidence, e.g. of a newer high
     watermark.
     What to do: compare the leftover with the real file (``dump``); Kafka ignores or overwrites it.
-    References: KAFKA-16541, spec §11.1, §13.2.
+    References: KAFKA-16541, ``CheckpointFile.read``, ``CheckpointFileWithFailureHandler``, ``LogFileUtils``,
+    ``LogLoader.load``.
     """
     if ld.inventory.leftovers:
         yield _files_found(ld.inventory.leftovers, "interrupted write(s)", "the log dir root")
@@ -236,7 +237,7 @@ def stray_partition(part: PartitionContext) -> Iterator[Violation]:
     a replica moved away while the broker was down). The data is no longer served and Kafka may delete it;
     it can still hold records the current replicas lack.
     What to do: compare it with the current replicas (``audit``) before deleting it.
-    References: KIP-516, KAFKA-14616, spec §13.1.
+    References: KIP-516, KAFKA-14616, ``LocalLog.parseTopicPartitionName``, ``LogManager.loadLogs``.
     """
     if part.dir.kind == "stray":
         yield Violation(
@@ -261,7 +262,8 @@ def moving_or_deleted(part: PartitionContext) -> Iterator[Violation]:
     data in that swap); a ``-delete`` log is removed after ``file.delete.delay.ms`` and may hold the only
     copy of data that was deleted with its topic.
     What to do: nothing in normal operation; during an incident compare them with the live replicas.
-    References: KIP-113, KAFKA-9087, KAFKA-16082, spec §13.1.
+    References: KIP-113, KAFKA-9087, KAFKA-16082, ``LocalLog.parseTopicPartitionName``,
+    ``LogManager.loadLogs``.
     """
     if part.dir.kind in ("future", "delete"):
         what = (
@@ -289,7 +291,7 @@ def topic_id_mismatch(part: PartitionContext) -> Iterator[Violation]:
     InconsistentTopicIdException and (3.7+) renames the log to ``-stray``; its data is not the current
     topic's.
     What to do: do not copy this directory into the current topic; treat its records as the old topic's.
-    References: KIP-516, KAFKA-14616, spec §12.1.
+    References: KIP-516, KAFKA-14616, ``PartitionMetadataFile``.
     """
     pm = part.partition_metadata
     if not pm.ok or part.dir.kind in ("delete", "stray"):
@@ -333,7 +335,7 @@ def topic_not_in_metadata(part: PartitionContext) -> Iterator[Violation]:
     Why it matters: the topic was deleted (``RemoveTopicRecord``) or never existed in this cluster; a KRaft
     broker treats the log as stray at startup and stops serving it.
     What to do: check whether the topic was deleted on purpose; keep the data if it is needed.
-    References: KIP-516, spec §12.1, §14.
+    References: KIP-516, ``PartitionMetadataFile``, ``TopicRecord``, ``UnifiedLog.assignTopicId``.
     """
     if part.is_metadata or part.dir.kind != "live" or part.logdir.metadata_source is None:
         return
@@ -361,7 +363,7 @@ def partition_metadata_missing(part: PartitionContext) -> Iterator[Violation]:
     stray log at startup.
     What to do: check whether the directory was copied incompletely; restore the file from the topic ID in
     the metadata (``version: 0`` newline ``topic_id: <id>``).
-    References: KIP-516, spec §12.1.
+    References: KIP-516, ``PartitionMetadataFile``.
     """
     if part.dir.kind in ("delete", "stray") or part.partition_metadata.present:
         return
@@ -388,7 +390,7 @@ def noncanonical_name(part: PartitionContext) -> Iterator[Violation]:
     writes 20 digits; a different spelling was made by hand (or by a tool) and the file may shadow or
     duplicate a segment with the canonical name.
     What to do: find out who renamed the files; check for duplicate segments with the same offset.
-    References: spec §13.2.
+    References: ``LogFileUtils``, ``LogLoader.load``.
     """
     bad = [f for f in part.dir.files() if not f.canonical]
     if bad:
@@ -420,7 +422,7 @@ def duplicate_partition(ld: LogDirContext) -> Iterator[Violation]:
     What to do: compare both copies (``dump`` them, or ``audit`` each copy in its own run with the other
     brokers: one audit refuses two copies of one replica); keep the newer one on the broker and the other in
     the evidence.
-    References: KIP-113, KAFKA-16082, spec §13.1.
+    References: KIP-113, KAFKA-16082, ``LocalLog.parseTopicPartitionName``, ``LogManager.loadLogs``.
     """
     me = ld.meta_value
     if me is None:
@@ -475,7 +477,8 @@ def not_regular_file(ld: LogDirContext) -> Iterator[Violation]:
     one existed under that name. When copying the log dir for evidence, skip special files (``cp -rL``
     blocks on a FIFO and copies a device's endless stream; ``rsync`` without ``--devices --specials`` skips
     them).
-    References: spec §13, §17.3 (LogLoader); POSIX open(2) on FIFOs (blocks until a writer opens).
+    References: ``LocalLog.parseTopicPartitionName``, ``LogFileUtils``, ``LogLoader.load``,
+    ``LogSegment.recover``; POSIX open(2) on FIFOs (blocks until a writer opens).
     """
     for part, info in ld.inventory.special_files():
         where = part.name if part is not None else "the log dir root"
@@ -515,7 +518,7 @@ def symlink_outside_log_dir(ld: LogDirContext) -> Iterator[Violation]:
     What to do: check where the link points and who created it; for evidence, copy the log dir with links
     dereferenced (``cp -rL``, ``rsync -L``) after making sure the targets are regular files, and audit the
     copy.
-    References: spec §13.
+    References: ``LocalLog.parseTopicPartitionName``, ``LogFileUtils``.
     """
     by_dir: dict[str, list[tuple[FileInfo | PartitionDir, str]]] = {}
     parts: dict[str, PartitionDir | None] = {}

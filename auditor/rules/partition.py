@@ -78,7 +78,8 @@ def hw_above_leo(part: PartitionContext) -> Iterator[Violation]:
     What to do: before restarting, compare with the other replicas (``kafka-auditor audit``) to find a replica
     that still holds [LEO, H); make sure it becomes the leader (do not enable unclean leader election). Export
     the range if no replica holds it completely.
-    References: KIP-101, KAFKA-1211, KAFKA-7128, KAFKA-2143, KAFKA-9087, spec §17.1.
+    References: KIP-101, KAFKA-1211, KAFKA-7128, KAFKA-2143, KAFKA-9087, ``UnifiedLog.updateHighWatermark``,
+    ``Partition.maybeIncrementLeaderHW``.
     """
     hw = part.logdir.hw
     if not _tracked(part) or not hw_relations.hw_above_leo(hw, part.leo):
@@ -116,7 +117,7 @@ def hw_below_log_start(part: PartitionContext) -> Iterator[Violation]:
     or the trace of a log that was fully truncated and restarted at a higher offset without its HW being
     updated (KAFKA-9491). Kafka clamps it at load, but followers of a leader with this state may stall.
     What to do: compare with the other replicas' high watermarks (``audit``); normally nothing.
-    References: KAFKA-9491, KAFKA-6975, spec §17.1.
+    References: KAFKA-9491, KAFKA-6975, ``UnifiedLog.maybeIncrementLogStartOffset``.
     """
     hw = part.logdir.hw
     if not _tracked(part) or not hw_relations.hw_below_log_start(hw, part.log_start_offset):
@@ -148,7 +149,8 @@ def recovery_point_above_leo(part: PartitionContext) -> Iterator[Violation]:
     trusts everything below the recovery point, so corrupt data there is never re-checked.
     What to do: treat the partition's tail as suspect: compare with the other replicas (``audit``) and check
     the filesystem for errors.
-    References: KAFKA-10101, spec §17.1, §17.3.
+    References: KAFKA-10101, ``UnifiedLog`` (``highWatermark``, ``logEndOffset``, ``logStartOffset``),
+    ``Partition.maybeIncrementLeaderHW``, ``LogLoader.load``, ``LogSegment.recover``.
     """
     rp = part.logdir.recovery_point
     leo = part.leo_on_disk
@@ -180,7 +182,8 @@ def log_start_above_leo(part: PartitionContext) -> Iterator[Violation]:
     destroyed by the next start.
     What to do: do not start the broker on this directory before copying it; find out whether segments were
     deleted by hand or the checkpoint is corrupt; restore the missing segments or fix the checkpoint line.
-    References: KAFKA-6975, spec §17.1, §17.3.
+    References: KAFKA-6975, ``UnifiedLog`` (``highWatermark``, ``logEndOffset``, ``logStartOffset``),
+    ``Partition.maybeIncrementLeaderHW``, ``LogLoader.load``, ``LogSegment.recover``.
     """
     ls = part.logdir.log_start
     if ls is None or not _tracked(part) or ls <= part.leo:
@@ -214,7 +217,8 @@ def no_clean_shutdown(ld: LogDirContext) -> Iterator[Violation]:
     disappears.
     What to do: keep an untouched copy of the log dir before starting the broker; review the other findings
     (torn tails, HW above LEO) first.
-    References: KAFKA-10471, KAFKA-15375, KIP-966, spec §12.3, §17.3.
+    References: KAFKA-10471, KAFKA-15375, KIP-966, ``CleanShutdownFileHandler``, ``LogManager.loadLogs``,
+    ``LogLoader.load``, ``LogSegment.recover``.
     """
     data = [p for p in ld.partitions if p.get("dirKind") in ("live", "future")]
     if ld.inventory.clean_shutdown is not None or not data:
@@ -253,7 +257,7 @@ def recovery_will_run(part: PartitionContext) -> Iterator[Violation]:
     epoch cache and producer state. Segments below the recovery point are trusted as flushed and never
     re-checked.
     What to do: nothing by itself; it tells which data the restart may change. Keep a copy before starting.
-    References: KAFKA-10471, KAFKA-10101, spec §17.3.
+    References: KAFKA-10471, KAFKA-10101, ``LogLoader.load``, ``LogSegment.recover``.
     """
     if part.is_metadata or not _tracked(part) or not part.will_recover or not part.recovery_segments:
         return
@@ -297,7 +301,8 @@ def cleaner_out_of_range(part: PartitionContext) -> Iterator[Violation]:
     cleaner ran past committed data (KAFKA-13194); below the log start is a stale value after retention or
     DeleteRecords (KAFKA-6266). The cleaner resets such values with a warning.
     What to do: compare with the other replicas (``audit``) when above the LEO or HW; otherwise nothing.
-    References: KAFKA-3330, KAFKA-6266, KAFKA-13194, spec §11.2, §17.1.
+    References: KAFKA-3330, KAFKA-6266, KAFKA-13194, ``LogManager.checkpointLogStartOffsets``,
+    ``UnifiedLog.maybeIncrementLogStartOffset``.
     """
     co = part.logdir.cleaner_offset
     if co is None or not _tracked(part):
@@ -337,7 +342,8 @@ def hw_missing(part: PartitionContext) -> Iterator[Violation]:
     log start offset) until it hears from the leader; the partition was created after the last checkpoint,
     or the checkpoint lost entries (KAFKA-1647: followers then truncated to 0).
     What to do: nothing unless other replicas disagree; compare with ``audit``.
-    References: KAFKA-1647, spec §17.1.
+    References: KAFKA-1647, ``UnifiedLog`` (``highWatermark``, ``logEndOffset``, ``logStartOffset``),
+    ``Partition.maybeIncrementLeaderHW``.
     """
     if part.dir.kind != "live" or part.logdir.hw is not None:
         return

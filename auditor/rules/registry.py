@@ -30,7 +30,8 @@ Check signatures by ``scope``:
 * ``ingest``:    ``check(h: History)``, once per ``report``, over the problems recorded by ``ingest``;
 * ``engine``:    emitted by the scan engine itself (unreadable files, a check that failed), no ``check``.
 
-``python -m auditor.rules.registry --markdown`` prints the README's table of checks.
+``python -m auditor.rules.registry --markdown`` prints the table of checks (``--list-rules``); the pages of
+``docs/checks/`` are written by ``python -m auditor.rules.docs --write docs/checks``.
 """
 
 from __future__ import annotations
@@ -407,19 +408,14 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def markdown_table(rules: Iterable[Rule] | None = None, *, anchors: bool | None = None) -> str:
-    """The table of checks: code, name, severity, scope, meaning and remedy. With ``anchors`` (the default
-    for the README's table of every rule, ``rules`` None) each row carries the anchor ``#ka601`` (an
-    ``<a id>`` GitHub keeps), the ``helpUri`` of the rule in SARIF reports."""
-    if anchors is None:
-        anchors = rules is None
+def markdown_table(rules: Iterable[Rule] | None = None) -> str:
+    """The table of checks: code, name, severity, scope, meaning and remedy (``--list-rules``). The pages
+    of ``docs/checks/`` are :mod:`auditor.rules.docs`'s."""
     rows = ["| Code | Name | Severity | Scope | Meaning | What to do |", "|---|---|---|---|---|---|"]
     for r in rules if rules is not None else all_rules():
         lifecycle = "" if r.lifecycle == "stable" else f" ({r.lifecycle})"
-        anchor = f'<a id="{r.code.lower()}"></a>' if anchors else ""
-        name = f"`{r.name}`{anchor}{lifecycle}"
         rows.append(
-            f"| {r.code} | {name} | {r.severity.label} | {r.scope} | {_cell(r.title)} | "
+            f"| {r.code} | `{r.name}`{lifecycle} | {r.severity.label} | {r.scope} | {_cell(r.title)} | "
             f"{_cell(r.sections.get('What to do', ''))} |"
         )
     return "\n".join(rows) + "\n"
@@ -441,7 +437,7 @@ def main(argv: list[str] | None = None) -> int:
         prog="python -m auditor.rules.registry", description="Print the registry of kafka-auditor checks."
     )
     group = parser.add_mutually_exclusive_group()
-    group.add_argument("--markdown", action="store_true", help="the README table (default)")
+    group.add_argument("--markdown", action="store_true", help="the table of checks (default)")
     group.add_argument("--details", action="store_true", help="full documentation of every rule, Markdown")
     group.add_argument("--json", action="store_true", help="every rule as JSON")
     args = parser.parse_args(argv)
@@ -451,7 +447,7 @@ def main(argv: list[str] | None = None) -> int:
     elif args.details:
         sys.stdout.write(markdown_details(rules))
     else:
-        sys.stdout.write(markdown_table(rules, anchors=True))
+        sys.stdout.write(markdown_table(rules))
     return 0
 
 

@@ -570,7 +570,7 @@ def offset_gap(part: PartitionContext) -> Iterator[Violation]:
     the log (a lost write, a hand-edited segment, or a deleted segment between two others).
     What to do: check whether the topic is compacted (cleanup.policy) — if so, ignore this finding for it
     (``--ignore KA108``); otherwise compare with the other replicas (``audit``) to recover the missing range.
-    References: KAFKA-3919, spec §17.2.
+    References: KAFKA-3919, ``LogSegment``.
     """
     if part.compacted:
         return

@@ -28,7 +28,7 @@ def snapshot_crc(part: PartitionContext) -> Iterator[Violation]:
     UnknownProducerId errors and transactions may hang).
     What to do: copy the file; leave it to Kafka to discard and rebuild; check open transactions of the
     partition after the restart.
-    References: KIP-98, KIP-360, spec §10.1.
+    References: KIP-98, KIP-360, ``ProducerStateManager.readSnapshot``.
     """
     for snap in part.producer_snapshots:
         if snap.crc_valid is False:
@@ -59,7 +59,7 @@ def snapshot_unreadable(part: PartitionContext) -> Iterator[Violation]:
     from the log, with the same consequences as KA231.
     What to do: copy the file; Kafka discards it at the next start; check idempotent/transactional producers
     of the partition afterwards.
-    References: KIP-98, spec §10.1.
+    References: KIP-98, ``ProducerStateManager.readSnapshot``.
     """
     for snap in part.producer_snapshots:
         if snap.error:
@@ -89,7 +89,8 @@ def snapshot_beyond_leo(part: PartitionContext) -> Iterator[Violation]:
     contradict the snapshot's meaning.
     What to do: treat it as evidence of lost data: check KA401 (high watermark above the log end offset) and
     compare the replicas with ``audit``.
-    References: KAFKA-9393, spec §10.2.
+    References: KAFKA-9393, ``ProducerStateManager.removeStraySnapshots``,
+    ``LogFileUtils.producerSnapshotFile``.
     """
     if part.is_metadata:
         return

@@ -321,7 +321,7 @@ def _flagged_epoch_ranges(result: AuditResult, epochs: list[dict[str, Any]]) -> 
 def save_frames(frames, tables, directory: str | os.PathLike) -> None:
     """Write the tables the audit computed as Parquet under ``directory``, one directory each (the partition
     key ``tp`` left out), through :func:`saved_table`: camelCase names, timestamps as timestamp(ms, UTC).
-    Every table has ``cluster``, ``topic`` and ``partition`` columns to join on (the README lists every
+    Every table has ``cluster``, ``topic`` and ``partition`` columns to join on (docs/outputs.md lists every
     column):
 
     * ``findings/``: every finding of the report (cluster, code, severity, topic, partition, broker, peer,
@@ -523,8 +523,8 @@ def _lost_arrow_schema(*, timestamps: bool = True, holders: bool = False):
 
 
 def lost_records_schema():
-    """The Arrow schema of ``lost-records.parquet`` (the README and the published JSON Schema document the
-    same columns)."""
+    """The Arrow schema of ``lost-records.parquet`` (docs/outputs.md and the published JSON Schema document
+    the same columns)."""
     return _lost_arrow_schema(holders=True)
 
 

@@ -45,7 +45,7 @@ LOST_RECORDS = pa.schema(
         ("holders", pa.list_(pa.int32())),
     ]
 )
-"""``lost-records.parquet`` as the README documents it."""
+"""``lost-records.parquet`` as docs/outputs.md documents it."""
 
 
 @pytest.fixture(scope="module")

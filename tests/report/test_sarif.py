@@ -361,24 +361,22 @@ def test_too_many_results_keep_the_most_severe(monkeypatch, tmp_path):
     assert doc["runs"][0]["properties"]["omittedResults"] == 2
 
 
-def test_every_rule_links_to_its_own_row_of_the_readme():
-    """``helpUri`` is the rule's anchor in the README's checks table (which carries one anchor per rule);
+def test_every_rule_links_to_its_own_page():
+    """``helpUri`` is the rule's generated page, ``docs/checks/KAnnn.md``, which exists in the repository;
     the JIRA issues and KIPs stay in ``help`` as links."""
-    from auditor.rules.registry import REGISTRY, load_rules, markdown_table
+    from auditor.rules.docs import PAGES_URI
+    from auditor.rules.registry import REGISTRY, load_rules
 
     load_rules()
     doc = sarif_dict(Report(command="scan", findings=[], rules=list(REGISTRY.values())))
     validate_sarif(doc)
     check_github_sarif(doc)
     rules = {r["id"]: r for r in doc["runs"][0]["tool"]["driver"]["rules"]}
-    table = markdown_table()
-    anchors = re.findall(r'<a id="([^"]+)"></a>', table)
-    assert len(anchors) == len(set(anchors)) == len(rules)
+    assert len(rules) == len(REGISTRY)
+    docs = Path(__file__).resolve().parents[2] / "docs" / "checks"
     for code, r in rules.items():
-        assert r["helpUri"] == f"{TOOL_URI}/blob/main/README.md#{code.lower()}"
-        assert urlsplit(r["helpUri"]).fragment in anchors
-        row = next(line for line in table.splitlines() if line.startswith(f"| {code} |"))
-        assert f'<a id="{code.lower()}"></a>' in row
+        assert r["helpUri"] == f"{TOOL_URI}/blob/main/docs/checks/{code}.md" == f"{PAGES_URI}/{code}.md"
+        assert (docs / f"{code}.md").read_text(encoding="utf-8").startswith(f"# {code} ")
         assert r["helpUri"] in r["help"]["markdown"]
     assert (
         "[KAFKA-8722](https://issues.apache.org/jira/browse/KAFKA-8722)" in rules["KA101"]["help"]["markdown"]

@@ -180,7 +180,8 @@ def epoch_fork(h: History) -> Iterator[Violation]:
     leaderRecoveryState RECOVERING; unclean.leader.election.enable), treat the offsets from the one named
     up to the older replica's high watermark as lost, and reconcile them from the producers or from a copy
     of the diverged replica taken before it rejoined (`audit`).
-    References: KIP-101, KIP-279, KIP-966, spec §11.3, spec §17.6.
+    References: KIP-101, KIP-279, KIP-966, ``LeaderEpochCheckpointFile``, ``LeaderEpochFileCache``,
+    ``LeaderEpochFileCache.endOffsetFor``, ``AbstractFetcherThread.truncateToEpochEndOffsets``.
     """
     for f in forks(h):
         t_div, hw_div, dir_div = f["capture"]
@@ -239,7 +240,7 @@ def epoch_cache_rewritten(h: History) -> Iterator[Violation]:
     divergence): what it held there is gone from this replica.
     What to do: read it with KA801 and KA804 for the same partition: find the election that created the
     new epoch, and treat the offsets from the one named up to the earlier high watermark as replaced.
-    References: KIP-101, KIP-279, KAFKA-15046, spec §11.3.
+    References: KIP-101, KIP-279, KAFKA-15046, ``LeaderEpochCheckpointFile``, ``LeaderEpochFileCache``.
     """
     c = caches(h)
     st = c.states

@@ -65,7 +65,8 @@ def cluster_id_changed(h: History) -> Iterator[Violation]:
     cluster's data.
     What to do: find who formatted the log dir and why; check that the broker belongs to the cluster it is
     now in; treat every partition it held before as lost on that broker.
-    References: KIP-500, KIP-631 (kafka-storage format), spec §12.2.
+    References: KIP-500, KIP-631 (kafka-storage format), ``MetaProperties``,
+    ``MetaPropertiesEnsemble.verify``.
     """
     m = _meta(h)
     m = m[m["clusterId"].notna()]
@@ -125,7 +126,7 @@ def directory_id_changed(h: History) -> Iterator[Violation]:
     of theirs across the change, and it counts as a restart of the broker.
     What to do: check the broker's disk history (replaced or remounted volume, a reformat), confirm the
     partitions it held were re-replicated, and that the old directory is not mounted elsewhere.
-    References: KIP-858, spec §12.2.
+    References: KIP-858, ``MetaProperties``, ``MetaPropertiesEnsemble.verify``.
     """
     m = _meta(h)
     m = m[m["directoryId"].notna()].sort_values(["cluster", "broker", "logDir", "t"], kind="stable")
@@ -174,7 +175,7 @@ def broker_missing(h: History) -> Iterator[Violation]:
     is down leaves its partitions under-replicated.
     What to do: check that the broker is running and that its collection job ran and was ingested; if it was
     decommissioned on purpose, its partitions must have been reassigned (KA807 on it, KA808 elsewhere).
-    References: none (collection hygiene), spec §12.2.
+    References: ``MetaProperties`` (the broker's node.id and cluster.id; collection hygiene).
     """
     bc = broker_captures(h)
     if bc.empty:
@@ -265,7 +266,8 @@ def malformed_file(h: History) -> Iterator[Violation]:
     What to do: look at the file on the broker (the named line), check the disk and the writer (a crash
     mid-write leaves name.tmp and the old complete file), and fix the collection if the file was cut in
     transit.
-    References: KAFKA-1758, KAFKA-16541, spec §11.1, spec §12.
+    References: KAFKA-1758, KAFKA-16541, ``CheckpointFile.read``, ``CheckpointFileWithFailureHandler``,
+    ``PartitionMetadataFile``, ``MetaProperties``.
     """
     for r, t in _problems(h, MALFORMED_KINDS):
         line = _int(r.line)
@@ -298,7 +300,8 @@ def refused_entry(h: History) -> Iterator[Violation]:
     history.
     What to do: check how the archive was made (the collection command of the README, nothing else) and
     who could write to where archives are collected; recollect the broker's files.
-    References: none (archive hygiene: CVE-2007-4559 tarfile traversal), spec §11.
+    References: CVE-2007-4559 (tarfile path traversal: archive hygiene); the files a dump holds are read as
+    ``OffsetCheckpointFile`` and ``LeaderEpochCheckpointFile`` read them.
     """
     for r, t in _problems(h, REFUSED_KINDS):
         yield Violation(

@@ -89,7 +89,8 @@ def hw_backwards(h: History) -> Iterator[Violation]:
     PartitionChangeRecord with leaderRecoveryState RECOVERING), check unclean.leader.election.enable, and
     compare the lost offset range with what producers and consumers recorded; run `audit` on copies of the
     replicas taken before they truncate.
-    References: KIP-101, KIP-279 (epoch-based truncation), KIP-966, spec §11.2.
+    References: KIP-101, KIP-279 (epoch-based truncation), KIP-966,
+    ``ReplicaManager.checkpointHighWatermarks``.
     """
     for r in _backwards(h, "high_watermarks").itertuples(index=False):
         yield _went_back(
@@ -124,7 +125,7 @@ def log_start_backwards(h: History) -> Iterator[Violation]:
     an older log start: consumers may read records again that were deleted, and DeleteRecords did not hold.
     What to do: check whether the log dir was restored from a backup or moved between the captures, and
     whether DeleteRecords requests (compliance deletions) must be repeated.
-    References: KIP-107 (DeleteRecords), KAFKA-16146, spec §11.2.
+    References: KIP-107 (DeleteRecords), KAFKA-16146, ``LogManager.checkpointLogStartOffsets``.
     """
     for r in _backwards(h, "log_start_offsets").itertuples(index=False):
         yield _went_back(
@@ -163,7 +164,8 @@ def recovery_point_backwards(h: History) -> Iterator[Violation]:
     What to do: look for log truncation messages of the partition on that broker between the two capture
     times ("Truncating partition"), and for a changed log dir; compare with KA801/KA805 for the same
     partition.
-    References: KAFKA-1758, KIP-101, spec §11.2, spec §12.3.
+    References: KAFKA-1758, KIP-101, ``LogManager.checkpointLogRecoveryOffsets``,
+    ``CleanShutdownFileHandler``, ``LogManager.loadLogs``.
     """
     s = _backwards(h, "recovery_points")
     if s.empty:
@@ -279,7 +281,8 @@ def replica_lag(h: History) -> Iterator[Violation]:
     What to do: check the lagging broker's replica fetcher metrics (MaxLag, isr-shrinks), its disk and
     network, replication throttles (leader/follower.replication.throttled.rate), and under-replicated
     partitions; raise the threshold if the topic's producers are bursty and the lag is expected.
-    References: KIP-73 (replication quotas), KIP-966, spec §11.2.
+    References: KIP-73 (replication quotas), KIP-966, ``ReplicaManager.checkpointHighWatermarks``,
+    ``Partition.maybeShrinkIsr``.
     """
     spread = lag_spread(h)
     if spread.empty:
@@ -372,7 +375,8 @@ def partition_vanished(h: History) -> Iterator[Violation]:
     What to do: check the reassignments and topic deletions between the two capture times
     (kafka-reassign-partitions, the KRaft metadata), look for -stray or -delete directories in the log dir,
     and for a failed log dir in the broker's log.
-    References: KIP-858 (log dir failures, JBOD), KIP-455 (reassignment), spec §13.
+    References: KIP-858 (log dir failures, JBOD), KIP-455 (reassignment),
+    ``LocalLog.parseTopicPartitionName``, ``LogManager.loadLogs``.
     """
     vanished, _ = _presence_changes(h)
     for r in vanished.itertuples(index=False):
@@ -409,7 +413,7 @@ def partition_appeared(h: History) -> Iterator[Violation]:
     partition has one copy fewer than it seems. Worth knowing next to lag and vanished partitions.
     What to do: nothing if a topic was created or a reassignment was planned; otherwise check who moved it
     (kafka-reassign-partitions, the KRaft metadata) and whether the replica caught up.
-    References: KIP-455 (reassignment), spec §13.
+    References: KIP-455 (reassignment), ``LocalLog.parseTopicPartitionName``, ``LogManager.loadLogs``.
     """
     _, appeared = _presence_changes(h)
     for r in appeared.itertuples(index=False):
@@ -447,7 +451,7 @@ def topic_id_changed(h: History) -> Iterator[Violation]:
     What to do: find who deleted and recreated the topic between the two captures (the KRaft metadata's
     RemoveTopicRecord and TopicRecord, admin audit logs), reset the consumer groups of the topic, and check
     that producers did not write into the old topic until its deletion.
-    References: KIP-516 (topic ids), spec §12.1.
+    References: KIP-516 (topic ids), ``PartitionMetadataFile``.
     """
     ids = topic_ids(h)
     changed = ids[ids["prevTopicId"].notna() & (ids["prevTopicId"] != ids["topicId"])]

@@ -34,7 +34,8 @@ def divergence(part: PartitionReplicas) -> Iterator[Violation]:
     follows the current leader.
     What to do: look at KA710/KA711 for what is lost, and at the epoch timeline of the partition; before
     restarting brokers, export the records the current leader lacks (``--export-lost``).
-    References: KIP-101, KIP-279, KIP-320, KAFKA-1211, KAFKA-6361, KAFKA-6880, spec §17.6.
+    References: KIP-101, KIP-279, KIP-320, KAFKA-1211, KAFKA-6361, KAFKA-6880,
+    ``LeaderEpochFileCache.endOffsetFor``, ``AbstractFetcherThread.truncateToEpochEndOffsets``.
     """
     for (a, b), d in sorted(part.divergences.items()):
         ra, rb = part.replica(a), part.replica(b)
@@ -107,7 +108,8 @@ def epoch_truncation(part: PartitionReplicas) -> Iterator[Violation]:
     inconsistent for good, silently.
     What to do: compare the leader-epoch-checkpoint files with the batches (``kafka-auditor scan``, KA1xx),
     and repair the follower by deleting its copy of the partition so it refetches everything.
-    References: KIP-101, KIP-279, KAFKA-6361, KAFKA-7415, KAFKA-14704, spec §17.6.
+    References: KIP-101, KIP-279, KAFKA-6361, KAFKA-7415, KAFKA-14704, ``LeaderEpochFileCache.endOffsetFor``,
+    ``AbstractFetcherThread.truncateToEpochEndOffsets``.
     """
     lb = part.leader.broker
     for broker, t in sorted(part.truncations.items()):
@@ -151,10 +153,12 @@ def epoch_start(part: PartitionReplicas) -> Iterator[Violation]:
     offsets (entries at or beyond a replica's log end offset and entries moved up to its log start offset are
     ignored: Kafka writes and trims them routinely).
     Why it matters: an epoch starts at one offset, the first one its leader wrote; two replicas that disagree
-    have different data around that offset (spec §17.6 rule 6).
+    have different data around that offset (``LeaderEpochFileCache.assign``).
     What to do: read the epoch timeline of the partition in the report; the divergence finding (KA601) of
     the same partition says where the data differs.
-    References: KIP-101, KAFKA-6361, KAFKA-7164, spec §17.5, §17.6.
+    References: KIP-101, KAFKA-6361, KAFKA-7164, ``LeaderEpochFileCache.assign``,
+    ``LeaderEpochFileCache.truncateFromEndAsyncFlush``, ``LeaderEpochFileCache.endOffsetFor``,
+    ``AbstractFetcherThread.truncateToEpochEndOffsets``.
     """
     if part.is_metadata:
         return

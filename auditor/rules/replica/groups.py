@@ -110,7 +110,8 @@ def offset_above_leo(g: GroupCommit) -> Iterator[Violation]:
     fails. New records will reuse the offsets between the log end offset and the committed offset.
     What to do: reset the group's offset deliberately (``kafka-consumer-groups --reset-offsets``) to the
     position the application needs, after checking which records it already processed.
-    References: KIP-320, KIP-101, ``auto.offset.reset``, spec §17.6.
+    References: KIP-320, KIP-101, ``auto.offset.reset``, ``UnifiedLog.logEndOffset``,
+    ``ReplicaManager.handleOffsetOutOfRangeError``.
     """
     c, leo = g.commit, g.leader_leo
     if g.lost_on is not None or leo is None or c.offset <= leo:
@@ -153,7 +154,8 @@ def offset_in_lost_range(g: GroupCommit) -> Iterator[Violation]:
     without an epoch) are reported.
     What to do: export the lost records (``audit --export-lost``), and re-read the leader's records at those
     offsets (reset the group to the first lost offset) if the application must process them.
-    References: KIP-101, KIP-279, KIP-320, spec §17.6.
+    References: KIP-101, KIP-279, KIP-320, ``LeaderEpochFileCache.endOffsetFor``,
+    ``AbstractFetcherThread.truncateToEpochEndOffsets``.
     """
     c = g.commit
     if g.lost_on is not None:
@@ -213,7 +215,8 @@ def offset_unknown_epoch(g: GroupCommit) -> Iterator[Violation]:
     same name, a restored or swapped disk, a cluster whose metadata was rebuilt); the consumer's
     OffsetsForLeaderEpoch validation fails and it resets or raises a LogTruncationException.
     What to do: check which cluster and topic incarnation the group consumed from, then reset its offsets.
-    References: KIP-320, KIP-101, spec §17.6.
+    References: KIP-320, KIP-101, ``LeaderEpochFileCache.endOffsetFor``,
+    ``AbstractFetcherThread.truncateToEpochEndOffsets``.
     """
     c = g.commit
     if g.lost_on is not None or c.leader_epoch < 0 or g.epochs is None or g.epoch_horizon is None:
@@ -248,7 +251,8 @@ def commit_lost(g: GroupCommit) -> Iterator[Violation]:
     between: duplicates downstream) or, when the leader holds none, resets per ``auto.offset.reset``.
     What to do: commit the offset again for the group (``kafka-consumer-groups --reset-offsets --to-offset``)
     before its consumers restart, or make the application idempotent for the re-read range.
-    References: KIP-101, KIP-279, ``GroupMetadataManager`` loading, spec §17.6.
+    References: KIP-101, KIP-279, ``GroupMetadataManager`` loading, ``OffsetMetadataManager.replay``,
+    ``AbstractFetcherThread.truncateToEpochEndOffsets``.
     """
     span, c = g.lost_on, g.commit
     if span is None or c.same_commit(g.coordinator_commit):

@@ -26,7 +26,8 @@ def hw_above_own_leo(part: PartitionReplicas) -> Iterator[Violation]:
     once knew that offsets below it were committed, but it no longer holds them (lost unflushed tail, torn
     write, stale checkpoint after a disk problem). Kafka clamps the HW at load and the evidence disappears.
     What to do: find the replica that still holds those offsets (KA710) and make sure it leads.
-    References: KIP-101, KAFKA-7128, KAFKA-2143, KAFKA-9087, spec §17.1.
+    References: KIP-101, KAFKA-7128, KAFKA-2143, KAFKA-9087, ``UnifiedLog`` (``highWatermark``,
+    ``logEndOffset``, ``logStartOffset``), ``Partition.maybeIncrementLeaderHW``.
     """
     if part.is_metadata:
         return
@@ -57,7 +58,9 @@ def hw_above_leader_leo(part: PartitionReplicas) -> Iterator[Violation]:
     the leader lacks part of it, so committed records are missing from the copy Kafka will keep and serve.
     What to do: see KA710 for the records and the replica still holding them; export them before that
     replica truncates (``--export-lost``), and investigate how the leader was elected (KA620).
-    References: KIP-101, KIP-966, KAFKA-7128, spec §17.1, §17.6.
+    References: KIP-101, KIP-966, KAFKA-7128, ``UnifiedLog`` (``highWatermark``, ``logEndOffset``,
+    ``logStartOffset``), ``Partition.maybeIncrementLeaderHW``, ``LeaderEpochFileCache.endOffsetFor``,
+    ``AbstractFetcherThread.truncateToEpochEndOffsets``.
     """
     leader = part.leader
     if part.is_metadata or not leader.leo_known:
@@ -94,7 +97,8 @@ def hw_below_log_start_offset(part: PartitionReplicas) -> Iterator[Violation]:
     Why it matters: Kafka clamps it up at load (benign), but it shows a stale checkpoint or a log start that
     moved without the HW following, e.g. a fully truncated and restarted log (KAFKA-9491).
     What to do: usually nothing; compare with the other replicas' high watermarks.
-    References: KAFKA-9491, spec §17.1.
+    References: KAFKA-9491, ``UnifiedLog`` (``highWatermark``, ``logEndOffset``, ``logStartOffset``),
+    ``Partition.maybeIncrementLeaderHW``.
     """
     if part.is_metadata:
         return
@@ -123,7 +127,8 @@ def follower_hw_above_leader(part: PartitionReplicas) -> Iterator[Violation]:
     the leader changed to a replica that had not seen the same commit point (an unclean or fast failover),
     or the leader lost data.
     What to do: check KA702/KA710 of the same partition.
-    References: KIP-101, KAFKA-7128, spec §17.1.
+    References: KIP-101, KAFKA-7128, ``UnifiedLog`` (``highWatermark``, ``logEndOffset``, ``logStartOffset``),
+    ``Partition.maybeIncrementLeaderHW``.
     """
     leader = part.leader
     if part.is_metadata or leader.hw is None:

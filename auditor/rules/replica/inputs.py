@@ -55,7 +55,9 @@ def replica_incomplete(part: PartitionReplicas) -> Iterator[Violation]:
     What to do: copy the file with a tool that reports read errors (ddrescue for a failing disk), fix its type
     or permissions on the copy, and audit the copy; ``kafka-auditor scan`` of the log directory gives the byte
     position. Until then, do not let this replica lead.
-    References: KAFKA-4763 (log dir failure handling, KIP-112), KIP-112, spec §17.1, §17.3.
+    References: KAFKA-4763 (log dir failure handling, KIP-112), KIP-112, ``UnifiedLog`` (``highWatermark``,
+    ``logEndOffset``, ``logStartOffset``), ``Partition.maybeIncrementLeaderHW``, ``LogLoader.load``,
+    ``LogSegment.recover``.
     """
     for r in part.replicas:
         if r.hole is None:

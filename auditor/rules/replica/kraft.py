@@ -25,7 +25,8 @@ def unclean_election(part: PartitionReplicas) -> Iterator[Violation]:
     its log end offset is truncated when they follow it. It explains a divergence and a truncation loss.
     What to do: see KA710 for the committed records this cost and export them; keep
     unclean.leader.election.enable off where durability matters.
-    References: KIP-704, KIP-966, spec §17.6.
+    References: KIP-704, KIP-966, ``PartitionChangeBuilder``, ``LeaderRecoveryState``,
+    ``PartitionChangeRecord``.
     """
     if part.kraft is None:
         return
@@ -56,7 +57,8 @@ def no_current_leader(part: PartitionReplicas) -> Iterator[Violation]:
     Why it matters: the reference decides what counts as lost; after a clean shutdown of every broker this
     is normal.
     What to do: nothing, unless the last leader's copy is known to be damaged.
-    References: spec §14, §17.6.
+    References: ``PartitionRecord``, ``PartitionChangeRecord``, KIP-631, ``PartitionChangeBuilder``,
+    ``LeaderRecoveryState``.
     """
     if part.kraft is not None and part.leader_source == "kraft-last-known":
         yield Violation(
@@ -106,7 +108,7 @@ def leader_not_in_inputs(part: PartitionReplicas) -> Iterator[Violation]:
     Why it matters: findings are relative to the reference replica; without the real leader they describe
     what the most advanced copy at hand lacks, not what Kafka will keep.
     What to do: add the leader's log directory (or its extract) to the audit.
-    References: spec §17.6.
+    References: ``PartitionChangeBuilder``, ``LeaderRecoveryState``.
     """
     kraft = part.kraft
     if kraft is not None and part.leader_source == "inferred-kraft-leader-absent":
@@ -134,7 +136,7 @@ def leader_inferred(cluster: ClusterLeaders) -> Iterator[Violation]:
     Why it matters: the inference picks the replica Kafka would most likely keep, but an unclean election or
     a controller decision can differ.
     What to do: add a controller's or broker's metadata log directory to the audit for exact leaders.
-    References: spec §14, §17.6.
+    References: ``PartitionRecord``, ``PartitionChangeRecord``, KIP-631, ``PartitionChangeBuilder``.
     """
     if cluster.leader_sources == {"inferred"}:
         yield Violation(

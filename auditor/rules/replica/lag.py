@@ -38,7 +38,8 @@ def replica_lag(lag: LagRow) -> Iterator[Violation]:
     What to do: nothing if the broker is running and the lag shrinks; otherwise check the follower's fetcher
     (replica fetcher threads, network, disk) and keep unclean.leader.election.enable off while it is out of
     the ISR.
-    References: KIP-16 (ISR by time, replica.lag.time.max.ms), KIP-537 (30 s default), KIP-966, spec §17.1.
+    References: KIP-16 (ISR by time, replica.lag.time.max.ms), KIP-537 (30 s default), KIP-966,
+    ``Partition.maybeShrinkIsr``, ``Partition.getOutOfSyncReplicas``.
     """
     behind_ms = None
     if lag.first_timestamp is not None and lag.last_timestamp is not None:

@@ -61,7 +61,8 @@ def committed_loss(run: LostRun) -> Iterator[Violation]:
     (OffsetsForLeaderEpoch) and these committed, acknowledged records are gone for good.
     What to do: before restarting the follower, export the records with ``--export-lost DIR`` (JSONL and
     Parquet) and produce them again if the application needs them.
-    References: KIP-101, KIP-279, KAFKA-1211, KAFKA-7128, spec §17.6.
+    References: KIP-101, KIP-279, KAFKA-1211, KAFKA-7128, ``LeaderEpochFileCache.endOffsetFor``,
+    ``AbstractFetcherThread.truncateToEpochEndOffsets``.
     """
     if run.kind == "committed" and run.records > 0:
         also = f"; {run.not_counted}" if run.not_counted else ""

@@ -71,7 +71,8 @@ def isr_below_min_insync(part: PartitionReplicas) -> Iterator[Violation]:
     on fewer replicas than the durability setting asks for: an unclean election or a disk loss erases it.
     What to do: check which producers use acks=1/0 on this topic; compare the offsets named here with the
     loss findings (KA710); restore the missing replicas to the ISR before relying on the data.
-    References: KIP-966 (eligible leader replicas), Kafka docs min.insync.replicas and acks, spec §17.6.
+    References: KIP-966 (eligible leader replicas), Kafka docs min.insync.replicas and acks,
+    ``Partition.checkEnoughReplicasReachOffset``, ``PartitionChangeBuilder``.
     """
     if part.kraft is None:
         return
@@ -154,7 +155,7 @@ def epoch_never_assigned(part: PartitionReplicas) -> Iterator[Violation]:
     from wrong premises.
     What to do: check the topic ID in partition.metadata against the metadata's; check where the log
     directory came from; do not let this replica become leader until explained.
-    References: KIP-101, KIP-279, KIP-595 (KRaft), spec §17.6.
+    References: KIP-101, KIP-279, KIP-595 (KRaft), ``PartitionChangeRecord``, ``LeaderEpochFileCache.assign``.
     """
     if part.kraft is None:
         return
@@ -203,7 +204,7 @@ def epoch_leader_disagrees(part: PartitionReplicas) -> Iterator[Violation]:
     rewritten.
     What to do: compare the two replicas around both offsets (the divergence findings, ``dump``); trust the
     leader's copy of that epoch unless it was itself truncated.
-    References: KIP-101, KIP-279, spec §17.6.
+    References: KIP-101, KIP-279, ``LeaderEpochFileCache.assign``, ``PartitionChangeRecord``.
     """
     if part.kraft is None:
         return

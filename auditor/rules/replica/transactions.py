@@ -34,7 +34,8 @@ def lost_marker(run: LostRun) -> Iterator[Violation]:
     uncommitted ones. Markers are never counted as lost records.
     What to do: check KA713/KA714 for the transactions these markers ended; abort a hanging one with
     ``kafka-transactions.sh abort``; re-produce lost committed data from ``--export-lost``.
-    References: KIP-98, KIP-101, KIP-664, spec §4.1, §17.6.
+    References: KIP-98, KIP-101, KIP-664, ``EndTransactionMarker``,
+    ``AbstractFetcherThread.truncateToEpochEndOffsets``.
     """
     if not run.markers:
         return
