@@ -264,7 +264,7 @@ def _audit(
             export_lost=export_lost,
             stages=stages,
             verify_crc=verify_crc,
-            segments_root=relocated,
+            segments_root=relocated if relocated.roots else None,
         ),
         stages,
         options.verbose,
