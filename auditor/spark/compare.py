@@ -35,7 +35,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from auditor.observe import rows
-from auditor.spark import partition_pass
+from auditor.spark import partition_pass, pass_divergence, pass_rows
 from auditor.spark.tuning import broadcast
 
 CHUNK_BITS = 12
@@ -86,14 +86,14 @@ Parquet skips the row groups (and the cache its batches) that cannot hold them."
 
 def batch_columns(batch: DataFrame, chunk_bits: int) -> DataFrame:
     """What the comparisons need of the batch rows: partition key, chunk, signature, sizes, location, and the
-    producer and transaction fields of the batch (its transaction state: ``partition_pass.txn_states``; the
+    producer and transaction fields of the batch (its transaction state: ``pass_loss.txn_states``; the
     export). Only the batches of the log Kafka loads (``live``: not cut by recovery,
     ``auditor.kafka.recovery``) take part, as the replica's ``leo`` is the recovered log end offset."""
     derived = {
         "ple": F.col("partition_leader_epoch"),
         "sig": F.xxhash64("base_offset", "last_offset", "crc", "partition_leader_epoch"),
     }
-    columns = [derived.get(name, F.col(name)).alias(name) for name in partition_pass.BATCH_FIELDS]
+    columns = [derived.get(name, F.col(name)).alias(name) for name in pass_rows.BATCH_FIELDS]
     chunk = F.shiftright("base_offset", chunk_bits).alias("chunk")
     return with_tp(batch.where(F.col("live"))).select("tp", *columns, chunk, "live")
 
@@ -202,7 +202,7 @@ def _tagged(kinds: dict[str, DataFrame]) -> DataFrame:
 
 def tagged_rows(batches: Iterable[pa.RecordBatch]) -> Iterator[tuple[int, str, Any]]:
     """``(tp, kind, row)`` of every row of tagged record batches (:func:`_tagged`), column by column: a batch
-    row as a :class:`partition_pass.BatchRow`, any other row as a dict."""
+    row as a :class:`pass_rows.BatchRow`, any other row as a dict."""
     for b in batches:
         n = b.num_rows
         if not n:
@@ -210,7 +210,7 @@ def tagged_rows(batches: Iterable[pa.RecordBatch]) -> Iterator[tuple[int, str, A
         kinds: list[str | None] = [None] * n
         items: list[Any] = [None] * n
         names = b.schema.names
-        for kind in partition_pass.INPUT_KINDS:
+        for kind in pass_rows.INPUT_KINDS:
             if kind not in names:
                 continue
             col = b.column(kind)
@@ -220,9 +220,9 @@ def tagged_rows(batches: Iterable[pa.RecordBatch]) -> Iterator[tuple[int, str, A
                 continue
             sub = col.filter(valid)
             if kind == "batch":
-                fields = [sub.field(name).to_pylist() for name in partition_pass.BATCH_FIELDS]
+                fields = [sub.field(name).to_pylist() for name in pass_rows.BATCH_FIELDS]
                 values = zip(*fields, strict=True)
-                rows_ = [partition_pass.BatchRow.of(v) for v in values]
+                rows_ = [pass_rows.BatchRow.of(v) for v in values]
             else:
                 rows_ = sub.to_pylist()
             for i, row in zip(where, rows_, strict=True):
@@ -252,7 +252,7 @@ def run_partitions(
         if not replicas:
             continue
         r = replicas[0]
-        metadata = partition_pass.metadata_for(index, r["cluster"], r["topic"], r["partition"])
+        metadata = pass_rows.metadata_for(index, r["cluster"], r["topic"], r["partition"])
         yield tp, partition_pass.run(group, metadata, export)
 
 
@@ -304,7 +304,7 @@ def audit(
     compared (cluster, topic, partition and ``tp``; collected with the audit's other small inputs)."""
     K = chunk_bits
     spark = tables.replica.sparkSession
-    index = partition_pass.metadata_index(metadata)
+    index = pass_rows.metadata_index(metadata)
     replicas = with_tp(tables.replica)
     epochs = with_tp(tables.epoch).select("tp", "broker", "epoch", "start_offset", "ordinal")
     records = with_tp(tables.record).select("tp", "broker", "offset", "record_hash")
@@ -359,8 +359,8 @@ def audit(
 
 
 def _pass_columns(batches: DataFrame) -> DataFrame:
-    """The batch columns the pass reads (``partition_pass.BATCH_FIELDS``) and the key ``tp``."""
-    return batches.select("tp", *partition_pass.BATCH_FIELDS)
+    """The batch columns the pass reads (``pass_rows.BATCH_FIELDS``) and the key ``tp``."""
+    return batches.select("tp", *pass_rows.BATCH_FIELDS)
 
 
 def replica_counts(spark, replica_keys: list[dict]) -> DataFrame:
@@ -408,7 +408,7 @@ def scan_batches(batch: DataFrame, per_tp: DataFrame, chunk_bits: int) -> tuple[
 
 def divergence_frame(tables, chunk_bits: int = CHUNK_BITS) -> DataFrame:
     """The first divergence of every batch-mode replica pair (``rows.DIVERGENCE``), alone: the two scans and
-    the pass's divergence step (``partition_pass.first_divergences``) per partition; what the benchmarks
+    the pass's divergence step (``pass_divergence.first_divergences``) per partition; what the benchmarks
     time against other engines."""
     replicas = with_tp(tables.replica)
     per_tp = replicas.groupBy("tp", "cluster", "topic", "partition").agg(F.count(F.lit(1)).alias("replicas"))
@@ -420,9 +420,9 @@ def divergence_frame(tables, chunk_bits: int = CHUNK_BITS) -> DataFrame:
         found = []
         for _tp, group in _grouped(tagged_rows(batches)):
             if group.get("replica"):
-                by_broker = partition_pass.batches_by_broker(group.get("batch", ()))
-                found += partition_pass.first_divergences(
-                    partition_pass.replica_pairs(group["replica"]), by_broker, {}
+                by_broker = pass_divergence.batches_by_broker(group.get("batch", ()))
+                found += pass_divergence.first_divergences(
+                    pass_divergence.replica_pairs(group["replica"]), by_broker, {}
                 )
         yield pa.RecordBatch.from_pylist(found, schema=schema)
 

@@ -5,7 +5,7 @@ coordinator loads them from each replica of ``__consumer_offsets``, lined up wit
 :func:`group_findings` and :func:`group_view` are pure Python (no pyspark): they take the collected commit
 rows (``rows.COMMIT``), per-replica rows (``rows.SUMMARY``-shaped: cluster, topic, partition, broker, log_dir,
 is_leader, leader, leader_source, leo, log_start, latest_epoch, max_batch_epoch, epochs), the lost runs
-(``auditor.spark.partition_pass.lost_runs`` rows: broker, lo, hi, kind) and the KRaft metadata rows. The
+(``auditor.spark.pass_loss.lost_runs`` rows: broker, lo, hi, kind) and the KRaft metadata rows. The
 ``groups`` command builds the replica rows from a single-process extraction; :func:`group_results` takes
 them as the audit collected them (commit rows are few: one per group coordinator record).
 """

@@ -1,6 +1,6 @@
 """Transactions open on the current leader (KA713 hanging, KA714 forgotten by the coordinator).
 
-The pass over each partition (``auditor.spark.partition_pass.open_transactions``) finds the transactions open
+The pass over each partition (``auditor.spark.pass_loss.open_transactions``) finds the transactions open
 on the current leader (``is_leader`` of the per-replica summary), classified by the one model of
 ``auditor.kafka.transactions``, with the COMMIT/ABORT markers of its producer that OTHER replicas hold after
 its first offset (the markers lost to truncation). The leader's high watermark is the checkpointed one as

@@ -109,7 +109,7 @@ def lag_finding(row: Mapping[str, Any]) -> dict:
 
 
 def loss_findings(row: Mapping[str, Any]) -> list[dict]:
-    """The ``loss`` findings of a row of ``partition_pass.lost_runs``: KA710 (``kind`` committed, when
+    """The ``loss`` findings of a row of ``pass_loss.lost_runs``: KA710 (``kind`` committed, when
     it holds committed records) or KA711 (uncommitted), and KA712 when it holds COMMIT/ABORT markers."""
     return _row_findings("loss", LostRun.from_row(row))
 

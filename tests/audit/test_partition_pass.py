@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from auditor.spark.partition_pass import BATCH_FIELDS, BatchRow, digest_of, epoch_ranges
+from auditor.spark.pass_divergence import digest_of, epoch_ranges
+from auditor.spark.pass_rows import BATCH_FIELDS, BatchRow
 
 
 def _row(i: int) -> dict:

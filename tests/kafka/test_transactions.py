@@ -1,5 +1,5 @@
 """The transaction model (``auditor.kafka.transactions``), and the audit's per-partition pass using it
-(``partition_pass.txn_states``: the state of every batch plus the first data offset of each marker's
+(``pass_loss.txn_states``: the state of every batch plus the first data offset of each marker's
 transaction) equal to the model on hypothesis-generated logs of several producers (interleaved transactions,
 markers with and without data, plain batches, KRaft control batches)."""
 
@@ -124,9 +124,10 @@ LOGS = st.lists(st.lists(SPEC, min_size=1, max_size=25), min_size=1, max_size=4)
 @settings(max_examples=200, deadline=None, derandomize=True)
 @given(logs=LOGS)
 def test_pass_transaction_state_equals_the_model(logs):
-    """``partition_pass.txn_states`` (the audit's, per replica log of a partition): every batch's state is
+    """``pass_loss.txn_states`` (the audit's, per replica log of a partition): every batch's state is
     ``classify``'s and each marker's first data offset is its transaction's (``transactions``)."""
-    from auditor.spark.partition_pass import BatchRow, state_of, txn_states
+    from auditor.spark.pass_loss import state_of, txn_states
+    from auditor.spark.pass_rows import BatchRow
 
     by_broker, states, firsts = {}, {}, {}
     for broker, specs in enumerate(logs):

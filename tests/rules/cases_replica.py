@@ -51,7 +51,7 @@ T0 = 1_700_000_000_000
 class Audit:
     """A small audit: partitions, the counts Spark attaches to their lag rows (the leader's records, bytes,
     batches and the first/newest batch timestamps above the follower's LEO), and the lost runs Spark finds
-    from the zones (``partition_pass.lost_runs`` rows)."""
+    from the zones (``pass_loss.lost_runs`` rows)."""
 
     partitions: list[PartitionInput]
     lag_counts: dict = field(default_factory=dict)
@@ -396,7 +396,7 @@ def hw_at_log_start(tmp: Path, mp) -> Audit:
 
 
 def lost_run(kind: str, lo: int, hi: int, committed_hw: int) -> dict:
-    """A ``partition_pass.lost_runs`` row: broker 2's batches ``lo..hi`` the leader 1 lacks."""
+    """A ``pass_loss.lost_runs`` row: broker 2's batches ``lo..hi`` the leader 1 lacks."""
     return {
         "kind": kind,
         "cluster": "c",

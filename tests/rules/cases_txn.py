@@ -17,7 +17,7 @@ from tests.rules.cases import fire, silent  # noqa: E402
 
 
 class LostRunsCase:
-    """Lost-run rows (``partition_pass.lost_runs``) of broker 2 against the leader 1, evaluated by the
+    """Lost-run rows (``pass_loss.lost_runs``) of broker 2 against the leader 1, evaluated by the
     ``loss`` rules as ``partition_pass.run`` does."""
 
     def __init__(self, *runs: dict) -> None:

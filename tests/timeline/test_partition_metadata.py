@@ -1,4 +1,4 @@
-"""The metadata rows each partition's rules see in ``audit`` (``partition_pass.metadata_for``): its partition
+"""The metadata rows each partition's rules see in ``audit`` (``pass_rows.metadata_for``): its partition
 records and the min.insync.replicas / unclean.leader.election.enable configs of its topic and cluster."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ def _meta(**kw) -> dict:
 
 
 def test_config_rows_reach_the_partitions_they_apply_to():
-    from auditor.spark.partition_pass import metadata_for, metadata_index
+    from auditor.spark.pass_rows import metadata_for, metadata_index
 
     metadata = [
         _meta(seq=0, record_type="PARTITION_RECORD", topic="a", partition=0, leader=1, isr=[1]),

@@ -26,7 +26,7 @@ class LostSpan:
     broker: int
     lo: int
     hi: int
-    kind: str  # committed | uncommitted (auditor.spark.partition_pass.lost_runs)
+    kind: str  # committed | uncommitted (auditor.spark.pass_loss.lost_runs)
     records: int | None = None
     log_dir: str | None = None
     lineage_epoch: int | None = None  # the current leader's leader epoch at ``lo``: the new lineage's there

@@ -1,5 +1,5 @@
 """KA710-KA711: follower records the current leader lacks, over the lost runs Spark counts
-(``partition_pass.lost_runs``): committed records are lost when the follower truncates, the rest is
+(``pass_loss.lost_runs``): committed records are lost when the follower truncates, the rest is
 a divergent uncommitted tail. Committed records are plain data and the data of transactions committed in the
 follower's own log; aborted and open transaction data and COMMIT/ABORT markers are named, not counted (the
 markers are KA712's, ``auditor.rules.replica.transactions``)."""

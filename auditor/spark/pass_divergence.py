@@ -1,0 +1,202 @@
+"""The pass's divergence: the replica pairs of a partition and their common range, the first batch (or,
+compacted, record) that differs inside it, outside unreadable spans; and the leader-epoch ranges of each
+replica from its chunk digests or its batch rows."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from auditor.spark.pass_rows import BatchRow, Row
+
+
+def greatest(*values):
+    present_ = [v for v in values if v is not None]
+    return max(present_) if present_ else None
+
+
+def _least(*values):
+    present_ = [v for v in values if v is not None]
+    return min(present_) if present_ else None
+
+
+def inside(first: int, last: int, lo: int | None, hi: int | None) -> bool:
+    """Offsets ``first..last`` touch the unreadable span ``[lo, hi)`` (``hi`` None: to the end)."""
+    return lo is not None and last >= lo and (hi is None or first < hi)
+
+
+def replica_pairs(replicas: list[Row]) -> list[Row]:
+    """Every pair of replicas (brokers ``a < b``) with its common range ``[lo, hi)`` and comparison mode:
+    ``record`` for compacted partitions whose replicas both have record rows, else ``batch`` (compacted
+    without record rows: only above both cleaner offsets, where nothing was cleaned)."""
+    out = []
+    ordered = sorted(replicas, key=lambda r: r["broker"])
+    for i, ra in enumerate(ordered):
+        for rb in ordered[i + 1 :]:
+            if ra["broker"] == rb["broker"]:
+                continue
+            compacted = ra.get("compacted") is True or rb.get("compacted") is True
+            with_records = ra.get("has_records") is True and rb.get("has_records") is True
+            without_records = ra.get("has_records") is False or rb.get("has_records") is False
+            base_lo = greatest(ra.get("log_start"), rb.get("log_start"))
+            if compacted and without_records:
+                lo = greatest(base_lo, ra.get("cleaner_offset") or 0, rb.get("cleaner_offset") or 0)
+            else:
+                lo = base_lo
+            out.append(
+                {
+                    "cluster": ra["cluster"],
+                    "topic": ra["topic"],
+                    "partition": ra["partition"],
+                    "a": ra["broker"],
+                    "b": rb["broker"],
+                    "cleaner_offset_a": ra.get("cleaner_offset"),
+                    "cleaner_offset_b": rb.get("cleaner_offset"),
+                    "ua_from": ra.get("unreadable_from"),
+                    "ua_to": ra.get("unreadable_to"),
+                    "ub_from": rb.get("unreadable_from"),
+                    "ub_to": rb.get("unreadable_to"),
+                    "mode": "record" if compacted and with_records else "batch",
+                    "lo": lo,
+                    "hi": _least(ra.get("leo"), rb.get("leo")),
+                }
+            )
+    return out
+
+
+def _readable(p: Row, first: int, last: int) -> bool:
+    return not inside(first, last, p["ua_from"], p["ua_to"]) and not inside(
+        first, last, p["ub_from"], p["ub_to"]
+    )
+
+
+def _at(b: Row | None) -> Row | None:
+    if b is None:
+        return None
+    return {"last_offset": b["last_offset"], "ple": b["ple"], "crc": b["crc"], "valid": b["valid"]}
+
+
+def _divergence(p: Row, offset: int, mode: str, detail: Row) -> Row:
+    keys = ("cluster", "topic", "partition", "a", "b", "lo", "hi")
+    return {**{k: p[k] for k in keys}, "offset": offset, "mode": mode, "detail": detail}
+
+
+def batch_divergence(p: Row, by_broker: Mapping[int, list[Row]]) -> Row | None:
+    """The first base offset where pair ``p`` (mode ``batch``) holds different batches (a missing batch,
+    other boundaries, another CRC or partitionLeaderEpoch) inside ``[lo, hi)``, outside unreadable spans."""
+    lo, hi = p["lo"], p["hi"]
+
+    spans = p["ua_from"] is not None or p["ub_from"] is not None
+
+    def held(broker: int) -> dict[int, BatchRow]:
+        return {
+            b.base_offset: b
+            for b in by_broker.get(broker, ())
+            if b.base_offset < hi
+            and b.last_offset >= lo
+            and (not spans or _readable(p, b.base_offset, b.last_offset))
+        }
+
+    ha, hb = held(p["a"]), held(p["b"])
+    for base in sorted(ha.keys() | hb.keys()):
+        a, b = ha.get(base), hb.get(base)
+        if (a.sig if a else None) != (b.sig if b else None):
+            detail = {"base_offset": base, "a": _at(a), "b": _at(b), "hash_a": None, "hash_b": None}
+            return _divergence(p, max(base, lo), "batch", detail)
+    return None
+
+
+def record_divergence(p: Row, records: Mapping[int, dict[int, int]]) -> Row | None:
+    """Compacted partitions: the first offset where pair ``p`` holds different records, or where one lacks a
+    record at or above the other's cleaner offset (below it the cleaner may have removed it)."""
+    lo, hi = p["lo"], p["hi"]
+
+    def held(broker: int) -> dict[int, int]:
+        return {o: h for o, h in records.get(broker, {}).items() if lo <= o < hi and _readable(p, o, o)}
+
+    ra, rb = held(p["a"]), held(p["b"])
+    ca = p["cleaner_offset_a"] if p["cleaner_offset_a"] is not None else -1
+    cb = p["cleaner_offset_b"] if p["cleaner_offset_b"] is not None else -1
+    for offset in sorted(ra.keys() | rb.keys()):
+        a, b = ra.get(offset), rb.get(offset)
+        if (
+            (a is not None and b is not None and a != b)
+            or (a is not None and b is None and offset >= cb)
+            or (b is not None and a is None and offset >= ca)
+        ):
+            detail = {"base_offset": None, "a": None, "b": None, "hash_a": a, "hash_b": b}
+            return _divergence(p, offset, "record", detail)
+    return None
+
+
+def first_divergences(
+    pairs: list[Row], by_broker: Mapping[int, list[Row]], records: Mapping[int, dict[int, int]]
+) -> list[Row]:
+    """The first divergence of every pair with a non-empty common range (batch or record mode)."""
+    out = []
+    for p in pairs:
+        if p["lo"] is None or p["hi"] is None or not p["lo"] < p["hi"]:
+            continue
+        batch_mode = p["mode"] == "batch"
+        d = batch_divergence(p, by_broker) if batch_mode else record_divergence(p, records)
+        if d is not None:
+            out.append(d)
+    return out
+
+
+def batches_by_broker(batch_rows: Iterable[Row]) -> dict[int, list[Row]]:
+    """Batch rows by broker, each replica's in offset order."""
+    by_broker: dict[int, list[Row]] = {}
+    for b in batch_rows:
+        by_broker.setdefault(b["broker"], []).append(b)
+    for bs in by_broker.values():
+        bs.sort(key=lambda b: b["base_offset"])
+    return by_broker
+
+
+def digest_of(batches: Iterable[Row]) -> list[Row]:
+    """Digest rows of batch rows, one per batch (what Spark's digest scan sums per chunk), for
+    :func:`epoch_ranges`."""
+    return [
+        {
+            "broker": b["broker"],
+            "ple": b["ple"],
+            "first": b["base_offset"],
+            "last": b["last_offset"],
+            "records": b["records_count"],
+            "bytes": b["size"],
+            "n": 1,
+            "first_timestamp": b["max_timestamp"],
+            "last_timestamp": b["max_timestamp"],
+        }
+        for b in batches
+    ]
+
+
+def epoch_ranges(digest: Iterable[Row]) -> list[Row]:
+    """Per (broker, leader epoch of the batches): first and last offset, records, bytes, batches and the
+    first and last batch max timestamps, from digest rows."""
+    out: dict[tuple, Row] = {}
+    for d in digest:
+        key = (d["broker"], d["ple"])
+        g = out.get(key)
+        if g is None:
+            out[key] = {
+                "broker": d["broker"],
+                "epoch": d["ple"],
+                "first": d["first"],
+                "last": d["last"],
+                "records": d["records"],
+                "bytes": d["bytes"],
+                "batches": d["n"],
+                "first_timestamp": d["first_timestamp"],
+                "last_timestamp": d["last_timestamp"],
+            }
+        else:
+            g["first"] = _least(g["first"], d["first"])
+            g["last"] = greatest(g["last"], d["last"])
+            g["records"] = (g["records"] or 0) + (d["records"] or 0)
+            g["bytes"] = (g["bytes"] or 0) + (d["bytes"] or 0)
+            g["batches"] += d["n"]
+            g["first_timestamp"] = _least(g["first_timestamp"], d["first_timestamp"])
+            g["last_timestamp"] = greatest(g["last_timestamp"], d["last_timestamp"])
+    return [out[k] for k in sorted(out)]
