@@ -18,8 +18,9 @@ reports on its directory:
 
 from __future__ import annotations
 
-from auditor.simulate.cluster import UNASSIGNED_DIR, Cluster, RetiredReplica, TopicDeletion
+from auditor.simulate.cluster import Cluster
 from auditor.simulate.log import ReplicaLog
+from auditor.simulate.model import UNASSIGNED_DIR, RetiredReplica, TopicDeletion
 from auditor.simulate.writer import log_dir_name, metadata_record_offset
 
 OLD_INCARNATION, LOG_DIR_MOVE, DELETED_REPLICA, DIRECTORY_MISMATCH = "KA605", "KA607", "KA608", "KA610"

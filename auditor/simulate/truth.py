@@ -135,10 +135,11 @@ Replicas by Kafka's identity (keys marked ``[identity]``, :mod:`auditor.simulate
 
 from __future__ import annotations
 
-from auditor.simulate.cluster import Cluster, LeaderChange, Replica
+from auditor.simulate.cluster import Cluster
 from auditor.simulate.config import SimOptions
 from auditor.simulate.identity import identity_codes, identity_truth
 from auditor.simulate.log import SimBatch, end_offset_for
+from auditor.simulate.model import LeaderChange, Replica
 from auditor.simulate.writer import broker_dir_name, partition_dir_name
 from parsers.dirfiles import segment_file_name
 from parsers.record_batch import parse_header
