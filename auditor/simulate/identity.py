@@ -1,7 +1,8 @@
 """The ground truth of replicas by Kafka's identity: which log dir (``directory.id``) holds each replica, the
 replicas of deleted topics still on disk (old incarnations, ``-stray`` and ``-delete`` directories), replicas
 being moved between the log dirs of a broker (``-future``) and KRaft directory assignments that name another
-log dir than the one holding the replica. ``truth.ground_truth`` adds these keys (see its schema).
+log dir than the one holding the replica. ``truth.ground_truth`` adds these keys (their fields:
+``docs/simulator.md``).
 
 Every entry carries the ``expected_codes`` the audit must report for it and the ``scan_code`` that ``scan``
 reports on its directory:
