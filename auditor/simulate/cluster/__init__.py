@@ -1,8 +1,8 @@
 """A deterministic, event-driven model of Kafka replication (spec §17): :class:`Cluster`.
 
-Each concern is a mixin in its own module, all over the state of :class:`~.base.ClusterBase`; the model's
-types are in :mod:`auditor.simulate.model`. What the model does, in Kafka's terms: ``docs/simulator.md``
-("The replication model").
+Each concern is a mixin in its own module over the state of :class:`~.base.ClusterBase` (the mixins call
+one another through ``self``); the model's types are in :mod:`auditor.simulate.model`. What the model does,
+in Kafka's terms: ``docs/simulator.md`` ("The replication model").
 """
 
 from __future__ import annotations
