@@ -10,7 +10,8 @@
 
 ``NO_LEADER``, ``NO_LEADER_CHANGE`` and ``RECOVERING`` are the KRaft constants the replay uses
 (``LeaderConstants.NO_LEADER``, ``NO_LEADER_CHANGE``; ``LeaderRecoveryState.RECOVERING``, KIP-704).
-The simulator keeps an independent oracle of ``end_offset_for`` (``auditor.simulate.truth``) on purpose.
+The simulator keeps an independent oracle of ``end_offset_for`` (``auditor.simulate.truth.oracles``) on
+purpose.
 """
 
 from __future__ import annotations

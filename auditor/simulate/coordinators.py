@@ -38,7 +38,7 @@ from parsers.transaction_state import encode_txn_key, encode_txn_value
 
 TP = tuple[str, int]
 Cluster = Any
-"""An ``auditor.simulate.cluster.Cluster`` (not imported: the cluster module imports this one)."""
+"""An ``auditor.simulate.cluster.Cluster`` (not imported: the cluster package imports this one)."""
 
 OFFSETS_TOPIC = "__consumer_offsets"
 TRANSACTION_STATE_TOPIC = "__transaction_state"

@@ -1,7 +1,8 @@
 """The ground truth of replicas by Kafka's identity: which log dir (``directory.id``) holds each replica, the
 replicas of deleted topics still on disk (old incarnations, ``-stray`` and ``-delete`` directories), replicas
 being moved between the log dirs of a broker (``-future``) and KRaft directory assignments that name another
-log dir than the one holding the replica. ``truth.ground_truth`` adds these keys (see its schema).
+log dir than the one holding the replica. ``truth.ground_truth`` adds these keys (their fields:
+``docs/simulator.md``).
 
 Every entry carries the ``expected_codes`` the audit must report for it and the ``scan_code`` that ``scan``
 reports on its directory:
@@ -18,8 +19,9 @@ reports on its directory:
 
 from __future__ import annotations
 
-from auditor.simulate.cluster import UNASSIGNED_DIR, Cluster, RetiredReplica, TopicDeletion
+from auditor.simulate.cluster import Cluster
 from auditor.simulate.log import ReplicaLog
+from auditor.simulate.model import UNASSIGNED_DIR, RetiredReplica, TopicDeletion
 from auditor.simulate.writer import log_dir_name, metadata_record_offset
 
 OLD_INCARNATION, LOG_DIR_MOVE, DELETED_REPLICA, DIRECTORY_MISMATCH = "KA605", "KA607", "KA608", "KA610"

@@ -24,13 +24,8 @@ from auditor.simulate.cluster import Cluster
 from auditor.simulate.config import SimOptions
 from auditor.simulate.identity import identity_truth
 from auditor.simulate.scenarios import Scenario
-from auditor.simulate.truth import (
-    GROUND_TRUTH_VERSION,
-    controller_entry,
-    history_entry,
-    partition_head,
-    topic_entries,
-)
+from auditor.simulate.truth import GROUND_TRUTH_VERSION, controller_entry, topic_entries
+from auditor.simulate.truth.partition import history_entry, partition_head
 from auditor.simulate.writer import (
     MetadataLayout,
     bootstrap_checkpoint,

@@ -13,8 +13,9 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from auditor.simulate.cluster import TP, Cluster
+from auditor.simulate.cluster import Cluster
 from auditor.simulate.config import SimOptions
+from auditor.simulate.model import TP
 
 
 @dataclass(frozen=True)

@@ -20,8 +20,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from auditor.simulate.batches import encode_leader_change_batch, encode_metadata_batch
-from auditor.simulate.cluster import Broker, Cluster, MetadataEvent
+from auditor.simulate.cluster import Cluster
 from auditor.simulate.log import LogConfig, ReplicaLog, Segment, SimBatch, SimRecord
+from auditor.simulate.model import Broker, MetadataEvent
 from parsers.checkpoints import format_leader_epoch_checkpoint, format_offset_checkpoint
 from parsers.control import encode_control_record
 from parsers.dirfiles import format_meta_properties, format_partition_metadata, segment_file_name

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from auditor.kafka.epochs import end_offset_for, follower_truncation, loaded_cache
 from auditor.kafka.kraft import replay_partitions
 from auditor.observe.metadata import extract_metadata
-from auditor.simulate.truth import epoch_truncation_offset
+from auditor.simulate.truth.oracles import epoch_truncation_offset
 from tests.conftest import corpus_path
 
 LEADER = [(0, 0), (2, 750), (4, 985)]

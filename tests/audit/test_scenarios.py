@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from auditor.simulate.truth import epoch_truncation_offset, normalised_cache
+from auditor.simulate.truth.oracles import epoch_truncation_offset, normalised_cache
 from tests.audit.conftest import PARQUET_TWINS, SIM_RUNS, label, of_cluster
 
 pytestmark = pytest.mark.spark

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from auditor.simulate.cluster import Cluster
 from auditor.simulate.config import SimOptions
 from auditor.simulate.scenarios import _topics, random_events
-from auditor.simulate.truth import partition_truth
+from auditor.simulate.truth.partition import partition_truth
 
 TP = ("t", 0)
 

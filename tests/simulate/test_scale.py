@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from auditor.simulate import SimOptions, run_scenario
-from auditor.simulate.truth import first_divergence
+from auditor.simulate.truth.oracles import first_divergence
 from tests.simulate.simvalidate import read_log, validate_tree
 
 
