@@ -137,9 +137,13 @@ def verdict(plan: Plan) -> str:
                 "Run the command again without --execute to read them back: it must find every one there."
             )
     if count == 0:
-        if there and there == sum(len(p.entries) for p in parts):
+        total = sum(len(p.entries) + len(p.unreadable) for p in parts)
+        if there == total:
             return f"Nothing to produce: all {_records(there)} are already on the cluster (header {HEADER})."
-        return "Nothing to produce."
+        left = total - there
+        return (
+            f"Nothing to produce: {_records(there)} already on the cluster, {left} left out (listed above)."
+        )
     return (
         f"Dry run: {_records(count)} ({size} bytes) would be produced to {where}, each with the header "
         f"{HEADER}. Produce them with --execute."

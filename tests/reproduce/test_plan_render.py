@@ -94,6 +94,10 @@ def test_a_second_run_says_everything_is_there(plan):
         p.present.update(e.fingerprint for e in p.entries)
     plan.executed = True
     assert lines(plan, "b:1")[-1] == (
+        "Nothing to produce: 4 records already on the cluster, 1 left out (listed above)."
+    )  # offset 13 of orders-0 is unreadable
+    next(iter(plan.partitions.values())).unreadable.clear()
+    assert lines(plan, "b:1")[-1] == (
         "Nothing to produce: all 4 records are already on the cluster (header kafka-auditor-reproduced)."
     )
 
