@@ -5,6 +5,8 @@ header."""
 
 from __future__ import annotations
 
+import time
+
 from auditor.reproduce.cluster import Cluster
 from auditor.reproduce.plan import PartitionPlan, Plan, key_digest
 from auditor.reproduce.records import HEADER, ReproduceError, read_records
@@ -31,6 +33,14 @@ def check(plan: Plan, cluster: Cluster) -> None:
         config = configs.get(p.topic, {})
         p.compacted = "compact" in (config.get("cleanup.policy") or "").split(",")
         p.timestamp_type = config.get("message.timestamp.type")
+        limit = config.get("message.timestamp.before.max.ms")
+        p.before_max_ms = int(limit) if limit and limit.isdigit() else None
+        p.too_old = (
+            p.before_max_ms is not None
+            and p.timestamp_type != "LogAppendTime"
+            and p.min_timestamp is not None
+            and p.min_timestamp < time.time() * 1000 - p.before_max_ms
+        )
         read_partition(p, cluster)
 
 

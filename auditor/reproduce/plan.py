@@ -49,6 +49,10 @@ class PartitionPlan:
     """The topic's cleanup.policy has ``compact`` (read from the cluster)."""
     timestamp_type: str | None = None
     """The topic's message.timestamp.type (LogAppendTime: the broker replaces the timestamps)."""
+    before_max_ms: int | None = None
+    """The topic's message.timestamp.before.max.ms: the broker refuses a CreateTime older than that."""
+    too_old: bool = False
+    """The oldest record is older than :attr:`before_max_ms` (the topic keeps the producers' CreateTime)."""
     present: set[str] = field(default_factory=set)
     """Fingerprints of records already produced again (found on the cluster with the header)."""
     superseded: set[int] = field(default_factory=set)

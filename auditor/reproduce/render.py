@@ -105,6 +105,11 @@ def notes(p: PartitionPlan, include_superseded: bool) -> list[str]:
             f"{name}: the topic has message.timestamp.type=LogAppendTime: the broker gives the records "
             "its own time, not their original timestamp"
         )
+    if p.too_old:
+        out.append(
+            f"{name}: records older than the topic's message.timestamp.before.max.ms ({p.before_max_ms} ms): "
+            "the broker refuses them; raise it for the topic while producing them"
+        )
     if p.produced:
         out.append(f"{name}: produced {_records(len(p.produced))} at offsets {spans(p.produced)}")
     for offset, error in p.failed[:LISTED_RANGES]:

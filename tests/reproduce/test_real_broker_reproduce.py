@@ -250,3 +250,20 @@ def test_a_topic_or_partition_the_cluster_lacks(bootstrap, tmp_path):
         "(it has 2)"
     )
     assert watermarks(bootstrap, "two", 1) == (0, 0)
+
+
+def test_records_the_broker_refuses_are_listed_and_exit_1(bootstrap, tmp_path):
+    """A topic that refuses timestamps older than an hour: the dry run says so; --execute lists each record
+    the broker refused with its error and exits 1; nothing is left half-said."""
+    create(bootstrap, "strict", 1, **{"message.timestamp.before.max.ms": "3600000"})
+    rows = [parquet_row(topic="strict", offset=o, batchBaseOffset=o, timestamp=BASE_TIME + o) for o in (7, 8)]
+    path = write_jsonl(tmp_path / "lost-records.jsonl", rows)
+    out = reproduce(path, bootstrap)
+    assert any(line.startswith("strict-0: records older than the topic's message.timestamp.before.max.ms "
+                               "(3600000 ms): the broker refuses them") for line in out), out  # fmt: skip
+    out = reproduce(path, bootstrap, "--execute", code=1)
+    refused = [line for line in out if line.startswith("strict-0: offset ")]
+    assert [line.split(":")[1] for line in refused] == [" offset 7 not produced", " offset 8 not produced"]
+    assert all(" not produced: Broker: " in line for line in refused), refused  # the broker's own error
+    assert out[-1].startswith("Produced 0 records; 2 records could not be produced (listed above)")
+    assert watermarks(bootstrap, "strict", 0) == (0, 0)
