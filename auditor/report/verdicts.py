@@ -141,8 +141,8 @@ def next_steps(
             exported = f"{directory}/lost-records.jsonl"
         steps.append(
             f"Produce them again to {topic} partition {partition} with their key, value, headers and "
-            "timestamp (an idempotent producer): this dry run, then the same with --execute, then once more "
-            f"to read them back: {_reproduce_command(exported)}"
+            "timestamp (an idempotent producer): run this dry run, then again with --execute, then once "
+            f"more to read them back: {_reproduce_command(exported)}"
         )
     leaders = verdict["leaders"]
     current, least = leaders.get("current"), leaders.get("leastLoss")

@@ -165,4 +165,4 @@ def test_the_reproduce_step_names_the_export_or_the_directory_to_export_to():
     assert v["nextSteps"][1].endswith(
         "kafka-auditor reproduce '/out/the lost/lost-records.jsonl' --bootstrap-server HOST:PORT"
     )
-    assert "this dry run, then the same with --execute" in v["nextSteps"][1]
+    assert "run this dry run, then again with --execute" in v["nextSteps"][1]
