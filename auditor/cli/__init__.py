@@ -20,6 +20,7 @@ from auditor import __version__
 from auditor.cli import audit, dump, extract, ingest, scan, simulate
 from auditor.cli import groups as groups_cli
 from auditor.cli import report as report_cli
+from auditor.cli import reproduce as reproduce_cli
 from auditor.cli import timeline as timeline_cli
 from auditor.cli.messages import internal_error_line
 from auditor.errors import DEBUG_ENV, on_interrupt
@@ -59,6 +60,7 @@ app.command("groups")(groups_cli.groups_command)
 app.command("timeline")(timeline_cli.timeline_command)
 app.command("ingest")(ingest.ingest_command)
 app.command("report")(report_cli.report_command)
+app.command("reproduce")(reproduce_cli.reproduce_command)
 
 
 def _children() -> list[int]:

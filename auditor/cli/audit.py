@@ -137,8 +137,9 @@ def build_report(result, selection, inputs, options: ReportOptions) -> Report:
     sections, views = consequences(result, findings)
 
     rows = partition_rows(result)
+    exported = result.exported["jsonl"] if result.exported is not None else None
     verdicts, consistent = audit_verdicts(
-        findings, rows, sections["elections"], [s.path for s in inputs.sources]
+        findings, rows, sections["elections"], [s.path for s in inputs.sources], exported
     )
     sections = {"verdicts": verdicts, **sections}
     stats["consistentPartitions"] = consistent

@@ -116,8 +116,15 @@ def _audit_command(inputs: list[str], directory: str) -> str:
     return shlex.join(["kafka-auditor", "audit", *inputs, "--export-lost", directory])
 
 
-def next_steps(verdict: dict[str, Any], findings: list[Finding], inputs: list[str]) -> list[str]:
-    """The numbered next steps of one verdict, as commands where Kafka's tools do the step."""
+def _reproduce_command(jsonl: str) -> str:
+    return shlex.join(["kafka-auditor", "reproduce", jsonl, "--bootstrap-server", BOOTSTRAP])
+
+
+def next_steps(
+    verdict: dict[str, Any], findings: list[Finding], inputs: list[str], exported: str | None = None
+) -> list[str]:
+    """The numbered next steps of one verdict, as commands where Kafka's tools (or ``kafka-auditor``) do the
+    step; ``exported``: the ``lost-records.jsonl`` the audit wrote (``--export-lost``), else None."""
     topic, partition = verdict["topic"], verdict["partition"]
     steps: list[str] = []
     lost = verdict["committedLost"]
@@ -128,11 +135,14 @@ def next_steps(verdict: dict[str, Any], findings: list[Finding], inputs: list[st
             "leader before the records are exported: on start its follower truncates to the leader's log and "
             f"deletes the {lost['records']} committed records (offsets {_span(lost['offsets'])})."
         )
-        directory = f"./lost-{topic}-{partition}"
-        steps.append(f"Export them: {_audit_command(inputs, directory)}")
+        if exported is None:
+            directory = f"./lost-{topic}-{partition}"
+            steps.append(f"Export them: {_audit_command(inputs, directory)}")
+            exported = f"{directory}/lost-records.jsonl"
         steps.append(
-            f"Produce them again to {topic} partition {partition} from {directory}/lost-records.jsonl (same "
-            "key, value, headers and timestamp; an idempotent producer), then consume them back to check."
+            f"Produce them again to {topic} partition {partition} with their key, value, headers and "
+            "timestamp (an idempotent producer): run this dry run, then again with --execute, then once "
+            f"more to read them back: {_reproduce_command(exported)}"
         )
     leaders = verdict["leaders"]
     current, least = leaders.get("current"), leaders.get("leastLoss")
@@ -193,8 +203,10 @@ def partition_verdict(
     partitions: list[Mapping[str, Any]],
     election: Mapping[str, Any] | None,
     inputs: list[str],
+    exported: str | None = None,
 ) -> dict[str, Any]:
-    """The verdict of one partition from its findings (warning and above), replica rows and election."""
+    """The verdict of one partition from its findings (warning and above), replica rows and election;
+    ``exported``: the ``lost-records.jsonl`` of ``--export-lost``, named by the next steps."""
     cluster, topic, partition = key
     codes = {f.code for f in findings}
     compared = len(partitions)
@@ -228,7 +240,7 @@ def partition_verdict(
         "leaders": _leaders(election, list(partitions)),
         "findings": sorted(f.fingerprint() for f in findings),
     }
-    verdict["nextSteps"] = next_steps(verdict, findings, inputs)
+    verdict["nextSteps"] = next_steps(verdict, findings, inputs, exported)
     return verdict
 
 
@@ -237,9 +249,11 @@ def audit_verdicts(
     partitions: Iterable[Mapping[str, Any]],
     elections: Iterable[Mapping[str, Any]],
     inputs: list[str],
+    exported: str | None = None,
 ) -> tuple[list[dict[str, Any]], int]:
     """The verdicts of an audit (partitions with a finding at warning or above, most severe first) and how
-    many other partitions were compared and found consistent."""
+    many other partitions were compared and found consistent; ``exported``: the ``lost-records.jsonl``
+    ``--export-lost`` wrote (the next steps produce its records again), else None."""
     by_partition: dict[tuple, list[Finding]] = {}
     for f in findings:
         if f.topic is not None and f.partition is not None and f.severity >= Severity.WARNING:
@@ -249,7 +263,7 @@ def audit_verdicts(
         rows.setdefault((r.get("cluster") or "", r["topic"], int(r["partition"])), []).append(r)
     election_of = {(e.get("cluster") or "", e["topic"], int(e["partition"])): e for e in elections}
     verdicts = [
-        partition_verdict(key, fs, rows.get(key, []), election_of.get(key), inputs)
+        partition_verdict(key, fs, rows.get(key, []), election_of.get(key), inputs, exported)
         for key, fs in by_partition.items()
     ]
     verdicts.sort(

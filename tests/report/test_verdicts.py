@@ -39,6 +39,8 @@ def test_the_verdict_comes_first_and_reads_whole(unclean_audit, width):
     ):
         assert f"{n}. {words}" in flat
     assert "--export-lost ./lost-t0-0" in flat
+    # the records exported there are produced again by `reproduce` (a dry run first)
+    assert "kafka-auditor reproduce ./lost-t0-0/lost-records.jsonl --bootstrap-server HOST:PORT" in flat
     assert re.search(r"\d+ other partition\(s\): consistent", flat)
 
 
@@ -49,6 +51,11 @@ def test_the_json_report_has_the_verdicts(unclean_audit):
     assert v["committedLost"] == {"records": 250, "offsets": [[500, 749]], "brokers": [1], "bytes": 22874}
     assert v["leaders"]["current"]["broker"] == 2 and v["leaders"]["kafkaChoice"]["broker"] == 2
     assert v["nextSteps"][0].startswith("Do not restart broker(s) 1")
+    # the audit exported the records (--export-lost OUT/lost): the step names that file, no export step
+    jsonl = unclean_audit.out / "lost" / "lost-records.jsonl"
+    assert jsonl.is_file()
+    assert v["nextSteps"][1].endswith(f"kafka-auditor reproduce {jsonl} --bootstrap-server HOST:PORT")
+    assert not any(step.startswith("Export them") for step in v["nextSteps"])
     fingerprints = {f["fingerprint"] for f in doc["findings"]}
     assert set(v["findings"]) <= fingerprints
     assert doc["stats"]["consistentPartitions"] >= 1
@@ -136,3 +143,26 @@ def test_sarif_and_junit_carry_the_verdicts(unclean_audit, tmp_path):
     props = {p.get("name"): p.get("value") for p in suite.find("properties")}
     head = props["kafka-auditor.verdict.1"]
     assert head.startswith("t0-0: DIVERGED (critical): 250 committed records lost")
+
+
+def test_the_reproduce_step_names_the_export_or_the_directory_to_export_to():
+    """Without an export the steps export to ./lost-TOPIC-PARTITION then reproduce from it; with one they
+    reproduce from the file the audit wrote (quoted for a shell)."""
+    findings = [
+        _finding("KA710", Severity.CRITICAL, topic="t", partition=0, broker=3, offset_start=10, offset_end=19,
+                 evidence={"records": 10, "bytes": 100}),
+    ]  # fmt: skip
+    rows = [
+        {"topic": "t", "partition": 0, "broker": b, "role": "leader" if b == 1 else "follower"}
+        for b in (1, 3)
+    ]
+    (v,), _ = audit_verdicts(findings, rows, [], ["/data/b1", "/data/b3"])
+    export, produce = v["nextSteps"][1:3]
+    assert export == "Export them: kafka-auditor audit /data/b1 /data/b3 --export-lost ./lost-t-0"
+    command = "kafka-auditor reproduce ./lost-t-0/lost-records.jsonl --bootstrap-server HOST:PORT"
+    assert produce.endswith(command)
+    (v,), _ = audit_verdicts(findings, rows, [], ["/data/b1", "/data/b3"], "/out/the lost/lost-records.jsonl")
+    assert v["nextSteps"][1].endswith(
+        "kafka-auditor reproduce '/out/the lost/lost-records.jsonl' --bootstrap-server HOST:PORT"
+    )
+    assert "run this dry run, then again with --execute" in v["nextSteps"][1]
