@@ -59,7 +59,9 @@ FAMILIES: dict[str, str] = {
     "KA8": "history",
 }
 """Code prefix -> family. KA6xx-KA7xx are reserved for the cross-replica checks of ``audit``, KA8xx for the
-checks of ``report`` over the checkpoint history of an ingest warehouse."""
+checks of ``report`` over the checkpoint history of an ingest warehouse. A family's rules may name a
+narrower subject before the dot (``timeindex``, ``epoch-cache``, ``kraft``, ``transaction``, ``group``);
+``--select FAMILY`` selects every rule of the family whatever its name."""
 
 RULE_MODULES: list[str] = [
     "auditor.rules.engine",
@@ -339,8 +341,9 @@ def _split(selectors: Iterable[str] | None) -> list[str]:
 
 
 def _matches(selector: str, r: Rule) -> tuple[bool, bool]:
-    """(matches, exact): a code prefix (``KA1``, ``KA10``, ``KA101``), ``ALL``, a rule name, an alias or a
-    family name (``segment``, the part of names before the dot)."""
+    """(matches, exact): a code prefix (``KA1``, ``KA10``, ``KA101``), ``ALL``, a rule name, an alias, a
+    family (:data:`FAMILIES`: ``replication`` is every KA6xx and KA7xx rule, ``index`` every KA2xx one) or
+    a name prefix (``kraft``, ``epoch-cache``: the part of names before the dot)."""
     sel_upper = selector.upper()
     if sel_upper == "ALL":
         return True, False
@@ -350,7 +353,7 @@ def _matches(selector: str, r: Rule) -> tuple[bool, bool]:
         return r.code.startswith(sel_upper), False
     if selector == r.name or selector in r.aliases:
         return True, True
-    if "." not in selector and r.name.split(".", 1)[0] == selector:
+    if "." not in selector and selector in (r.name.split(".", 1)[0], r.family):
         return True, False
     return False, False
 

@@ -13,6 +13,7 @@ from auditor.findings import Finding, Severity
 from auditor.rules.registry import (
     AUDIT_SCOPES,
     DOC_SECTIONS,
+    FAMILIES,
     HISTORY_SCOPES,
     REGISTRY,
     Location,
@@ -90,7 +91,11 @@ def test_selection_by_prefix_name_and_family():
     assert select_rules(["KA10"]).codes == {c for c in everything.codes if c.startswith("KA10")}
     assert select_rules(["KA101"]).codes == {"KA101"}
     assert select_rules(["segment.crc-mismatch"]).codes == {"KA101"}
-    assert select_rules(["index"]).codes == {c for c, r in REGISTRY.items() if r.name.startswith("index.")}
+    # a family selects every rule of it, whatever subject its name starts with; a name prefix, its own
+    assert select_rules(["index"]).codes == {c for c in everything.codes if c.startswith("KA2")}
+    assert select_rules(["timeindex"]).codes == {
+        c for c, r in REGISTRY.items() if r.name.startswith("timeindex.")
+    }
     assert select_rules(["KA1,KA2"], ["KA10"]).codes == {
         c for c in everything.codes if c.startswith(("KA1", "KA2")) and not c.startswith("KA10")
     }
@@ -100,6 +105,15 @@ def test_selection_by_prefix_name_and_family():
         select_rules(["KA9"])
     with pytest.raises(ValueError, match="matches no rule"):
         select_rules(None, ["nonsense.rule"])
+
+
+@pytest.mark.parametrize("prefix", sorted(FAMILIES))
+def test_select_by_family_finds_every_rule_of_it(prefix):
+    family = FAMILIES[prefix]
+    codes = {c for c in select_rules().codes if FAMILIES[c[:3]] == family}
+    assert codes and select_rules([family]).codes == codes
+    # --select replication finds KA624 (kraft.*) and KA712 (transaction.*); checkpoint finds KA311
+    assert all(REGISTRY[c].family == family for c in codes)
 
 
 def test_preview_rules_need_an_exact_selection(monkeypatch):
