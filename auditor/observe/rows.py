@@ -387,7 +387,7 @@ _COUNTS = [pa.field(name, _I64) for name in ("records", "bytes", "batches")] + [
 LAG_COUNTED = pa.schema(list(LAG) + _COUNTS)
 """A :data:`LAG` row with the leader's records, bytes and batches from the follower's LEO on."""
 
-_AT_BATCH = pa.struct([("last_offset", _I64), ("ple", _I32), ("crc", _I64), ("valid", pa.bool_())])
+_AT_BATCH = pa.struct([("last_offset", _I64), ("leader_epoch", _I32), ("crc", _I64), ("valid", pa.bool_())])
 _PAIR = _PARTITION_KEY + [pa.field("a", _I32), pa.field("b", _I32)]
 
 PAIR = pa.schema(
@@ -466,7 +466,7 @@ LOST_BATCH = pa.schema(
         pa.field("position", _I64),
         pa.field("size", _I32),
         pa.field("base_offset", _I64),
-        pa.field("ple", _I32),
+        pa.field("leader_epoch", _I32),
         pa.field("committed_hw", _I64),
         pa.field("start", _I64),
         pa.field("attributes", pa.int16()),

@@ -334,7 +334,7 @@ def save_frames(frames, tables, directory: str | os.PathLike) -> None:
       OffsetsForLeaderEpoch ``truncationOffset``, ``kraftLeader``, ``kraftLeaderEpoch``, ``kraftIsr``);
     * ``divergence/``: the first offset where each replica pair (brokers ``a < b``) differs inside its common
       range ``[lo, hi)``: ``offset``, ``mode`` (batch or record) and ``detail`` (batch: ``baseOffset`` and
-      what ``a`` and ``b`` hold there: ``lastOffset``, ``ple``, ``crc``, ``valid``; record: ``hashA``,
+      what ``a`` and ``b`` hold there: ``lastOffset``, ``leaderEpoch``, ``crc``, ``valid``; record: ``hashA``,
       ``hashB``);
     * ``pairs/``: every replica pair with its common range, comparison mode, cleaner offsets and unreadable
       spans (``uaFrom``, ``uaTo``, ``ubFrom``, ``ubTo``);
@@ -467,7 +467,7 @@ def decode_lost_rows(rows_: list[dict[str, Any]], roots: SegmentRoots | None = N
             "topic": row["topic"],
             "partition": row["partition"],
             "broker": row["broker"],
-            "leaderEpoch": row["ple"],
+            "leaderEpoch": row["leader_epoch"],
             "batchBaseOffset": row["base_offset"],
             "committedHighWatermark": row["committed_hw"],
             "producerId": row["producer_id"],

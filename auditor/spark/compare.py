@@ -90,7 +90,7 @@ def batch_columns(batch: DataFrame, chunk_bits: int) -> DataFrame:
     export). Only the batches of the log Kafka loads (``live``: not cut by recovery,
     ``auditor.kafka.recovery``) take part, as the replica's ``leo`` is the recovered log end offset."""
     derived = {
-        "ple": F.col("partition_leader_epoch"),
+        "leader_epoch": F.col("partition_leader_epoch"),
         "sig": F.xxhash64("base_offset", "last_offset", "crc", "partition_leader_epoch"),
     }
     columns = [derived.get(name, F.col(name)).alias(name) for name in pass_rows.BATCH_FIELDS]
@@ -382,7 +382,7 @@ def scan_batches(batch: DataFrame, per_tp: DataFrame, chunk_bits: int) -> tuple[
     chunks and every transactional batch)."""
     batches = batch_columns(batch, chunk_bits)
     digest = _materialize(
-        batches.groupBy("tp", "broker", "chunk", "ple").agg(
+        batches.groupBy("tp", "broker", "chunk", "leader_epoch").agg(
             F.expr("bit_xor(sig)").alias("x"),
             F.count(F.lit(1)).alias("n"),
             F.min("base_offset").alias("first"),

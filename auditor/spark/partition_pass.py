@@ -134,7 +134,7 @@ def election_costs(
         control = lost.txn_state in CONTROL_STATES
         if not control:
             g["records"] = (g["records"] or 0) + min(b.last_offset - start + 1, b.records_count)
-        if lost.c and lost.txn_state in VISIBLE_TO_READ_COMMITTED:
+        if lost.below_hw and lost.txn_state in VISIBLE_TO_READ_COMMITTED:
             below = min(b.last_offset, lost.committed_hw - 1) - start + 1
             g["committed"] += min(below, b.records_count)
         g["markers"] += control

@@ -72,7 +72,12 @@ def _readable(p: Row, first: int, last: int) -> bool:
 def _at(b: Row | None) -> Row | None:
     if b is None:
         return None
-    return {"last_offset": b["last_offset"], "ple": b["ple"], "crc": b["crc"], "valid": b["valid"]}
+    return {
+        "last_offset": b["last_offset"],
+        "leader_epoch": b["leader_epoch"],
+        "crc": b["crc"],
+        "valid": b["valid"],
+    }
 
 
 def _divergence(p: Row, offset: int, mode: str, detail: Row) -> Row:
@@ -159,7 +164,7 @@ def digest_of(batches: Iterable[Row]) -> list[Row]:
     return [
         {
             "broker": b["broker"],
-            "ple": b["ple"],
+            "leader_epoch": b["leader_epoch"],
             "first": b["base_offset"],
             "last": b["last_offset"],
             "records": b["records_count"],
@@ -177,12 +182,12 @@ def epoch_ranges(digest: Iterable[Row]) -> list[Row]:
     first and last batch max timestamps, from digest rows."""
     out: dict[tuple, Row] = {}
     for d in digest:
-        key = (d["broker"], d["ple"])
+        key = (d["broker"], d["leader_epoch"])
         g = out.get(key)
         if g is None:
             out[key] = {
                 "broker": d["broker"],
-                "epoch": d["ple"],
+                "epoch": d["leader_epoch"],
                 "first": d["first"],
                 "last": d["last"],
                 "records": d["records"],

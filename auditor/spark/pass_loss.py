@@ -98,8 +98,18 @@ def lost_batches(
                     continue
                 start = max(b.base_offset, own.get(broker, b.base_offset))
                 chw = committed_hw[(b.base_offset, b.sig)]
-                c, u = start < chw, b.last_offset >= max(start, chw)
-                yield Lost(b, replica, leader, first["leader_source"], state_of(states, b), chw, start, c, u)
+                below_hw, above_hw = start < chw, b.last_offset >= max(start, chw)
+                yield Lost(
+                    b,
+                    replica,
+                    leader,
+                    first["leader_source"],
+                    state_of(states, b),
+                    chw,
+                    start,
+                    below_hw,
+                    above_hw,
+                )
 
 
 def _marker(b: Lost) -> tuple:
@@ -109,7 +119,7 @@ def _marker(b: Lost) -> tuple:
         b["producer_id"],
         b["producer_epoch"],
         b["txn_first"] if b["txn_first"] is not None else b["base_offset"],
-        b["ple"],
+        b["leader_epoch"],
     )
 
 
@@ -127,7 +137,7 @@ def lost_runs(lost: Iterable[Lost]) -> list[Row]:
     for b in lost:
         by_key.setdefault((b.leader, b.b.broker), []).append(b)
     out: list[Row] = []
-    for kind, flag in (("committed", "c"), ("uncommitted", "u")):
+    for kind, flag in (("committed", "below_hw"), ("uncommitted", "above_hw")):
         for _key, rows_ in sorted(by_key.items()):
             rows_.sort(key=lambda b: b["base_offset"])
             run: list[Row] = []
@@ -189,7 +199,7 @@ def _run(kind: str, run: list[Lost]) -> Row:
         "records": counts[PLAIN] + counts[COMMITTED],
         "bytes": sum(b["size"] for b in run),
         "batches": len(run),
-        "epochs": sorted({b["ple"] for b in run}),
+        "epochs": sorted({b["leader_epoch"] for b in run}),
         "committed_hw": max(b["committed_hw"] for b in run),
         "aborted_records": counts[ABORTED],
         "open_records": counts[OPEN],
@@ -219,7 +229,7 @@ def export_rows(lost: Iterable[Lost]) -> list[Row]:
         "position",
         "size",
         "base_offset",
-        "ple",
+        "leader_epoch",
         "committed_hw",
         "start",
         "attributes",
@@ -229,7 +239,9 @@ def export_rows(lost: Iterable[Lost]) -> list[Row]:
         "is_transactional",
         "txn_state",
     )
-    return [{k: b[k] for k in keys} for b in lost if b["c"] and b["txn_state"] in VISIBLE_TO_READ_COMMITTED]
+    return [
+        {k: b[k] for k in keys} for b in lost if b["below_hw"] and b["txn_state"] in VISIBLE_TO_READ_COMMITTED
+    ]
 
 
 def open_transactions(summary: list[Row], by_broker: Mapping[int, list[Row]]) -> list[Row]:

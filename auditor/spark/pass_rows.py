@@ -30,7 +30,7 @@ BATCH_FIELDS = (
     "base_offset",
     "last_offset",
     "crc",
-    "ple",
+    "leader_epoch",
     "valid",
     "records_count",
     "size",
@@ -57,7 +57,11 @@ class BatchRow:
         get = row.get
         self.broker, self.segment, self.position = get("broker"), get("segment"), get("position")
         self.base_offset, self.last_offset, self.crc = get("base_offset"), get("last_offset"), get("crc")
-        self.ple, self.valid, self.records_count = get("ple"), get("valid"), get("records_count")
+        self.leader_epoch, self.valid, self.records_count = (
+            get("leader_epoch"),
+            get("valid"),
+            get("records_count"),
+        )
         self.size, self.max_timestamp, self.sig = get("size"), get("max_timestamp"), get("sig")
         self.attributes, self.producer_id = get("attributes"), get("producer_id")
         self.producer_epoch, self.base_sequence = get("producer_epoch"), get("base_sequence")
@@ -68,7 +72,7 @@ class BatchRow:
     def of(cls, values: tuple) -> BatchRow:
         """A row from its values in :data:`BATCH_FIELDS` order."""
         b = cls.__new__(cls)
-        (b.broker, b.segment, b.position, b.base_offset, b.last_offset, b.crc, b.ple, b.valid,
+        (b.broker, b.segment, b.position, b.base_offset, b.last_offset, b.crc, b.leader_epoch, b.valid,
          b.records_count, b.size, b.max_timestamp, b.sig, b.attributes, b.producer_id, b.producer_epoch,
          b.base_sequence, b.is_transactional, b.is_control, b.control_type) = values  # fmt: skip
         return b
@@ -90,15 +94,15 @@ class Lost:
         "txn_first",
         "committed_hw",
         "start",
-        "c",
-        "u",
+        "below_hw",
+        "above_hw",
     )
 
     def __init__(self, b: BatchRow, replica: Row, leader: int, leader_source: str, state: tuple, chw: int,
-                 start: int, c: bool, u: bool) -> None:  # fmt: skip
+                 start: int, below_hw: bool, above_hw: bool) -> None:  # fmt: skip
         self.b, self.replica, self.leader, self.leader_source = b, replica, leader, leader_source
         self.txn_state, self.txn_first = state
-        self.committed_hw, self.start, self.c, self.u = chw, start, c, u
+        self.committed_hw, self.start, self.below_hw, self.above_hw = chw, start, below_hw, above_hw
 
     def __getitem__(self, name: str) -> Any:
         if name in Lost.__slots__:

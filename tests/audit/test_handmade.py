@@ -43,7 +43,7 @@ def test_same_crc_different_leader_epoch(sim_audit):
     ]
     by_code = {f.code: f for f in findings}
     at = by_code["KA601"].evidence["atOffset"]
-    assert at["a"]["crc"] == at["b"]["crc"] and (at["a"]["ple"], at["b"]["ple"]) == (0, 1)
+    assert at["a"]["crc"] == at["b"]["crc"] and (at["a"]["leaderEpoch"], at["b"]["leaderEpoch"]) == (0, 1)
     # Kafka would not truncate broker 3 at all (its cache has no epoch 1): divergent data survives
     assert by_code["KA602"].severity.label == "error"
     assert (by_code["KA602"].evidence["truncationOffset"], by_code["KA602"].evidence["divergence"]) == (

@@ -22,8 +22,8 @@ def test_epoch_ranges_of_chunk_digests_equal_those_of_the_batches():
     """What Spark's digest gives per chunk, summed per leader epoch, equals the ranges of the batch rows
     themselves (what the driver computes for a small input)."""
     batches = [
-        {"broker": 1, "ple": e, "base_offset": o, "last_offset": o + 1, "records_count": 2, "size": 80,
-         "max_timestamp": 1000 + o}
+        {"broker": 1, "leader_epoch": e, "base_offset": o, "last_offset": o + 1, "records_count": 2,
+         "size": 80, "max_timestamp": 1000 + o}
         for e, o in ((0, 0), (0, 2), (0, 4), (1, 6), (1, 8))
     ]  # fmt: skip
     chunks = [digest_of(batches[:2]), digest_of(batches[2:4]), digest_of(batches[4:])]

@@ -28,7 +28,7 @@ def test_pruned_scan_keeps_every_candidate_row(spark, sim_audit):
     replicas = compare.with_tp(tables.replica)
     digest = (
         compare.batch_columns(tables.batch, CHUNK_BITS)
-        .groupBy("tp", "broker", "chunk", "ple")
+        .groupBy("tp", "broker", "chunk", "leader_epoch")
         .agg(F.expr("bit_xor(sig)").alias("x"), F.count(F.lit(1)).alias("n"))
     )
     per_tp = replicas.groupBy("tp", "cluster", "topic", "partition").agg(F.count(F.lit(1)).alias("replicas"))

@@ -211,4 +211,4 @@ def test_pairs_and_divergence_join_the_replicas(saved):
     assert divergence == reported
     detail = next(r["detail"] for r in tables["divergence"].to_pylist() if r["mode"] == "batch")
     assert set(detail) == {"baseOffset", "a", "b", "hashA", "hashB"} and detail["baseOffset"] is not None
-    assert set(detail["a"]) == {"lastOffset", "ple", "crc", "valid"}
+    assert set(detail["a"]) == {"lastOffset", "leaderEpoch", "crc", "valid"}

@@ -241,6 +241,7 @@ def lost_row(**changes) -> dict:
 def test_lost_records_of_a_real_segment_follow_the_contract(tmp_path):
     """``_decode_lost`` (the executors' decoder) on a segment holding UTF-8, binary, null and header bytes:
     the JSONL rows validate and decode back to the bytes; the Parquet types are the documented ones."""
+    from auditor.layout.relocate import SegmentRoots
     from auditor.spark.audit import (
         LOST_FIELDS,
         _decode_lost,
@@ -260,11 +261,11 @@ def test_lost_records_of_a_real_segment_follow_the_contract(tmp_path):
     (part / segment_file_name(0, ".log")).write_bytes(batch)
     todo = {
         "cluster": "c", "topic": "t", "partition": 0, "broker": 2, "log_dir": str(tmp_path), "segment": 0,
-        "position": 0, "size": len(batch), "base_offset": 10, "ple": 4, "committed_hw": 13, "start": 10,
-        "attributes": 0x08, "producer_id": -1, "producer_epoch": -1, "base_sequence": -1,
+        "position": 0, "size": len(batch), "base_offset": 10, "leader_epoch": 4, "committed_hw": 13,
+        "start": 10, "attributes": 0x08, "producer_id": -1, "producer_epoch": -1, "base_sequence": -1,
         "is_transactional": False,
     }  # fmt: skip
-    [decoded] = list(_decode_lost([pa.RecordBatch.from_pylist([todo])]))
+    [decoded] = list(_decode_lost(SegmentRoots())([pa.RecordBatch.from_pylist([todo])]))
     assert decoded.schema.names == [n for n, _ in LOST_FIELDS]
     rows = [dict(r, holders=[2]) for r in decoded.to_pylist()]
     table = pa.Table.from_pylist(rows, schema=lost_records_schema())  # the Parquet file's schema
