@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 from auditor.layout.archives import Refusal
 from auditor.observe.dumps import (
     DumpFile,
-    capture_id,
     _fast_offset_columns,
+    capture_id,
     dump_id,
     offset_checkpoint_columns,
     parse_dump,
@@ -232,7 +232,8 @@ def test_an_archive_member_time_is_told_from_a_copied_file_time() -> None:
     assert (ms_of(from_archive["captureTime"]), from_archive["timeSource"]) == (newest, "archive")
     assert (ms_of(from_folder["captureTime"]), from_folder["timeSource"]) == (newest, "mtime")
     assert from_archive["captureId"] == from_folder["captureId"]
-    assert capture_id("/d/nightly.tgz", "var/lib/kafka/data", files, archive=True) == from_archive["captureId"]
+    again = capture_id("/d/nightly.tgz", "var/lib/kafka/data", files, archive=True)
+    assert again == from_archive["captureId"]
 
 
 def test_broker_cluster_and_log_dir_precedence() -> None:

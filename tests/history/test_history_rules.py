@@ -254,6 +254,41 @@ def test_one_fork_finding_per_diverged_replica_and_epochs():
     assert [(f.broker, f.offset_start, f.epoch, f.time) for f in forks] == [(3, 1000, 0, iso(ch.T0))]
 
 
+def test_a_recreated_topic_is_one_finding_listing_its_partitions():
+    [found] = [f for f in ch.Story(ch.recreated_topic(partitions=3)).findings() if f.code == "KA814"]
+    assert (found.topic, found.partition, found.broker) == ("ule", None, None)
+    assert found.evidence["partitions"] == [0, 1, 2] and found.evidence["brokers"] == [1, 2, 3]
+    assert found.evidence["replicaCount"] == 9 and len(found.evidence["replicas"]) == 9
+    assert (found.evidence["expected"], found.evidence["found"]) == (ch.TOPIC_ID, ch.NEW_ID)
+    assert found.time == iso(ch.T0 + ch.DAY) and "3 partitions (0, 1, 2)" in found.message
+
+
+def test_chunks_of_a_recreated_topic_merge_into_one_finding():
+    """On Spark each chunk holds some of the topic's partitions and finds the change in its own: the driver
+    merges them into the finding one whole evaluation gives, and sums the chunks' capture-pair changes."""
+    from auditor.rules.history.ordering import finish_findings, pair_changes, sum_changes
+    from auditor.spark.history import chunk_history
+
+    story = ch.Story(ch.recreated_topic(partitions=4) + ch.steady(days=2))
+    whole = story.findings()
+    union = _union(story)
+    small = {"captures": story.history().captures, "brokers": story.history().brokers}
+    found, pairs = [], []
+    for keep in ((0, 2), (1, 3)):
+        mask = pa.compute.is_in(union.column("partition"), pa.array(keep, pa.int32()))
+        chunk = chunk_history(union.filter(mask), small, story.settings)
+        found += run_rules(chunk, "history")
+        pairs.append(pair_changes(chunk))
+    assert len([f for f in found if f.code == "KA814"]) == 2
+    driver = History(captures=small["captures"], brokers=small["brokers"], pairs=sum_changes(pairs))
+    found += run_rules(driver, "fleet") + run_rules(driver, "ingest")
+    merged = finish_findings(driver, found)
+    assert sorted(f.fingerprint() for f in merged) == sorted(f.fingerprint() for f in whole)
+    [one] = [f for f in merged if f.code == "KA814"]
+    assert one.evidence["partitions"] == [0, 1, 2, 3] and one.evidence["replicaCount"] == 12
+    assert sum_changes(pairs).equals(pair_changes(story.history()))
+
+
 def test_cluster_id_change_is_one_finding_per_broker():
     found = [f for f in ch.jbod_broker_reformatted(None, None).findings() if f.code == "KA809"]
     assert len(found) == 1 and found[0].broker == 3 and found[0].evidence["logDirs"] == ["/d1", "/d2"]
