@@ -217,7 +217,9 @@ def _chunk_runner(small_bc, settings, codes: list[str] | None):
                 kinds.append("finding")
                 payloads.append(json.dumps(f.to_dict(), default=str))
             flagged = {
-                (f.evidence.get("cluster"), f.topic, f.partition) for f in findings if f.topic is not None
+                (f.evidence.get("cluster"), f.topic, f.partition)
+                for f in findings
+                if f.topic is not None and f.partition is not None
             }
             for chart in charts(h, {(str(c), str(t), int(p)) for c, t, p in flagged}):
                 kinds.append("chart")
@@ -312,15 +314,25 @@ def shuffle_partitions(tables: Mapping[str, str], parallelism: int) -> int:
 
 
 def latest_captures(captures) -> list[dict[str, Any]]:
-    """The latest capture of every (cluster, broker): cluster, broker, captureTime (ms), logDirs."""
+    """The latest capture of every (cluster, broker): cluster, broker, captureTime (ms), logDirs and
+    timeSource (where its time came from: the least trustworthy of its log dirs' in
+    :data:`~auditor.observe.history_rows.TIME_SOURCES` order, None when unknown)."""
+    from auditor.observe.history_rows import TIME_SOURCES
     from auditor.rules.history.model import History, broker_captures
 
     bc = broker_captures(History(captures=captures))
     if bc.empty:
         return []
     latest = bc.sort_values("t").groupby(["cluster", "broker"], sort=True).tail(1)
+    rank = {source: i for i, source in enumerate(TIME_SOURCES)}
     return [
-        {"cluster": r.cluster, "broker": int(r.broker), "captureTime": int(r.t), "logDirs": list(r.logDirs)}
+        {
+            "cluster": r.cluster,
+            "broker": int(r.broker),
+            "captureTime": int(r.t),
+            "logDirs": list(r.logDirs),
+            "timeSource": max(r.timeSources, key=lambda s: rank.get(s, len(rank)), default=None),
+        }
         for r in latest.sort_values(["cluster", "broker"]).itertuples(index=False)
     ]
 

@@ -274,7 +274,8 @@ def replica_lag(h: History) -> Iterator[Violation]:
     of captures, captured at most settings.capture_skew_ms apart: values captured hours apart differ by
     the records written in between) stayed above --lag-records (settings.lag_records) at every round of
     a run lasting at least --lag-duration (settings.lag_duration_ms, first to last round of the run). One
-    finding per run, at the capture where the run reached the duration, naming the lowest replica.
+    finding per run, at the capture where the run reached the duration, naming the lowest replica; open
+    (evidence open: true) while the run lasts up to the partition's newest round.
     Why it matters: a follower's high watermark trails the leader's by one fetch round trip; a spread of many
     records sustained over captures means a follower that does not keep up (slow disk, throttled
     replication, a stuck fetcher) and is likely out of the ISR: the partition runs with fewer in-sync copies
@@ -296,6 +297,9 @@ def replica_lag(h: History) -> Iterator[Violation]:
     run = (key_change | (above != above.shift(1))).cumsum()
     start = spread["t"].groupby(run).transform("first")
     qualifies = above & (spread["t"] - start >= st.lag_duration_ms)
+    # a run still going at the partition's newest round is an open condition
+    last_of_key = key_change.shift(-1, fill_value=True).astype(bool)
+    still = set(run[last_of_key & above].tolist())
     hits = spread[qualifies].assign(run=run[qualifies], start=start[qualifies]).drop_duplicates("run")
     for r in hits.itertuples(index=False):
         lag, low, high = int(r.high - r.low), int(r.low), int(r.high)
@@ -323,6 +327,7 @@ def replica_lag(h: History) -> Iterator[Violation]:
                 "lowest": int(r.low),
                 "highest": int(r.high),
                 "replicas": int(r.replicas),
+                "open": bool(r.run in still),
             },
         )
 
