@@ -345,3 +345,63 @@ def test_a_jbod_move_compares_the_high_watermark_only():
     (f,) = ch.hw_back_across_a_jbod_move(None, None).findings()
     assert (f.code, f.broker, f.log_dir, f.offset_start) == ("KA801", 1, "/d2", 1500)
     assert f.evidence["before"]["logDirs"] == ["/d1", "/d2"]
+
+
+# ------------------------------------------------------------------------------------------ ordering, open
+
+
+def test_order_doubts_reasons_and_what_the_other_order_explains():
+    from auditor.kafka.history import order_doubts
+
+    def doubts(**kw):
+        base = {"unreliable_source": False, "interval_ms": 86_400_000, "restart": None}
+        base |= {"back": 0, "forward": 0, "reverse_rewrites": 0}
+        return order_doubts(**{**base, **kw})
+
+    assert doubts() == ([], False)
+    assert doubts(unreliable_source=True) == (["mtime"], False)  # content in time order: nothing to explain
+    assert doubts(interval_ms=38, back=1) == (["interval"], True)
+    assert doubts(interval_ms=38, back=1, forward=1) == (["interval"], False)  # both ways: regressions stand
+    assert doubts(interval_ms=38, back=1, reverse_rewrites=1) == (["interval"], False)
+    assert doubts(back=1) == ([], False)  # one partition between trusted times: a truncation
+    assert doubts(back=2) == (["content"], True)
+    assert doubts(back=2, restart="the later capture was taken after a clean shutdown") == ([], False)
+
+
+def test_open_conditions_are_marked_in_the_evidence():
+    def flag(story: ch.Story, code: str) -> list[bool]:
+        return [f.evidence["open"] for f in story.findings() if f.code == code]
+
+    ongoing = [c for c in ch.lagging(5, 50_000) if not (c.broker == 3 and c.day == 4)]
+    ongoing.append(ch.part(3, 4, 500_000 - 50_000, rp=450_000))
+    assert flag(ch.Story(ongoing), "KA806") == [True]
+    assert flag(ch.follower_lags_for_days(None, None), "KA806") == [False]  # back in sync by the last night
+    assert flag(ch.broker_stopped_being_captured(None, None), "KA811") == [True]
+    newest = dict(ch.malformed_checkpoint(None, None).problems[0], broker=1, captureTime=ch.T0 + ch.DAY)
+    older = dict(newest, captureTime=ch.T0)
+    assert flag(ch.Story(ch.steady(days=2), problems=[newest]), "KA812") == [True]
+    assert flag(ch.Story(ch.steady(days=2), problems=[older]), "KA812") == [False]
+
+
+def test_the_textfile_counts_open_conditions_the_report_does_not_list():
+    import io
+
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from auditor.report.model import Report
+    from auditor.report.prometheus import render_prometheus
+    from auditor.rules.registry import HISTORY_SCOPES, select_rules
+
+    found = ch.broker_stopped_being_captured(None, None).findings()
+    rules = select_rules([], [], scopes=HISTORY_SCOPES).rules()
+    texts = {}
+    for name, listed, standing in (("listed", found, []), ("open", [], found), ("audit", [], None)):
+        out = io.StringIO()
+        render_prometheus(Report("report", listed, rules, open_findings=standing), out)
+        texts[name] = {f.name: f.samples for f in text_string_to_metric_families(out.getvalue())}
+    for name in ("listed", "open"):
+        checks = {s.labels["code"]: s.value for s in texts[name]["kafka_auditor_check_findings"]}
+        assert checks["KA811"] == 1 and set(checks) == {r.code for r in rules}, name
+    opened = {s.labels["code"]: s.value for s in texts["open"]["kafka_auditor_open_findings"]}
+    assert opened["KA811"] == 1 and sum(opened.values()) == 1
+    assert "kafka_auditor_open_findings" not in texts["audit"]  # a command without open conditions
