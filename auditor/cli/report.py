@@ -2,7 +2,9 @@
 last report.
 
 The checks read the whole history (a high watermark going backwards needs the capture before it);
-``--since`` only narrows which findings are reported, by their capture time. A duration (``30m``, ``24h``,
+``--since`` only narrows which findings are reported, by their capture time. Open conditions (a broker still
+missing, lag still going on: evidence ``open``) keep their Prometheus series whatever ``--since`` and the
+earlier reports (:func:`open_conditions`). A duration (``30m``, ``24h``,
 ``7d``) is counted back from the newest capture in the warehouse, not from the clock, so a report over last
 month's dumps reads the same whenever it runs; an ISO-8601 date or time (UTC unless it says otherwise) is
 used as it is.
@@ -97,6 +99,13 @@ def in_window(
         cutoff = value
     kept = [f for f in findings if f.time is None or (_time_ms(f.time) or 0) >= cutoff]
     return kept, cutoff
+
+
+def open_conditions(findings: list, baseline: frozenset[str]) -> list:
+    """The findings of the whole warehouse whose condition still holds at the newest capture (evidence
+    ``open``), less those of the baseline: what the textfile keeps counting whatever ``--since`` and the
+    earlier reports leave out."""
+    return [f for f in findings if f.evidence.get("open") is True and f.fingerprint() not in baseline]
 
 
 def _reports_state(warehouse) -> dict[str, Any]:
@@ -255,9 +264,17 @@ def report_command(
 
     newest = max((to_ms(c["captureTime"]) for c in result.captures), default=None)
     report = build_report(result, selection, options, inputs=[_warehouse_input(wh, last_ingest, state)])
+    baseline = options.known if options.baseline is not None else frozenset()
+    standing = open_conditions(report.findings, baseline)
     findings, cutoff = in_window(report.findings, window, newest)
-    stats = {**report.stats, "newestCapture": _iso(newest), "since": _iso(cutoff)}
-    report = options.finish(dataclasses.replace(report, findings=findings, stats=stats))
+    stats = {
+        **report.stats,
+        "newestCapture": _iso(newest),
+        "since": _iso(cutoff),
+        "openConditions": len(standing),
+    }
+    report = dataclasses.replace(report, findings=findings, stats=stats, open_findings=standing)
+    report = options.finish(report)
     if options.baseline is None:  # the same statistics and gauges with or without a baseline
         report = suppress(report, frozenset(), reason="baseline", stat="suppressed")
     with wh.lock():

@@ -10,7 +10,8 @@ capture times (no pandas, no Spark).
   after the log start offset moved, ``truncateFromEnd`` of an uncommitted tail, new epochs appended at or
   above the high watermark) from a rewrite of committed history: an offset below the high watermark whose
   epoch changed (spec §11.3, KIP-101, KIP-279);
-* :func:`restart_evidence` says why two captures of a broker have a restart between them.
+* :func:`restart_evidence` says why two captures of a broker have a restart between them;
+* :func:`order_doubts` says whether two consecutive captures of a broker can be trusted to be in time order.
 """
 
 from __future__ import annotations
@@ -113,3 +114,54 @@ def restart_evidence(
     if formatted:
         return "a log dir of the broker was formatted again (its directory.id changed)"
     return None
+
+
+MIN_CAPTURE_INTERVAL_MS = 60_000
+"""Two captures of one broker closer than this are not two nights of a collection: Kafka checkpoints the
+high watermarks every 5 s and the recovery points and log start offsets every 60 s
+(replica.high.watermark.checkpoint.interval.ms, log.flush.offset.checkpoint.interval.ms,
+log.flush.start.offset.checkpoint.interval.ms), so captures less than a minute apart are copies of one
+capture (or of two) whose times say when they were copied, not which is older."""
+WHOLE_REVERSAL_PARTITIONS = 2
+"""Partitions of a broker that must all have gone back, nothing going forward, for the content of two
+captures with trustworthy times to overrule their order: one partition going back is what a truncation
+looks like (a follower of an unclean leader), every partition of a broker going back at once with no
+restart and no new leader epoch is not something a running broker does."""
+
+
+def order_doubts(
+    *,
+    unreliable_source: bool,
+    interval_ms: int,
+    back: int,
+    forward: int,
+    reverse_rewrites: int,
+    restart: str | None,
+) -> tuple[list[str], bool]:
+    """Why the time order of two consecutive captures of a broker is in doubt, and whether what went back
+    between them is explained by the other order.
+
+    ``back``/``forward``: partitions whose high watermark or log start offset (the same incarnation of the
+    topic and the same log) is lower/higher at the later capture; ``reverse_rewrites``: partitions whose
+    leader-epoch-checkpoint, read from the later capture to the earlier one, would rewrite committed history
+    (:func:`cache_rewrite`); ``restart``: :func:`restart_evidence` between them.
+
+    Reasons: ``mtime`` (a time from file modification times or the ingest: it may be the time of a copy),
+    ``interval`` (less than :data:`MIN_CAPTURE_INTERVAL_MS` apart), ``content`` (trustworthy times, but
+    at least :data:`WHOLE_REVERSAL_PARTITIONS` partitions went back, none forward, the caches are consistent
+    in the other order and the broker did not restart: the later capture holds the older state).
+
+    The reverse order explains the values that went back when they all went back (none forward) and the
+    caches read in the other order are Kafka's own changes: then the captures may simply be in the wrong
+    order, and a value going back is no evidence of truncation. When values went both ways something went
+    back whichever order is right, and the regressions stand.
+    """
+    reversed_ok = back > 0 and forward == 0 and reverse_rewrites == 0
+    reasons = []
+    if unreliable_source:
+        reasons.append("mtime")
+    if interval_ms < MIN_CAPTURE_INTERVAL_MS:
+        reasons.append("interval")
+    if not reasons and reversed_ok and back >= WHOLE_REVERSAL_PARTITIONS and restart is None:
+        reasons.append("content")
+    return reasons, bool(reasons) and reversed_ok

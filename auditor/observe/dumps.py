@@ -8,9 +8,11 @@ one Arrow table per warehouse table, built column-wise. Identity of the capture:
   it comes from a name or the mtimes (the source plays no part, so the same dump ingested twice, from
   anywhere, has one id, and two nights of an idle broker whose files did not change are two captures);
 * ``captureTime``: the manifest's ``captureTime``, else a time in the dump root's folder names (innermost
-  first) or in the source's base name (:func:`auditor.layout.dumps.time_from_name`), else the newest file
-  mtime (``timeSource`` = ``manifest`` | ``name`` | ``mtime``), else, when no mtime lies in 2000..2100 (an
-  archive's zero dates), the ingest's own time (``ingest``);
+  first) or in the source's base name (:func:`auditor.layout.dumps.time_from_name`), else the newest
+  modification time of its files: an archive member's (``archive``: ``tar`` and ``zip`` record the time the
+  file had on the broker) or a file's in a directory (``mtime``: a copy that did not keep the times, e.g. a
+  plain ``cp``, has the time of the copy), else, when no mtime lies in 2000..2100 (an archive's zero
+  dates), the ingest's own time (``ingest``). ``timeSource`` (:data:`TIME_SOURCES`) records which;
 * ``broker``: ``node.id`` (``broker.id``) of ``meta.properties``, else the manifest's ``broker``;
 * ``cluster``: the ``cluster`` argument (``--cluster``), else ``cluster.id``, else the manifest's, else
   ``unknown``;
@@ -308,8 +310,8 @@ class _Epochs:
 class _DumpParser:
     """The state of one :func:`parse_dump` call."""
 
-    def __init__(self, source: str, root: str, files: Sequence[DumpFile]) -> None:
-        self.source, self.root = source, root
+    def __init__(self, source: str, root: str, files: Sequence[DumpFile], archive: bool = False) -> None:
+        self.source, self.root, self.archive = source, root, archive
         self.problems: list[_Problem] = []
         self.files: dict[str, DumpFile] = {}
         self.dirs: dict[str, tuple[str, int]] = {}
@@ -372,7 +374,7 @@ class _DumpParser:
                 return ms, "name"
         newest = max((f.mtime_ms for f in self.files.values()), default=None)
         if newest is not None and EARLIEST_MS <= newest < LATEST_MS:
-            return newest, "mtime"
+            return newest, "archive" if self.archive else "mtime"
         return ingested_at_ms, "ingest"  # no file, or no plausible mtime (an archive's 0)
 
     def log_dir(self, manifest: Manifest) -> str:
@@ -420,13 +422,13 @@ class _DumpParser:
 def _id_time(capture_ms: int, time_source: str) -> int | None:
     """The capture time that enters the captureId: a time from a name or the mtimes (a manifest's time is in
     the files already; the ingest time is no property of the dump)."""
-    return capture_ms if time_source in ("name", "mtime") else None
+    return capture_ms if time_source in ("name", "archive", "mtime") else None
 
 
-def capture_id(source: str, root: str, files: Sequence[DumpFile]) -> str:
+def capture_id(source: str, root: str, files: Sequence[DumpFile], *, archive: bool = False) -> str:
     """The ``captureId`` :func:`parse_dump` gives this dump, computed without parsing its checkpoints (ingest
     skips the dumps already in the warehouse with it)."""
-    dump = _DumpParser(source, root, files)
+    dump = _DumpParser(source, root, files, archive)
     capture_ms, time_source = dump.capture_time(dump.manifest(), 0)
     return dump_id(files, _id_time(capture_ms, time_source))
 
@@ -439,12 +441,14 @@ def parse_dump(
     ingest_id: str,
     ingested_at_ms: int,
     cluster: str | None = None,
+    archive: bool = False,
 ) -> dict[str, pa.Table]:
     """The rows of one dump (module docstring): one table per name of ``history_rows.TABLES``, each with that
     table's full schema. ``source`` is the directory or archive given to ingest, ``root`` the dump's
     directory inside it ("" for the source itself), ``files`` the dump's files (names relative to ``root``;
-    other names are ignored)."""
-    dump = _DumpParser(source, root, files)
+    other names are ignored), ``archive`` whether they are members of an archive (their mtimes are the
+    ones the archive recorded)."""
+    dump = _DumpParser(source, root, files, archive)
     manifest = dump.manifest()
     meta = dump.meta()
     capture_ms, time_source = dump.capture_time(manifest, ingested_at_ms)

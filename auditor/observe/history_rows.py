@@ -37,6 +37,14 @@ TIMESTAMP = pa.timestamp("ms", tz="UTC")
 PARTITION_COLUMNS = ("cluster", "captureDate")
 """Hive partition columns of every table (in the directory names, not in the files)."""
 
+TIME_SOURCES = ("manifest", "name", "archive", "mtime", "ingest")
+"""Where a capture's time came from (``captures.timeSource``): the capture manifest's ``captureTime``, a
+time in the dump's folder or archive name, the newest modification time of its members as the archive
+recorded it, the newest modification time of its files in a directory (the time of the copy when the copy
+did not keep the times), or the ingest's own time (no plausible time at all)."""
+UNRELIABLE_TIME_SOURCES = frozenset({"mtime", "ingest"})
+"""Time sources that may say when the files were copied or ingested rather than captured."""
+
 CAPTURE_KEY = [
     pa.field("captureId", pa.string(), nullable=False),  # SHA-256 (hex) of the dump's files and contents
     pa.field("cluster", pa.string(), nullable=False),  # cluster.id (or --cluster)
@@ -54,7 +62,7 @@ CAPTURES = pa.schema(
     + [
         pa.field("source", pa.string()),  # the directory or archive given to ingest (as given)
         pa.field("root", pa.string()),  # the dump's directory inside the source ("" = the source itself)
-        pa.field("timeSource", pa.string()),  # manifest | name | mtime
+        pa.field("timeSource", pa.string()),  # where captureTime came from: one of TIME_SOURCES
         pa.field("files", pa.int32()),  # files of the dump read
         pa.field("bytes", pa.int64()),  # their total size
         pa.field("partitionDirs", pa.int32()),

@@ -25,6 +25,14 @@ from auditor.report.svg import iso_ms, step_chart
 from auditor.report.terminal import Layout
 from auditor.text import visible
 
+TIME_FROM = {
+    "manifest": "manifest",
+    "name": "folder or archive name",
+    "archive": "archive member times",
+    "mtime": "file mtimes (suspect)",
+    "ingest": "ingest time (suspect)",
+}
+"""How the page names a capture's ``timeSource``."""
 TEXT_CHARTS = 50
 HTML_CHARTS = 200
 """At most this many flagged partitions get a table (text) or a chart (HTML), the most severe first; the
@@ -91,7 +99,8 @@ def chart_json(chart: Any) -> dict[str, Any]:
 
 
 def captures_json(captures: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """The latest capture of every broker: cluster, broker, capture time (ISO and ms), log dirs."""
+    """The latest capture of every broker: cluster, broker, capture time (ISO and ms), where that time came
+    from (``timeSource``: manifest, name, archive, mtime or ingest), log dirs."""
     out = []
     for c in captures:
         ms = to_ms(c["captureTime"])
@@ -101,6 +110,7 @@ def captures_json(captures: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]
                 "broker": c.get("broker"),
                 "captureTime": iso_ms(ms),
                 "captureTimeMs": ms,
+                "timeSource": c.get("timeSource"),
                 "logDirs": list(c.get("logDirs") or []),
             }
         )
@@ -341,14 +351,21 @@ def chart_sections(report: Report) -> list[Section]:
         blocks.append(tag("p", _left_out(omitted), class_="muted"))
     captures = (report.sections.get("history") or {}).get("captures") or []
     capture_rows = [
-        [c["cluster"], c["broker"], c["captureTime"], ", ".join(map(str, c["logDirs"]))] for c in captures
+        [
+            c["cluster"],
+            c["broker"],
+            c["captureTime"],
+            TIME_FROM.get(c.get("timeSource") or "", "unknown"),
+            ", ".join(map(str, c["logDirs"])),
+        ]
+        for c in captures
     ]
     out = [Section("Partitions with findings", blocks, id="history")]
     if capture_rows:
         out.append(
             Section(
                 "Latest capture per broker",
-                [table(["cluster", "broker", "captured (UTC)", "log dirs"], capture_rows)],
+                [table(["cluster", "broker", "captured (UTC)", "time from", "log dirs"], capture_rows)],
                 id="captures",
             )
         )

@@ -79,6 +79,11 @@ class Report:
     """The same results as the people's renderers draw them (text and HTML; never serialised)."""
     gauges: list[Gauge] = field(default_factory=list)
     """Extra Prometheus gauges of the command (``report``: the last capture per broker, the last ingest)."""
+    open_findings: list[Finding] | None = None
+    """``report``: the open conditions of the whole warehouse (findings whose evidence says ``open``: still
+    true at the newest capture), whatever ``--since`` and the earlier reports left out of ``findings``; the
+    Prometheus textfile counts them with the findings, so a condition keeps its series while it holds.
+    None for commands without open conditions."""
     command_line: str = ""
     """The command line as given (options the user set), shown in the HTML page's header."""
     min_severity: Severity | None = None

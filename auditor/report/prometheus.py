@@ -16,7 +16,7 @@ import re
 from collections import Counter
 from typing import IO
 
-from auditor.findings import Severity
+from auditor.findings import Finding, Severity
 from auditor.report.model import Gauge, Report
 from auditor.text import visible
 
@@ -35,17 +35,27 @@ def _labels(**kw: object) -> str:
     return "{" + ",".join(f'{k}="{_escape(v)}"' for k, v in kw.items() if v is not None) + "}"
 
 
+def counted(report: Report) -> list[Finding]:
+    """The findings the textfile counts: those of the report and its open conditions it does not list
+    (:attr:`Report.open_findings`: a condition still true keeps its series whatever ``--since`` says)."""
+    listed = {f.fingerprint() for f in report.findings}
+    extra = [f for f in report.open_findings or [] if f.fingerprint() not in listed]
+    return [*report.findings, *extra]
+
+
 def render_prometheus(report: Report, out: IO[str]) -> None:
-    """``report`` as a textfile: findings by (cluster, broker, check, severity) and by severity, the run's
-    figures (``kafka_auditor_bytes``, ``kafka_auditor_duration_seconds``, ...) and :attr:`Report.gauges`,
-    every family a gauge whose samples carry the ``command`` label."""
+    """``report`` as a textfile: findings (:func:`counted`) by (cluster, broker, check, severity), by check
+    that ran and by severity, the open conditions by check (``report``), the run's figures
+    (``kafka_auditor_bytes``, ``kafka_auditor_duration_seconds``, ...) and :attr:`Report.gauges`, every
+    family a gauge whose samples carry the ``command`` label."""
     cmd = report.command
+    findings = counted(report)
     lines = [
         "# HELP kafka_auditor_findings Findings of the last run, by severity and check.",
         "# TYPE kafka_auditor_findings gauge",
     ]
     counts = Counter(
-        (f.evidence.get("cluster"), f.broker, f.code, f.name, f.severity.label) for f in report.findings
+        (f.evidence.get("cluster"), f.broker, f.code, f.name, f.severity.label) for f in findings
     )
     for (cluster, broker, code, name, sev), n in sorted(
         counts.items(), key=lambda kv: (str(kv[0][0]), str(kv[0][1]), kv[0][2])
@@ -57,15 +67,25 @@ def render_prometheus(report: Report, out: IO[str]) -> None:
         "(0: it ran and found nothing; no series: it did not run).",
         "# TYPE kafka_auditor_check_findings gauge",
     ]
-    by_code = Counter(f.code for f in report.findings)
+    by_code = Counter(f.code for f in findings)
     for rule in sorted(report.rules, key=lambda r: r.code):
         labels = _labels(command=cmd, code=rule.code, name=rule.name, severity=rule.severity.label)
         lines.append(f"kafka_auditor_check_findings{labels} {by_code.get(rule.code, 0)}")
+    if report.open_findings is not None:
+        lines += [
+            "# HELP kafka_auditor_open_findings Conditions still true at the newest capture, per check that "
+            "ran (0: none; no series: it did not run), whatever --since.",
+            "# TYPE kafka_auditor_open_findings gauge",
+        ]
+        open_by_code = Counter(f.code for f in report.open_findings)
+        for rule in sorted(report.rules, key=lambda r: r.code):
+            labels = _labels(command=cmd, code=rule.code, name=rule.name, severity=rule.severity.label)
+            lines.append(f"kafka_auditor_open_findings{labels} {open_by_code.get(rule.code, 0)}")
     lines += [
         "# HELP kafka_auditor_findings_by_severity Findings of the last run, by severity.",
         "# TYPE kafka_auditor_findings_by_severity gauge",
     ]
-    sev_counts = Counter(f.severity for f in report.findings)
+    sev_counts = Counter(f.severity for f in findings)
     for s in sorted(Severity, reverse=True):
         lines.append(
             f"kafka_auditor_findings_by_severity{_labels(command=cmd, severity=s.label)} "

@@ -84,6 +84,7 @@ RULE_MODULES: list[str] = [
     "auditor.rules.history.offsets",
     "auditor.rules.history.epochs",
     "auditor.rules.history.fleet",
+    "auditor.rules.history.ordering",
 ]
 """Modules that register rules when imported."""
 

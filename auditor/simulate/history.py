@@ -24,7 +24,7 @@ where ``time`` is the ISO-8601 time of the capture in which the finding becomes 
 a comparison; for KA806 the capture at which the lag has lasted ``lag_duration``; for KA811 the cluster's
 first capture more than ``missing_after`` after the broker's last one) and ``broker``/``topic``/``partition``
 are null where the finding has none (KA809-KA813 have no partition; KA813 has no broker either: the refused
-member is outside every dump).
+member is outside every dump; KA814 is one finding per recreated topic, with neither).
 """
 
 from __future__ import annotations
@@ -608,7 +608,8 @@ class _Sim:
             p.leader = next(iter(p.replicas))
             for b, r in p.replicas.items():
                 p.replicas[b] = Replica(b, r.log_dir, leo=0, hw=0, rp=0, lso=0, epochs=[(0, 0)])
-                self._finding("KA814", day, b, p)
+        # one finding for the topic: its partitions and brokers are listed in it
+        self.findings.append(ExpectedFinding("KA814", None, topic, None, capture_ms(day), self.cluster_id))
         self.events.append(
             Event(
                 "topic-recreated",

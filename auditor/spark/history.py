@@ -67,8 +67,9 @@ UNION = pa.schema(
 """The per-partition tables in one layout (``offset`` holds ``startOffset`` for ``leader_epochs``)."""
 
 OUTPUT = pa.schema([pa.field("kind", pa.string()), pa.field("payload", pa.string())])
-"""What the executors return: ``finding`` (Finding.to_dict JSON), ``chart`` (:class:`PartitionChart` JSON)
-and one ``stats`` row per task."""
+"""What the executors return: ``finding`` (Finding.to_dict JSON), ``chart`` (:class:`PartitionChart` JSON),
+``pairs`` (the chunk's share of :func:`auditor.rules.history.ordering.pair_changes`, JSON records) and one
+``stats`` row per task."""
 
 
 @dataclass
@@ -206,13 +207,19 @@ def _chunk_runner(small_bc, settings, codes: list[str] | None):
         kinds, payloads = [], []
         partitions = 0
         if table.num_rows:
+            from auditor.rules.history.ordering import pair_changes
+
             h = chunk_history(table, small_bc.value, settings)
             findings = run_rules(h, "history", codes)
+            kinds.append("pairs")
+            payloads.append(pair_changes(h).to_json(orient="records"))
             for f in findings:
                 kinds.append("finding")
                 payloads.append(json.dumps(f.to_dict(), default=str))
             flagged = {
-                (f.evidence.get("cluster"), f.topic, f.partition) for f in findings if f.topic is not None
+                (f.evidence.get("cluster"), f.topic, f.partition)
+                for f in findings
+                if f.topic is not None and f.partition is not None
             }
             for chart in charts(h, {(str(c), str(t), int(p)) for c, t, p in flagged}):
                 kinds.append("chart")
@@ -307,15 +314,25 @@ def shuffle_partitions(tables: Mapping[str, str], parallelism: int) -> int:
 
 
 def latest_captures(captures) -> list[dict[str, Any]]:
-    """The latest capture of every (cluster, broker): cluster, broker, captureTime (ms), logDirs."""
+    """The latest capture of every (cluster, broker): cluster, broker, captureTime (ms), logDirs and
+    timeSource (where its time came from: the least trustworthy of its log dirs' in
+    :data:`~auditor.observe.history_rows.TIME_SOURCES` order, None when unknown)."""
+    from auditor.observe.history_rows import TIME_SOURCES
     from auditor.rules.history.model import History, broker_captures
 
     bc = broker_captures(History(captures=captures))
     if bc.empty:
         return []
     latest = bc.sort_values("t").groupby(["cluster", "broker"], sort=True).tail(1)
+    rank = {source: i for i, source in enumerate(TIME_SOURCES)}
     return [
-        {"cluster": r.cluster, "broker": int(r.broker), "captureTime": int(r.t), "logDirs": list(r.logDirs)}
+        {
+            "cluster": r.cluster,
+            "broker": int(r.broker),
+            "captureTime": int(r.t),
+            "logDirs": list(r.logDirs),
+            "timeSource": max(r.timeSources, key=lambda s: rank.get(s, len(rank)), default=None),
+        }
         for r in latest.sort_values(["cluster", "broker"]).itertuples(index=False)
     ]
 
@@ -332,7 +349,10 @@ def run_history(
     Parquet; absent tables are empty); ``settings`` is a
     :class:`~auditor.rules.history.model.HistorySettings`. ``partitions``: Spark partitions of the shuffle by
     topic partition (default: :func:`shuffle_partitions`)."""
+    import pandas as pd
+
     from auditor.rules.history.model import History, run_rules
+    from auditor.rules.history.ordering import finish_findings, sum_changes
 
     started = time.monotonic()
     codes = None if selection is None else sorted(selection.codes)
@@ -342,8 +362,10 @@ def run_history(
     rows_read = sum(len(f) for f in small.values())
     partition_count = 0
     task_seconds = 0.0
+    pairs: list = []
     union = _union(spark, tables)
-    if union is not None and (codes is None or any(c for c in codes if _scope(c) == "history")):
+    # the chunks also sum what changed between captures for KA815 (the capture order)
+    if union is not None and (codes is None or any(_scope(c) == "history" or c == "KA815" for c in codes)):
         n = partitions or shuffle_partitions(tables, spark.sparkContext.defaultParallelism)
         shared = spark.sparkContext.broadcast({"captures": small["captures"], "brokers": small["brokers"]})
         try:
@@ -356,6 +378,8 @@ def run_history(
                     findings.append(Finding.from_dict(data))
                 elif row["kind"] == "chart":
                     chart_list.append(PartitionChart.from_dict(data))
+                elif row["kind"] == "pairs":
+                    pairs.append(pd.DataFrame.from_records(data))
                 else:
                     rows_read += int(data["rows"])
                     partition_count += int(data["partitions"])
@@ -363,10 +387,15 @@ def run_history(
         finally:
             shared.unpersist()
     driver = History(
-        captures=small["captures"], brokers=small["brokers"], problems=small["problems"], settings=settings
+        captures=small["captures"],
+        brokers=small["brokers"],
+        problems=small["problems"],
+        settings=settings,
+        pairs=sum_changes(pairs),
     )
     for scope in ("fleet", "ingest"):
         findings.extend(run_rules(driver, scope, codes))
+    findings = finish_findings(driver, findings)
     findings.sort(key=lambda f: (f.time or "", f.sort_key()))
     chart_list.sort(key=lambda c: (c.cluster, c.topic, c.partition))
     caps = small["captures"]

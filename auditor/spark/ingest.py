@@ -351,11 +351,11 @@ class _Parser:
         self.seen: set[str] = set()
         self.stager = _Stager(run, tag)
 
-    def dump(self, order: int, label: str, root: str, files: list) -> dict[str, Any]:
+    def dump(self, order: int, label: str, root: str, files: list, archive: bool = False) -> dict[str, Any]:
         from auditor.observe.dumps import capture_id as capture_id_of
         from auditor.observe.dumps import parse_dump
 
-        capture_id = capture_id_of(label, root, files)
+        capture_id = capture_id_of(label, root, files, archive=archive)
         size = sum(len(f.data) for f in files)
         common = {"capture_id": capture_id, "source": label, "root": root, "order": order}
         if capture_id in self.known or capture_id in self.seen:
@@ -369,6 +369,7 @@ class _Parser:
                 ingest_id=self.run.ingest_id,
                 ingested_at_ms=self.run.ingested_at_ms,
                 cluster=self.run.cluster,
+                archive=archive,
             )
         except Exception as exc:  # noqa: BLE001 - one dump the parser cannot take must not fail the night
             from auditor.errors import describe_error
@@ -616,7 +617,7 @@ def _parse_archives(batches: Iterator[pa.RecordBatch], run: _Run, known_ids: Any
             out.append(_summary("archive", source=label, order=order, files=members, size=len(data)))
             del data
             for root in sorted(dumps):
-                out.append(parser.dump(order, label, root, dumps.pop(root)))
+                out.append(parser.dump(order, label, root, dumps.pop(root), archive=True))
             when = time_from_name(os.path.basename(path)) or mtimes[i]
             refused = parser.refusals(order, label, refusals, when)
             if refused:

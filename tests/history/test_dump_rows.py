@@ -18,6 +18,7 @@ from auditor.layout.archives import Refusal
 from auditor.observe.dumps import (
     DumpFile,
     _fast_offset_columns,
+    capture_id,
     dump_id,
     offset_checkpoint_columns,
     parse_dump,
@@ -218,6 +219,21 @@ def test_capture_time_precedence(source: str, root: str, extra: dict, expected: 
     row = capture(parse(files, source, root))
     assert (ms_of(row["captureTime"]), row["timeSource"]) == (expected, how)
     assert row["captureDate"] == datetime.fromtimestamp(expected / 1000, timezone.utc).strftime("%Y-%m-%d")
+
+
+def test_an_archive_member_time_is_told_from_a_copied_file_time() -> None:
+    """Without a manifest or a time in a name, the newest mtime is the capture time: an archive's members
+    keep the time the files had on the broker (``archive``), a directory's files may have the time of a
+    copy (``mtime``); the captureId is the same either way (existing warehouses keep their ids)."""
+    files = as_files(standard_dump())
+    newest = MTIME + len(files) - 1
+    from_archive = capture(parse(files, "/d/nightly.tgz", "var/lib/kafka/data", archive=True))
+    from_folder = capture(parse(files, "/d/nightly", "var/lib/kafka/data"))
+    assert (ms_of(from_archive["captureTime"]), from_archive["timeSource"]) == (newest, "archive")
+    assert (ms_of(from_folder["captureTime"]), from_folder["timeSource"]) == (newest, "mtime")
+    assert from_archive["captureId"] == from_folder["captureId"]
+    again = capture_id("/d/nightly.tgz", "var/lib/kafka/data", files, archive=True)
+    assert again == from_archive["captureId"]
 
 
 def test_broker_cluster_and_log_dir_precedence() -> None:

@@ -254,6 +254,41 @@ def test_one_fork_finding_per_diverged_replica_and_epochs():
     assert [(f.broker, f.offset_start, f.epoch, f.time) for f in forks] == [(3, 1000, 0, iso(ch.T0))]
 
 
+def test_a_recreated_topic_is_one_finding_listing_its_partitions():
+    [found] = [f for f in ch.Story(ch.recreated_topic(partitions=3)).findings() if f.code == "KA814"]
+    assert (found.topic, found.partition, found.broker) == ("ule", None, None)
+    assert found.evidence["partitions"] == [0, 1, 2] and found.evidence["brokers"] == [1, 2, 3]
+    assert found.evidence["replicaCount"] == 9 and len(found.evidence["replicas"]) == 9
+    assert (found.evidence["expected"], found.evidence["found"]) == (ch.TOPIC_ID, ch.NEW_ID)
+    assert found.time == iso(ch.T0 + ch.DAY) and "3 partitions (0, 1, 2)" in found.message
+
+
+def test_chunks_of_a_recreated_topic_merge_into_one_finding():
+    """On Spark each chunk holds some of the topic's partitions and finds the change in its own: the driver
+    merges them into the finding one whole evaluation gives, and sums the chunks' capture-pair changes."""
+    from auditor.rules.history.ordering import finish_findings, pair_changes, sum_changes
+    from auditor.spark.history import chunk_history
+
+    story = ch.Story(ch.recreated_topic(partitions=4) + ch.steady(days=2))
+    whole = story.findings()
+    union = _union(story)
+    small = {"captures": story.history().captures, "brokers": story.history().brokers}
+    found, pairs = [], []
+    for keep in ((0, 2), (1, 3)):
+        mask = pa.compute.is_in(union.column("partition"), pa.array(keep, pa.int32()))
+        chunk = chunk_history(union.filter(mask), small, story.settings)
+        found += run_rules(chunk, "history")
+        pairs.append(pair_changes(chunk))
+    assert len([f for f in found if f.code == "KA814"]) == 2
+    driver = History(captures=small["captures"], brokers=small["brokers"], pairs=sum_changes(pairs))
+    found += run_rules(driver, "fleet") + run_rules(driver, "ingest")
+    merged = finish_findings(driver, found)
+    assert sorted(f.fingerprint() for f in merged) == sorted(f.fingerprint() for f in whole)
+    [one] = [f for f in merged if f.code == "KA814"]
+    assert one.evidence["partitions"] == [0, 1, 2, 3] and one.evidence["replicaCount"] == 12
+    assert sum_changes(pairs).equals(pair_changes(story.history()))
+
+
 def test_cluster_id_change_is_one_finding_per_broker():
     found = [f for f in ch.jbod_broker_reformatted(None, None).findings() if f.code == "KA809"]
     assert len(found) == 1 and found[0].broker == 3 and found[0].evidence["logDirs"] == ["/d1", "/d2"]
@@ -310,3 +345,63 @@ def test_a_jbod_move_compares_the_high_watermark_only():
     (f,) = ch.hw_back_across_a_jbod_move(None, None).findings()
     assert (f.code, f.broker, f.log_dir, f.offset_start) == ("KA801", 1, "/d2", 1500)
     assert f.evidence["before"]["logDirs"] == ["/d1", "/d2"]
+
+
+# ------------------------------------------------------------------------------------------ ordering, open
+
+
+def test_order_doubts_reasons_and_what_the_other_order_explains():
+    from auditor.kafka.history import order_doubts
+
+    def doubts(**kw):
+        base = {"unreliable_source": False, "interval_ms": 86_400_000, "restart": None}
+        base |= {"back": 0, "forward": 0, "reverse_rewrites": 0}
+        return order_doubts(**{**base, **kw})
+
+    assert doubts() == ([], False)
+    assert doubts(unreliable_source=True) == (["mtime"], False)  # content in time order: nothing to explain
+    assert doubts(interval_ms=38, back=1) == (["interval"], True)
+    assert doubts(interval_ms=38, back=1, forward=1) == (["interval"], False)  # both ways: regressions stand
+    assert doubts(interval_ms=38, back=1, reverse_rewrites=1) == (["interval"], False)
+    assert doubts(back=1) == ([], False)  # one partition between trusted times: a truncation
+    assert doubts(back=2) == (["content"], True)
+    assert doubts(back=2, restart="the later capture was taken after a clean shutdown") == ([], False)
+
+
+def test_open_conditions_are_marked_in_the_evidence():
+    def flag(story: ch.Story, code: str) -> list[bool]:
+        return [f.evidence["open"] for f in story.findings() if f.code == code]
+
+    ongoing = [c for c in ch.lagging(5, 50_000) if not (c.broker == 3 and c.day == 4)]
+    ongoing.append(ch.part(3, 4, 500_000 - 50_000, rp=450_000))
+    assert flag(ch.Story(ongoing), "KA806") == [True]
+    assert flag(ch.follower_lags_for_days(None, None), "KA806") == [False]  # back in sync by the last night
+    assert flag(ch.broker_stopped_being_captured(None, None), "KA811") == [True]
+    newest = dict(ch.malformed_checkpoint(None, None).problems[0], broker=1, captureTime=ch.T0 + ch.DAY)
+    older = dict(newest, captureTime=ch.T0)
+    assert flag(ch.Story(ch.steady(days=2), problems=[newest]), "KA812") == [True]
+    assert flag(ch.Story(ch.steady(days=2), problems=[older]), "KA812") == [False]
+
+
+def test_the_textfile_counts_open_conditions_the_report_does_not_list():
+    import io
+
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from auditor.report.model import Report
+    from auditor.report.prometheus import render_prometheus
+    from auditor.rules.registry import HISTORY_SCOPES, select_rules
+
+    found = ch.broker_stopped_being_captured(None, None).findings()
+    rules = select_rules([], [], scopes=HISTORY_SCOPES).rules()
+    texts = {}
+    for name, listed, standing in (("listed", found, []), ("open", [], found), ("audit", [], None)):
+        out = io.StringIO()
+        render_prometheus(Report("report", listed, rules, open_findings=standing), out)
+        texts[name] = {f.name: f.samples for f in text_string_to_metric_families(out.getvalue())}
+    for name in ("listed", "open"):
+        checks = {s.labels["code"]: s.value for s in texts[name]["kafka_auditor_check_findings"]}
+        assert checks["KA811"] == 1 and set(checks) == {r.code for r in rules}, name
+    opened = {s.labels["code"]: s.value for s in texts["open"]["kafka_auditor_open_findings"]}
+    assert opened["KA811"] == 1 and sum(opened.values()) == 1
+    assert "kafka_auditor_open_findings" not in texts["audit"]  # a command without open conditions

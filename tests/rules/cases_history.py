@@ -16,10 +16,10 @@ import pyarrow as pa
 
 from auditor.findings import Finding, jsonable
 from auditor.observe.history_rows import OFFSET_TABLES, TABLES
-from auditor.rules.history.model import History, HistorySettings, run_rules
-from auditor.rules.registry import HISTORY_SCOPES
+from auditor.rules.history.model import History, HistorySettings
+from auditor.rules.history.ordering import history_findings
 
-CODES: list[str] = [f"KA8{n:02d}" for n in range(1, 15)]
+CODES: list[str] = [f"KA8{n:02d}" for n in range(1, 16)]
 """The rule codes whose fixtures live here (added to ``cases.ALL_CODES``)."""
 
 from tests.rules.cases import fire, silent  # noqa: E402
@@ -50,10 +50,13 @@ class Capture:
     cluster_id: str = "c"
     directory_id: str | None = None
     log_dir: str = "/var/lib/kafka/data"
+    time_source: str = "manifest"
+    ms: int = 0
+    """Milliseconds added to the capture time (copies of captures a few ms apart)."""
 
     @property
     def time(self) -> int:
-        return T0 + int(self.day * DAY)
+        return T0 + int(self.day * DAY) + self.ms
 
     def key(self) -> dict:
         cid = hashlib.sha256(f"{self.broker}|{self.log_dir}|{self.time}|{self.cluster}".encode()).hexdigest()
@@ -100,7 +103,7 @@ class Story:
                     **key,
                     "source": "/dumps",
                     "root": f"broker-{c.broker}",
-                    "timeSource": "manifest",
+                    "timeSource": c.time_source,
                     "cleanShutdown": c.clean,
                     "brokerStartTime": c.started,
                 }
@@ -159,8 +162,7 @@ class Story:
         return History(**frames, settings=self.settings)
 
     def findings(self) -> list[Finding]:
-        h = self.history()
-        return [f for scope in HISTORY_SCOPES for f in run_rules(h, scope)]
+        return history_findings(self.history())
 
     def finding_rows(self) -> list[dict]:
         return [finding_row(f) for f in self.findings()]
@@ -219,6 +221,7 @@ def quiet_month(tmp, mp) -> Story:
 
 
 @fire("KA801")
+@silent("KA815")
 def hw_went_back(tmp, mp) -> Story:
     caps = steady(days=2)
     caps += [part(1, 2, 1500, rp=3000), part(2, 2, 3000, rp=3000), part(3, 2, 3000, rp=3000)]
@@ -600,6 +603,47 @@ def topic_recreated(tmp, mp) -> Story:
     return topic_recreated_restarts_offsets(tmp, mp)
 
 
+NEW_ID = "bmV3LXRvcGljLWlkLTAwMDAwMA"
+
+
+def recreated_topic(partitions: int = 2) -> list[Capture]:
+    """Topic ``ule`` (``partitions`` partitions on brokers 1-3) led in epoch 1 from 800 up to HW 1500, then
+    deleted and created again (a new topic id) with small offsets: epoch 1 of the new incarnation starts at
+    100, HW 300."""
+    def capture(b: int, day: int, hw: int, cache: Cache, topic_id: str) -> Capture:
+        tps = [("ule", p) for p in range(partitions)]
+        return Capture(
+            b,
+            day,
+            hw={tp: hw for tp in tps},
+            rp={tp: hw for tp in tps},
+            epochs={tp: cache for tp in tps},
+            topic_ids={tp: topic_id for tp in tps},
+        )
+
+    caps = [capture(b, 0, 1500, [(0, 0), (1, 800)], TOPIC_ID) for b in (1, 2, 3)]
+    return caps + [capture(b, 1, 300, [(0, 0), (1, 100)], NEW_ID) for b in (1, 2, 3)]
+
+
+@fire("KA814")
+@silent("KA801", "KA802", "KA803", "KA804", "KA805", "KA806")
+def recreated_topic_compared_incarnation_by_incarnation(tmp, mp) -> Story:
+    """The old incarnation's epoch 1 starts at 800, the new one's at 100: offsets 100..299 are in epoch 0
+    of one and epoch 1 of the other, which is no fork: they are two logs."""
+    return Story(recreated_topic())
+
+
+@silent("KA806")
+def replica_still_holding_the_old_incarnation(tmp, mp) -> Story:
+    """Broker 3 was down while the topic was recreated and still holds the old log (HW 200,000) for days;
+    brokers 1 and 2 hold the new one: no lag between two incarnations."""
+    caps = [part(b, 0, 200_000) for b in (1, 2, 3)]
+    for d in range(1, 5):
+        caps += [part(b, d, 1000 * d, topic_id=NEW_ID) for b in (1, 2)]
+        caps.append(part(3, d, 200_000, clean=True))
+    return Story(caps)
+
+
 @silent("KA814")
 def topic_id_appears(tmp, mp) -> Story:
     """partition.metadata was written for the first time (an upgrade to Kafka 2.8+): no id before."""
@@ -617,3 +661,68 @@ def jbod_broker_reformatted(tmp, mp) -> Story:
     caps = [replace(c, log_dir=d) for c in steady(days=2) for d in ("/d1", "/d2")]
     caps += [Capture(3, 2, cluster_id="other", log_dir=d, directory_id=f"n{d}") for d in ("/d1", "/d2")]
     return Story(caps)
+
+
+# ------------------------------------------------------------------------------------------ KA815
+
+TP2 = ("ule", 1)
+
+
+def copied(broker: int, ms: int, hw: int, source: str = "mtime", **kw) -> Capture:
+    """A capture of ``ule-0`` and ``ule-1`` (the same HW, one epoch) dated ``ms`` after T0."""
+    return Capture(
+        broker,
+        0,
+        hw={TP: hw, TP2: hw},
+        rp={TP: hw, TP2: hw},
+        epochs={TP: [(0, 0)], TP2: [(0, 0)]},
+        topic_ids={TP: TOPIC_ID, TP2: TOPIC_ID},
+        time_source=source,
+        ms=ms,
+        **kw,
+    )
+
+
+@fire("KA815")
+@silent("KA801", "KA802", "KA803", "KA805")
+def copies_dated_by_mtime_in_the_wrong_order(tmp, mp) -> Story:
+    """The user's case: two nights' captures of brokers 1-3 copied without their times, the later night's
+    first: their mtimes are 38 ms apart and the later-dated copy holds the older state (HW 0, the topic
+    just created): nothing went back, the order did."""
+    return Story([copied(b, 0, 1500) for b in (1, 2, 3)] + [copied(b, 38, 0) for b in (1, 2, 3)])
+
+
+@fire("KA815", "KA801")
+def copies_dated_by_mtime_with_values_both_ways(tmp, mp) -> Story:
+    """Captures dated by mtimes a day apart: ule-0 went back while ule-1 went forward. Whichever order is
+    right, one of them truncated: the regression stands beside the warning."""
+    caps = [copied(1, 0, 1500)]
+    later = copied(1, DAY, 0)
+    later.hw[TP2] = later.rp[TP2] = 3000
+    return Story([*caps, later])
+
+
+@fire("KA815")
+@silent("KA801", "KA803")
+def named_captures_whose_content_is_older(tmp, mp) -> Story:
+    """Times from the archive names a day apart, but every partition of broker 1 is lower at the later one,
+    nothing went forward, no new leader epoch and no restart: the names are swapped."""
+    return Story([copied(1, 0, 3000, "name"), copied(1, DAY, 1000, "name")])
+
+
+@fire("KA801", "KA802")
+@silent("KA815")
+def log_dir_restored_from_a_backup(tmp, mp) -> Story:
+    """Broker 1 was stopped (.kafka_cleanshutdown) and its log dir restored from an older backup: every
+    partition went back, with a restart in between: a regression, not a wrong order."""
+    first = copied(1, 0, 3000, "name", clean=False)
+    first.lso = {TP: 900, TP2: 900}
+    restored = copied(1, DAY, 1000, "name", clean=True)
+    restored.lso = {TP: 500, TP2: 500}
+    return Story([first, restored])
+
+
+@silent("KA815")
+def nightly_captures_with_trustworthy_times(tmp, mp) -> Story:
+    """Archive-member times and names, a day apart, the content growing: nothing to doubt."""
+    return Story([copied(1, d * DAY, 1000 * (d + 1), "archive" if d % 2 else "name") for d in range(3)])

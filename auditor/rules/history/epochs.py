@@ -33,10 +33,11 @@ def forks(h: History) -> list[dict]:
     if st.empty:
         return []
     known = st[(st["hw"] > st["low"]).to_numpy() & suspects(c)]
-    brokers = known.groupby("tp", sort=False)["broker"].transform("nunique")
+    # one incarnation of the topic at a time: a recreated topic's caches start again at offset 0
+    brokers = known.groupby(["tp", "incarnation"], sort=False)["broker"].transform("nunique")
     suspects_ = known[brokers > 1]
     found: dict[tuple, dict] = {}
-    for _tp, part in suspects_.groupby("tp", sort=False):
+    for _tp, part in suspects_.groupby(["tp", "incarnation"], sort=False):
         key = (str(part["cluster"].iat[0]), str(part["topic"].iat[0]), int(part["partition"].iat[0]))
         # one state per (broker, lineage): the widest range of offsets its captures covered
         summary = part.groupby(["broker", "lineage"], sort=True).agg(
@@ -94,8 +95,8 @@ def forks(h: History) -> list[dict]:
 
 
 def suspects(c: Caches) -> np.ndarray:
-    """Per state row: False when its partition's caches are provably one lineage, so that no two of them
-    can fork (vectorised; True rows are compared entry by entry).
+    """Per state row: False when its partition's caches (of one incarnation of the topic) are provably one
+    lineage, so that no two of them can fork (vectorised; True rows are compared entry by entry).
 
     ``G``, the union of every cache's entries after the first, must give each epoch one start offset and
     each start offset one epoch; every cache must hold each entry of ``G`` starting inside its known range
@@ -106,7 +107,7 @@ def suspects(c: Caches) -> np.ndarray:
     st = c.states
     if st.empty:
         return np.zeros(0, dtype=bool)
-    pid = st.groupby("tp", sort=False).ngroup().to_numpy()
+    pid = st.groupby(["tp", "incarnation"], sort=False).ngroup().to_numpy()
     counts = st["n"].to_numpy()
     begin = st["begin"].to_numpy()
     owner = np.repeat(np.arange(len(st)), counts)
@@ -163,7 +164,8 @@ def _earliest(part, broker: int, lineage, offset: int) -> tuple[int, int, str] |
 )
 def epoch_fork(h: History) -> Iterator[Violation]:
     """
-    What it finds: two replicas of a partition (any of their captures) whose leader-epoch-checkpoints assign
+    What it finds: two replicas of a partition (any of their captures of one incarnation of the topic, one
+    topic id: a recreated topic starts again at offset 0) whose leader-epoch-checkpoints assign
     different leader epochs to an offset below both captures' high watermarks; this includes two replicas
     that disagree on the start offset of one epoch. Offsets below a cache's first entry are unknown (after
     truncateFromStart the first entry starts at the log start offset, not where its epoch began) and are

@@ -168,7 +168,8 @@ def broker_missing(h: History) -> Iterator[Violation]:
     """
     What it finds: a broker whose latest capture is older than its cluster's latest capture by more than
     --missing-after (settings.missing_after_ms), dated at the first capture of the cluster past that
-    delay. A broker that shows up in another cluster afterwards (same node id and log dir, first seen
+    delay; an open condition (evidence open: true) for as long as it is missing. A broker that shows up in
+    another cluster afterwards (same node id and log dir, first seen
     there after it left this one) moved: that is KA809's.
     Why it matters: every broker's small files are collected each night; one that stops appearing is down,
     decommissioned, or its collection broke, and every check of this report is blind to it: a broker that
@@ -211,6 +212,7 @@ def broker_missing(h: History) -> Iterator[Violation]:
                 "lastCapture": capture_ref(h, r.cluster, r.broker, r.last),
                 "clusterLatest": iso(newest_t),
                 "missingAfterMs": h.settings.missing_after_ms,
+                "open": True,  # true at the cluster's newest capture: the broker is still missing
             },
         )
 
@@ -258,7 +260,8 @@ def malformed_file(h: History) -> Iterator[Violation]:
     What it finds: a file of an ingested dump that Kafka's reader would refuse (a malformed offset or
     leader-epoch checkpoint, meta.properties, partition.metadata) or a malformed capture manifest, as
     ingest recorded it with the file, line and byte offset; also a dump ingest could not identify (no
-    broker id in meta.properties or the manifest), whose entries were left out.
+    broker id in meta.properties or the manifest), whose entries were left out. Open (evidence open: true)
+    when the file is in the broker's newest capture.
     Why it matters: Kafka takes a log dir offline when one of its checkpoints cannot be read
     (KafkaStorageException), and resets a malformed recovery-point or log-start checkpoint at startup
     (KAFKA-1758): the broker that wrote the file will lose the log dir or recover it from scratch on its
@@ -269,16 +272,21 @@ def malformed_file(h: History) -> Iterator[Violation]:
     References: KAFKA-1758, KAFKA-16541, ``CheckpointFile.read``, ``CheckpointFileWithFailureHandler``,
     ``PartitionMetadataFile``, ``MetaProperties``.
     """
+    latest = broker_captures(h).groupby(["cluster", "broker"])["t"].max().to_dict()
     for r, t in _problems(h, MALFORMED_KINDS):
         line = _int(r.line)
+        broker = _int(r.broker)
+        evidence = _problem_evidence(r, t)
+        # open while the file is malformed in the broker's newest capture
+        evidence["open"] = broker is not None and t is not None and latest.get((r.cluster, broker)) == t
         where = f"{r.file}" + (f" line {line}" if line is not None else "")
         yield Violation(
             f"{r.kind} at ingest: {where}: {r.message}",
-            broker=_int(r.broker),
+            broker=broker,
             log_dir=r.logDir,
             file=r.file,
             position=_int(r.offset),
-            evidence=_problem_evidence(r, t),
+            evidence=evidence,
         )
 
 

@@ -85,6 +85,10 @@ class History:
     leader_epochs: pd.DataFrame = field(default_factory=lambda: empty_frame("leader_epochs"))
     partitions: pd.DataFrame = field(default_factory=lambda: empty_frame("partitions"))
     settings: HistorySettings = field(default_factory=HistorySettings)
+    pairs: pd.DataFrame | None = None
+    """What changed between consecutive captures of each broker, summed over every partition
+    (:func:`auditor.rules.history.ordering.pair_changes`): set by the Spark driver from the chunks' sums;
+    None computes it from this History's own per-partition frames (then they hold every partition)."""
     _views: dict = field(default_factory=dict, repr=False, compare=False)
     """Derived frames shared by the checks of one chunk (filled on first use; the frames are not changed
     after construction)."""
@@ -178,9 +182,10 @@ def iso(time_ms: int) -> str:
 def broker_captures(h: History) -> pd.DataFrame:
     """One row per capture of a broker: ``cluster, broker, t`` (capture time, ms) with ``clean`` (any log
     dir captured after a clean shutdown), ``started`` (the broker start time, ms, or -1), ``logDirs``,
-    ``captureIds`` (sorted lists) and the broker's previous and next capture times ``prevT``/``nextT``
-    (-1 when none). The dumps of a broker's log dirs taken together share one capture time (one manifest,
-    one archive name); dumps without an identified broker are left out."""
+    ``captureIds``, ``timeSources`` (where the times came from, ``captures.timeSource``; sorted lists) and
+    the broker's previous and next capture times ``prevT``/``nextT`` (-1 when none). The dumps of a
+    broker's log dirs taken together share one capture time (one manifest, one archive name); dumps without
+    an identified broker are left out."""
     cached = h._views.get("broker_captures")
     if cached is not None:
         return cached
@@ -195,6 +200,7 @@ def broker_captures(h: History) -> pd.DataFrame:
             "started": ms(c["brokerStartTime"].dropna()).reindex(c.index).fillna(-1).astype("int64"),
             "logDir": c["logDir"].fillna("").astype(str),
             "captureId": c["captureId"].astype(str),
+            "timeSource": c["timeSource"].fillna("").astype(str),
         }
     )
     out = (
@@ -204,6 +210,7 @@ def broker_captures(h: History) -> pd.DataFrame:
             started=("started", "max"),
             logDirs=("logDir", lambda s: sorted(set(s))),
             captureIds=("captureId", lambda s: sorted(set(s))),
+            timeSources=("timeSource", lambda s: sorted(set(s) - {""})),
         )
         .reset_index()
     )
@@ -215,11 +222,13 @@ def broker_captures(h: History) -> pd.DataFrame:
 
 
 def capture_ref(h: History, cluster: str, broker: int, t: int) -> dict:
-    """The evidence naming one capture of a broker: its time (ISO-8601), captureIds and log dirs."""
+    """The evidence naming one capture of a broker: its time (ISO-8601), where that time came from
+    (``timeSources``), captureIds and log dirs."""
     bc = broker_captures(h)
     row = bc[(bc["cluster"] == cluster) & (bc["broker"] == broker) & (bc["t"] == t)]
     out: dict = {"time": iso(t)}
     if not row.empty:
+        out["timeSources"] = list(row["timeSources"].iloc[0])
         out["captureIds"] = list(row["captureIds"].iloc[0])
         out["logDirs"] = list(row["logDirs"].iloc[0])
     return out
@@ -339,6 +348,27 @@ def new_log(h: History, rows: pd.DataFrame) -> pd.Series:
     return pd.Series(merged["_new"].notna().to_numpy(), index=rows.index)
 
 
+def incarnations(h: History, rows: pd.DataFrame) -> pd.Series:
+    """For rows keyed ``tp, broker, t``: the incarnation of the topic each belongs to, its topic id
+    (partition.metadata of that capture; where the capture has none, the replica's previous topic id, else
+    its next one, else the partition's one topic id; "" when unknown: a Kafka without topic ids). Checks
+    that compare captures of a partition compare the captures of one incarnation only: a recreated topic's
+    offsets start again at 0."""
+    if rows.empty:
+        return pd.Series([], dtype=object, index=rows.index)
+    ids = topic_ids(h)[[*SERIES, "t", "topicId"]]
+    merged = rows[[*SERIES, "t"]].merge(ids, on=[*SERIES, "t"], how="left")
+    merged.index = rows.index
+    if merged["topicId"].isna().any() and not ids.empty:
+        order = merged.sort_values([*SERIES, "t"], kind="stable")
+        filled = order.groupby(SERIES, sort=False)["topicId"].transform(lambda s: s.ffill().bfill())
+        merged["topicId"] = filled.reindex(merged.index)
+        single = ids.groupby("tp")["topicId"].agg(lambda s: s.iloc[0] if s.nunique() == 1 else None)
+        missing = merged["topicId"].isna()
+        merged.loc[missing, "topicId"] = merged.loc[missing, "tp"].map(single)
+    return merged["topicId"].fillna("").astype(object)
+
+
 def presence(h: History) -> pd.DataFrame:
     """``cluster, topic, partition, broker, t, logDir``: the partition is on the broker at that capture (a
     partition directory in a dump of the broker, or an entry of its replication-offset-checkpoint; the first
@@ -400,7 +430,7 @@ class Caches:
     replication-offset-checkpoint lacks the partition), ``begin`` (row of its first entry in ``epochs`` /
     ``starts``), ``prevRow`` (the row of the broker's previous capture of the partition when it is the
     broker's previous capture, the topic id did not change and neither log dir's directory.id changed,
-    else -1).
+    else -1), ``incarnation`` (the topic id, :func:`incarnations`).
     """
 
     states: pd.DataFrame
@@ -472,6 +502,7 @@ def caches(h: History) -> Caches:
     states["prevDir"] = states["logDir"].shift(1).fillna("")
     ok &= ~_new_replica(h, states)
     states["prevRow"] = np.where(ok, np.arange(len(states)) - 1, -1)
+    states["incarnation"] = incarnations(h, states)
     states = states.drop(columns=["brokerPrevT", "prevDir"])
     out = Caches(states, epochs, starts)
     h._views["caches"] = out

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from auditor.findings import Severity
+from auditor.findings import Finding, Severity
 from auditor.kafka.history import restart_evidence
 from auditor.rules.history.model import (
     BROKER,
@@ -22,6 +22,7 @@ from auditor.rules.history.model import (
     broker_captures,
     capture_ref,
     formatted_dirs,
+    incarnations,
     iso,
     pd,
     presence,
@@ -228,15 +229,16 @@ def capture_rounds(h: History) -> pd.DataFrame:
 
 def lag_spread(h: History) -> pd.DataFrame:
     """The high-watermark spread of every partition at each round of captures (:func:`capture_rounds`):
-    one row per ``cluster, topic, partition`` and round, dated ``t`` (the latest capture of the round that
-    holds the partition), with ``low``/``high`` (the lowest and highest HW across replicas), ``lagging``
+    one row per ``cluster, topic, partition``, incarnation of the topic (``incarnation``, its topic id:
+    replicas of two incarnations are not compared) and round, dated ``t`` (the latest capture of the round
+    that holds the partition), with ``low``/``high`` (the lowest and highest HW across replicas), ``lagging``
     (the broker with the lowest, the lowest id on a tie), ``replicas`` (how many had a value), all int64.
 
     A replica's value in a round is its HW at its broker's latest capture of the round; a broker whose
     latest capture of the round lacks the partition has none (the replica moved away), nor has a broker
     not captured in that round (values of another round were captured too far apart to compare: brokers
     captured at other times of day are not lag, and a broker no longer captured is KA811's)."""
-    columns = ["tp", *TP, "t", "low", "high", "lagging", "replicas"]
+    columns = ["tp", "incarnation", *TP, "t", "low", "high", "lagging", "replicas"]
     s = replica_series(h, "high_watermarks")[[*SERIES, *TP, "c", "t", "offset"]]
     if s.empty:
         return pd.DataFrame(columns=columns)
@@ -245,8 +247,9 @@ def lag_spread(h: History) -> pd.DataFrame:
     if s.empty:
         return pd.DataFrame(columns=columns)
     s = s.astype({"offset": "int64", "broker": "int64", "t": "int64"})
-    s = s.sort_values(["tp", "round", "offset", "broker"], kind="stable")
-    g = s.groupby(["tp", "round"], sort=True)
+    s["incarnation"] = incarnations(h, s)  # a replica still holding a recreated topic's old log is not lag
+    s = s.sort_values(["tp", "incarnation", "round", "offset", "broker"], kind="stable")
+    g = s.groupby(["tp", "incarnation", "round"], sort=True)
     out = pd.DataFrame(
         {
             "t": g["t"].max(),
@@ -273,7 +276,8 @@ def replica_lag(h: History) -> Iterator[Violation]:
     of captures, captured at most settings.capture_skew_ms apart: values captured hours apart differ by
     the records written in between) stayed above --lag-records (settings.lag_records) at every round of
     a run lasting at least --lag-duration (settings.lag_duration_ms, first to last round of the run). One
-    finding per run, at the capture where the run reached the duration, naming the lowest replica.
+    finding per run, at the capture where the run reached the duration, naming the lowest replica; open
+    (evidence open: true) while the run lasts up to the partition's newest round.
     Why it matters: a follower's high watermark trails the leader's by one fetch round trip; a spread of many
     records sustained over captures means a follower that does not keep up (slow disk, throttled
     replication, a stuck fetcher) and is likely out of the ISR: the partition runs with fewer in-sync copies
@@ -288,12 +292,17 @@ def replica_lag(h: History) -> Iterator[Violation]:
     if spread.empty:
         return
     st = h.settings
-    spread = spread.sort_values(["tp", "t"], kind="stable").reset_index(drop=True)
+    spread = spread.sort_values(["tp", "incarnation", "t"], kind="stable").reset_index(drop=True)
     above = ((spread["high"] - spread["low"]) > st.lag_records) & (spread["replicas"] >= 2)
-    key_change = spread["tp"].shift(1) != spread["tp"]
+    key_change = (spread["tp"].shift(1) != spread["tp"]) | (
+        spread["incarnation"].shift(1) != spread["incarnation"]
+    )
     run = (key_change | (above != above.shift(1))).cumsum()
     start = spread["t"].groupby(run).transform("first")
     qualifies = above & (spread["t"] - start >= st.lag_duration_ms)
+    # a run still going at the partition's newest round is an open condition
+    last_of_key = key_change.shift(-1, fill_value=True).astype(bool)
+    still = set(run[last_of_key & above].tolist())
     hits = spread[qualifies].assign(run=run[qualifies], start=start[qualifies]).drop_duplicates("run")
     for r in hits.itertuples(index=False):
         lag, low, high = int(r.high - r.low), int(r.low), int(r.high)
@@ -321,6 +330,7 @@ def replica_lag(h: History) -> Iterator[Violation]:
                 "lowest": int(r.low),
                 "highest": int(r.high),
                 "replicas": int(r.replicas),
+                "open": bool(r.run in still),
             },
         )
 
@@ -437,17 +447,19 @@ def partition_appeared(h: History) -> Iterator[Violation]:
     "KA814",
     "history.topic-id-changed",
     Severity.WARNING,
-    "The topic id of a partition on a broker changed between captures",
+    "A topic was deleted and recreated: its partitions' topic id changed between captures",
     scope="history",
 )
 def topic_id_changed(h: History) -> Iterator[Violation]:
     """
-    What it finds: a partition whose partition.metadata topic id on a broker differs from the one the broker
-    held at its previous capture of the partition.
+    What it finds: a topic whose partition.metadata topic id on its brokers differs from the one they held
+    at their previous capture of the partition. One finding per topic and change of id (the old and the new
+    incarnation), listing every partition and broker that shows it, dated at the first capture that does.
     Why it matters: a topic id names one incarnation of a topic (KIP-516): a new id under the same name
     means the topic was deleted and created again, and everything the old topic held is gone (its offsets
-    restart, consumers' committed offsets point into another log). The backwards checks of this partition
-    compare nothing across the change.
+    restart at 0, consumers' committed offsets point into another log). The history checks compare each
+    incarnation apart: nothing of the old one (high watermarks, log start offsets, recovery points,
+    leader-epoch caches, lag) is compared with the new one.
     What to do: find who deleted and recreated the topic between the two captures (the KRaft metadata's
     RemoveTopicRecord and TopicRecord, admin audit logs), reset the consumer groups of the topic, and check
     that producers did not write into the old topic until its deletion.
@@ -455,22 +467,106 @@ def topic_id_changed(h: History) -> Iterator[Violation]:
     """
     ids = topic_ids(h)
     changed = ids[ids["prevTopicId"].notna() & (ids["prevTopicId"] != ids["topicId"])]
-    for r in changed.itertuples(index=False):
-        yield Violation(
-            f"topic id of {r.topic}-{r.partition} on broker {r.broker} changed from {r.prevTopicId} to "
-            f"{r.topicId} between the captures of {iso(r.prevT)} and {iso(r.t)}: the topic was deleted and "
-            "recreated",
-            topic=r.topic,
-            partition=int(r.partition),
-            broker=int(r.broker),
-            log_dir=r.logDir,
-            file=f"{r.topic}-{r.partition}/partition.metadata",
-            expected=r.prevTopicId,
-            found=r.topicId,
-            evidence={
-                "cluster": r.cluster,
-                "time": iso(r.t),
-                "before": {**capture_ref(h, r.cluster, r.broker, r.prevT), "topicId": r.prevTopicId},
-                "after": {**capture_ref(h, r.cluster, r.broker, r.t), "topicId": r.topicId},
-            },
+    if changed.empty:
+        return
+    changed = changed.sort_values(["t", "partition", "broker"], kind="stable")
+    for (cluster, topic, old, new), rows in changed.groupby(
+        ["cluster", "topic", "prevTopicId", "topicId"], sort=True
+    ):
+        first = rows.iloc[0]
+        replicas = [
+            {
+                "broker": int(r.broker),
+                "partition": int(r.partition),
+                "logDir": r.logDir,
+                "before": capture_ref(h, r.cluster, int(r.broker), int(r.prevT)),
+                "after": capture_ref(h, r.cluster, int(r.broker), int(r.t)),
+            }
+            for r in rows.itertuples(index=False)
+        ]
+        ids_ = (str(cluster), str(topic), str(old), str(new))
+        yield recreated(*ids_, iso(first["prevT"]), iso(first["t"]), replicas)
+
+
+RECREATED_LISTED = 100
+"""At most this many replicas are listed in a KA814 finding's evidence (every partition and broker is)."""
+
+
+def recreated(
+    cluster: str,
+    topic: str,
+    old: str,
+    new: str,
+    before: str,
+    after: str,
+    replicas: list[dict],
+    partitions: list[int] | None = None,
+    brokers: list[int] | None = None,
+    count: int | None = None,
+) -> Violation:
+    """KA814's violation for a topic whose id changed from ``old`` to ``new``, first seen between the
+    captures of ``before`` and ``after`` (ISO-8601), on ``replicas`` ({broker, partition, logDir, before,
+    after}; ``partitions``, ``brokers`` and ``count`` when the replicas are not all listed)."""
+    partitions = sorted(set(partitions or ()) | {int(r["partition"]) for r in replicas})
+    brokers = sorted(set(brokers or ()) | {int(r["broker"]) for r in replicas})
+    listed = sorted(replicas, key=lambda r: (r["partition"], r["broker"]))[:RECREATED_LISTED]
+    many = len(partitions) > 1
+    return Violation(
+        f"topic {topic} was deleted and recreated: its topic id changed from {old} to {new} between the "
+        f"captures of {before} and {after} on {len(partitions)} partition{'s' if many else ''} "
+        f"({', '.join(map(str, partitions))}) of broker{'s' if len(brokers) > 1 else ''} "
+        f"{', '.join(map(str, brokers))}: the new incarnation starts again at offset 0",
+        topic=topic,
+        broker=brokers[0] if len(brokers) == 1 else None,
+        log_dir=None,
+        expected=old,
+        found=new,
+        evidence={
+            "cluster": cluster,
+            "time": after,
+            "before": {"topicId": old, "time": before},
+            "after": {"topicId": new, "time": after},
+            "partitions": partitions,
+            "brokers": brokers,
+            "replicas": listed,
+            "replicaCount": count if count is not None else len(replicas),
+        },
+    )
+
+
+def merge_recreated(findings: list[Finding]) -> list[Finding]:
+    """``findings`` with the KA814 findings of one topic and change of id merged into one (each chunk of
+    partitions on Spark finds the change in its own partitions), dated at the earliest."""
+    from auditor.findings import Location
+    from auditor.rules.registry import REGISTRY
+
+    groups: dict[tuple, list[Finding]] = {}
+    out: list[Finding] = []
+    for f in findings:
+        if f.code != "KA814":
+            out.append(f)
+            continue
+        key = (f.evidence.get("cluster"), f.topic, f.evidence.get("expected"), f.evidence.get("found"))
+        groups.setdefault(key, []).append(f)
+    for (cluster, topic, old, new), group in groups.items():
+        if len(group) == 1:
+            out.append(group[0])
+            continue
+        first = min(group, key=lambda f: (f.evidence["after"]["time"], f.evidence["before"]["time"]))
+        replicas = [r for f in group for r in f.evidence.get("replicas", [])]
+        v = recreated(
+            cluster,
+            topic,
+            old,
+            new,
+            first.evidence["before"]["time"],
+            first.evidence["after"]["time"],
+            replicas,
+            partitions=[p for f in group for p in f.evidence.get("partitions", [])],
+            brokers=[b for f in group for b in f.evidence.get("brokers", [])],
+            count=sum(int(f.evidence.get("replicaCount", 0)) for f in group),
         )
+        merged = REGISTRY["KA814"].finding(v, Location())
+        merged.time = first.time
+        out.append(merged)
+    return out
