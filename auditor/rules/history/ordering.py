@@ -245,7 +245,9 @@ def capture_time_unreliable(h: History) -> Iterator[Violation]:
     command's date), the kafka-auditor-capture.json manifest, or copies that keep the times (cp -a, rsync
     -a, tar); ingest the corrected captures into a new warehouse. Until then read the regressions between
     the listed captures as unordered.
-    References: spec §11.2 (checkpoint files and their write intervals), docs/nightly.md.
+    References: ``ReplicaManager.checkpointHighWatermarks`` (replica.high.watermark.checkpoint.interval.ms,
+    5 s), ``LogManager.checkpointLogRecoveryOffsets`` and ``LogManager.checkpointLogStartOffsets``
+    (log.flush.offset.checkpoint.interval.ms and log.flush.start.offset.checkpoint.interval.ms, 60 s).
     """
     from auditor.observe.history_rows import UNRELIABLE_TIME_SOURCES
 
