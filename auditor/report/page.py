@@ -374,9 +374,10 @@ def rule_explanation(report: Report, code: str) -> Markup:
     return tag("details", tag("summary", f"{rule.code} {rule.name}: {rule.title}"), *paras)
 
 
-OPEN_FINDINGS = 10
-"""A page listing at most this many entries shows each finding's details unfolded; a longer page shows one
-line per finding (its severity, code and message) and folds the rest."""
+OPEN_FINDINGS = 3
+"""A page listing at most this many entries shows each finding's details unfolded; a longer page shows each
+finding's severity, code and message and folds the rest (its location, evidence and explanation), so what
+follows the findings (the audit's diverged partitions, the history charts) stays near the top."""
 
 
 def _related(report: Report, f: Finding) -> Markup:

@@ -22,7 +22,7 @@ from auditor.cli import app
 from auditor.findings import Finding, Severity
 from auditor.report import Report, render
 from auditor.report.epoch_chart import DIVERGENCE_COLOUR, epoch_timeline_svg, first_divergence
-from auditor.report.page import VOID, finding_order
+from auditor.report.page import OPEN_FINDINGS, VOID, finding_order
 from auditor.rules.registry import REGISTRY, load_rules
 from auditor.text import visible
 
@@ -703,5 +703,8 @@ def test_audit_page_shows_evidence_as_fields_with_iso_times(audit_report):
     )
     findings = page[page.index('id="findings"') : page.index('id="diverged"')]
     assert "{&quot;" not in findings and "[[" not in findings
-    # a handful of findings: each one's detail unfolded
-    assert findings.count("<details open>") == len(report.findings)
+    # more findings than OPEN_FINDINGS: each one's detail folded; a few: unfolded
+    assert len(report.findings) > OPEN_FINDINGS and findings.count("<details open>") == 0
+    few = html_of(dataclasses.replace(report, findings=report.findings[:OPEN_FINDINGS]))
+    few = few[few.index('id="findings"') : few.index('id="diverged"')]
+    assert few.count("<details open>") == OPEN_FINDINGS
