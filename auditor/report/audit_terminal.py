@@ -21,7 +21,7 @@ from auditor.findings import Severity
 from auditor.report.election import election_table
 from auditor.report.groups import group_tables
 from auditor.report.model import Report
-from auditor.report.terminal import STYLES, Fitting, Layout
+from auditor.report.terminal import STYLES, Fitting, Layout, verdict_renderables
 from auditor.report.timeline import partition_renderable
 from auditor.report.transactions import transactions_table
 
@@ -270,21 +270,7 @@ def verdict_block(report: Report) -> list:
     verdicts = report.sections.get("verdicts")
     if verdicts is None:
         return []
-    consistent = report.stats.get("consistentPartitions", 0)
-    out: list = [Text("Verdict", style="bold underline")]
-    for line in verdict_lines(verdicts, consistent):
-        stripped = line.lstrip(" ")
-        if stripped == line:  # a partition's head line, or the count of the others
-            out.append(Text(line, style="bold"))
-            continue
-        mark, _, rest = stripped.partition(" ")
-        numbered = mark.endswith(".") and mark[:-1].isdigit()
-        grid = Table.grid(padding=(0, 1))  # the text wraps under itself, after its number or indent
-        grid.add_column(no_wrap=True)
-        grid.add_column(overflow="fold", ratio=1)
-        grid.add_row(Text("  " + mark) if numbered else Text(" "), Text(rest if numbered else stripped))
-        out.append(grid)
-    return out
+    return verdict_renderables(verdict_lines(verdicts, report.stats.get("consistentPartitions", 0)))
 
 
 def audit_lead(report: Report) -> list:

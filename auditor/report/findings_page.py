@@ -1,7 +1,8 @@
 """The HTML page of ``scan`` and ``audit``, rendered from the findings (not a terminal dump): the shared
 sections of :func:`auditor.report.page.report_page` (header with version, time, command line and inputs;
-summary by severity and by check; the findings most severe first behind a severity filter and a text
-search, each with its location, evidence and the rule's explanation) plus the command's own:
+``audit``'s verdict first; the findings most severe first behind a severity filter and a text search,
+near-identical ones as one entry, each with its location, evidence as fields with ISO-8601 UTC times and
+the rule's explanation; the summary by severity and by check) plus the command's own:
 
 * ``audit``: per partition whose replicas diverge or break a high-watermark rule, its replicas side by side,
   the epoch timeline (SVG, :mod:`auditor.report.epoch_chart`: each replica's leader-epoch ranges, HW and
@@ -26,7 +27,15 @@ from auditor.findings import Finding, Severity
 from auditor.report.columns import AUDIT_COLUMNS, SCAN_COLUMNS
 from auditor.report.epoch_chart import epoch_timeline_svg, first_divergence
 from auditor.report.model import TOOL_NAME, Report
-from auditor.report.page import Markup, Section, render_page, report_page, severity_badge, tag
+from auditor.report.page import (
+    Markup,
+    Section,
+    render_page,
+    report_page,
+    severity_badge,
+    tag,
+    verdict_section,
+)
 from auditor.report.timeline import change_note
 
 MAX_PARTITIONS = 200
@@ -47,9 +56,6 @@ has the table, folded unless ``--partitions`` was given or the scan is small).""
 IDENTIFIERS = frozenset({"broker", "partition", "latestEpoch", "leader"})
 """Integer columns that are identifiers, written without digit grouping."""
 
-AHEAD = ("diverged",)
-"""Sections of the command drawn right after the summary (the others follow the findings)."""
-
 SOURCES = {
     "kraft": "KRaft metadata",
     "kraft-last-known": "last known KRaft leader (partition offline)",
@@ -60,53 +66,23 @@ SOURCES = {
 
 
 def render_findings_html(report: Report, out: IO[str]) -> None:
-    """The page of a ``scan`` or ``audit`` report."""
+    """The page of a ``scan`` or ``audit`` report: the verdict (``audit``) and the findings first, then the
+    command's own sections, the summary by check and the inputs."""
     extra = audit_sections if report.command == "audit" else partition_sections
-    page = report_page(with_brokers(report), extra)
+    page = report_page(with_brokers(report), extra, verdict=verdict(report))
     page.title = f"{TOOL_NAME} {report.command} report"
-    # the diverged partitions (the picture of what happened) right after the summary, before the detail
-    ahead = [s for s in page.sections if s.id in AHEAD]
-    rest = [s for s in page.sections if s.id not in AHEAD]
-    at = next((i + 1 for i, s in enumerate(rest) if s.id == "summary"), 0)
-    page.sections = rest[:at] + ahead + rest[at:]
-    verdict = verdict_section(report) if report.command == "audit" else None
-    if verdict is not None:  # the answer first, before everything else
-        page.sections = [verdict, *page.sections]
     out.write(render_page(page))
 
 
-def verdict_section(report: Report) -> Section | None:
-    """The verdicts (``auditor.report.verdicts``): one block per partition needing attention with its next
-    steps as an ordered list (commands in ``code``), then the count of the consistent partitions."""
-    from auditor.report.verdicts import verdict_lines
+def verdict(report: Report) -> Section | None:
+    """The verdicts of an audit (``auditor.report.verdicts``): one block per partition needing attention
+    with its next steps as an ordered list, then the count of the consistent partitions; None without."""
+    from auditor.report.verdicts import verdict_blocks
 
     verdicts = report.sections.get("verdicts")
     if verdicts is None:
         return None
-    blocks: list[object] = []
-    steps: list[object] = []
-    details: list[object] = []
-
-    def flush() -> None:
-        if details:
-            blocks.append(tag("ul", *[tag("li", d) for d in details]))
-            details.clear()
-        if steps:
-            blocks.append(tag("ol", *[tag("li", step) for step in steps]))
-            steps.clear()
-
-    for line in verdict_lines(verdicts, report.stats.get("consistentPartitions", 0)):
-        stripped = line.lstrip(" ")
-        mark, _, rest = stripped.partition(" ")
-        if stripped == line:
-            flush()
-            blocks.append(tag("p", tag("strong", line)))
-        elif mark.endswith(".") and mark[:-1].isdigit():
-            steps.append(rest)
-        else:
-            details.append(stripped)
-    flush()
-    return Section("Verdict", blocks, id="verdict")
+    return verdict_section(verdict_blocks(verdicts, report.stats.get("consistentPartitions", 0)))
 
 
 def with_brokers(report: Report) -> Report:

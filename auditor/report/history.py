@@ -19,10 +19,21 @@ from rich.table import Table
 from rich.text import Text
 
 from auditor.findings import Finding
+from auditor.report.facts import facts
 from auditor.report.model import Gauge, Report
-from auditor.report.page import Markup, Section, render_page, report_page, table, tag
+from auditor.report.page import (
+    Markup,
+    Section,
+    render_page,
+    report_page,
+    severity_badge,
+    table,
+    tag,
+    verdict_section,
+)
 from auditor.report.svg import iso_ms, step_chart
-from auditor.report.terminal import Layout
+from auditor.report.terminal import Layout, verdict_renderables
+from auditor.report.verdicts import history_verdict_blocks, history_verdict_lines
 from auditor.text import visible
 
 TIME_FROM = {
@@ -37,6 +48,11 @@ TEXT_CHARTS = 50
 HTML_CHARTS = 200
 """At most this many flagged partitions get a table (text) or a chart (HTML), the most severe first; the
 JSON report holds every one."""
+TEXT_PER_TOPIC = 3
+"""The text report draws the tables of at most this many partitions of one topic (a re-created topic
+flags every partition alike); the HTML page draws them all."""
+SUMMARY_LINES = 3
+"""A topic's folded block of charts shows this many lines of what its findings say."""
 TEXT_ROWS = 12
 """A partition's text table shows at most about this many capture rounds: the first and the last, each
 round with a finding or a drop and the one before it; the others are elided."""
@@ -63,11 +79,12 @@ def finding_cluster(f: Finding) -> str | None:
 
 
 def belongs(f: Finding, key: tuple[str, str, int]) -> bool:
-    """Whether ``f`` is about the partition ``key`` (its cluster, when the finding names one)."""
-    if f.topic is None or f.partition is None or (f.topic, f.partition) != key[1:]:
+    """Whether ``f`` is about the partition ``key`` (its cluster, when the finding names one); names are
+    compared as shown, so a finding whose names were made :func:`visible` still belongs."""
+    if f.topic is None or f.partition is None or f.partition != key[2] or visible(f.topic) != visible(key[1]):
         return False
     cluster = finding_cluster(f)
-    return cluster is None or cluster == key[0]
+    return cluster is None or visible(cluster) == visible(key[0])
 
 
 def chart_json(chart: Any) -> dict[str, Any]:
@@ -214,16 +231,49 @@ def _finding_times(report: Report, key: tuple[str, str, int]) -> list[int]:
 
 
 def _charts(report: Report, limit: int) -> tuple[list[dict[str, Any]], int]:
-    """The first ``limit`` charts, those with the most severe findings first, and how many were left out."""
-    charts = list((report.sections.get("history") or {}).get("charts") or [])
-    severity = {f.fingerprint(): int(f.severity) for f in report.findings}
+    """The first ``limit`` charts of the partitions whose findings the report lists (``--min-severity``),
+    those with the most severe findings first, and how many were left out."""
+    shown: dict[tuple[str, int], list[Finding]] = {}
+    for f in report.shown:
+        if f.topic is not None and f.partition is not None:
+            shown.setdefault((visible(f.topic), f.partition), []).append(f)
+    worst: dict[tuple[str, str, int], int] = {}
+    for c in (report.sections.get("history") or {}).get("charts") or []:
+        key = chart_key(c["cluster"], c["topic"], c["partition"])
+        mine = shown.get((visible(key[1]), key[2]), [])
+        severities = [int(f.severity) for f in mine if belongs(f, key)]
+        if severities:
+            worst[key] = max(severities)
+    charts = [
+        c
+        for c in (report.sections.get("history") or {}).get("charts") or []
+        if chart_key(c["cluster"], c["topic"], c["partition"]) in worst
+    ]
 
     def order(chart: dict[str, Any]) -> tuple:
-        worst = max((severity.get(p, 0) for p in chart.get("findings", [])), default=0)
-        return (-worst, chart_key(chart["cluster"], chart["topic"], chart["partition"]))
+        key = chart_key(chart["cluster"], chart["topic"], chart["partition"])
+        return (-worst[key], key)
 
     charts.sort(key=order)
     return charts[:limit], max(0, len(charts) - limit)
+
+
+def replicas_of(report: Report) -> dict[tuple[str, str, int], list[int]]:
+    """The brokers of each partition with a chart (the replicas its history has), for the next steps."""
+    return {
+        chart_key(c["cluster"], c["topic"], c["partition"]): sorted(s["broker"] for s in c["highWatermarks"])
+        for c in (report.sections.get("history") or {}).get("charts") or []
+    }
+
+
+def verdict_lines(report: Report) -> list[str]:
+    """The verdict of ``report`` (:func:`auditor.report.verdicts.history_verdict_lines`)."""
+    return history_verdict_lines(report.findings, report.stats, replicas_of(report))
+
+
+def text_verdict(report: Report) -> list:
+    """Text: the verdict, first."""
+    return verdict_renderables(verdict_lines(report))
 
 
 def _left_out(n: int) -> str:
@@ -239,8 +289,12 @@ def text_panels(report: Report) -> list:
     that broker's capture before; ``*``: a finding's capture)."""
     out: list = []
     charts, omitted = _charts(report, TEXT_CHARTS)
+    per_topic: dict[tuple[str, str], int] = {}
     for chart in charts:
         key = chart_key(chart["cluster"], chart["topic"], chart["partition"])
+        per_topic[key[:2]] = per_topic.get(key[:2], 0) + 1
+        if per_topic[key[:2]] > TEXT_PER_TOPIC:
+            continue
         marks = _finding_times(report, key)
         brokers, rounds = hw_rounds(chart)
         if not rounds:
@@ -270,13 +324,20 @@ def text_panels(report: Report) -> list:
                 row.append(Text(f"{value:,} ↓", style="bold red") if drop else f"{value:,}")
             tbl.add_row(*row)
         out.append(tbl)
+    for (cluster, topic), n in per_topic.items():
+        if n > TEXT_PER_TOPIC:
+            more = f"{n - TEXT_PER_TOPIC} more partition(s) of {topic}"
+            out.append(
+                Text(f"{more} (cluster {cluster}) with findings: --format html draws each", style="dim")
+            )
     if omitted:
         out.append(Text(_left_out(omitted), style="dim"))
     return out
 
 
-HISTORY_LAYOUT = Layout(panels=text_panels)
-"""The text layout of ``report``: the plain report plus a high-watermark table per flagged partition."""
+HISTORY_LAYOUT = Layout(lead=text_verdict, trailer=text_panels)
+"""The text layout of ``report``: the verdict first, the plain report, then a high-watermark table per
+partition whose findings are listed."""
 
 
 # --------------------------------------------------------------------------------------------- HTML
@@ -322,31 +383,76 @@ def epoch_table(chart: dict[str, Any], epochs: set[int]) -> Markup:
     )
 
 
+def partition_blocks(report: Report, chart: dict[str, Any], by_print: dict[str, Finding]) -> list[object]:
+    """One partition: its findings (links to their entries), the chart of its replicas' high watermarks over
+    capture time (the findings' capture times marked) and its leader-epoch history."""
+    key = chart_key(chart["cluster"], chart["topic"], chart["partition"])
+    mine = [by_print[p] for p in chart.get("findings", []) if p in by_print]
+    marks = sorted({(to_ms(f.time), f.code) for f in mine if f.time})
+    series = {f"broker {s['broker']}": [tuple(p) for p in s["points"]] for s in chart["highWatermarks"]}
+    links = [tag("li", tag("a", f.code, href=f"#f-{f.fingerprint()}"), " ", f.message) for f in mine]
+    return [
+        tag("h3", _title(chart), id=f"p-{key[0]}-{key[1]}-{key[2]}"),
+        tag("ul", *links) if links else Markup(""),
+        Markup(
+            step_chart(
+                series,
+                marks=marks,
+                title=f"High watermark of each replica · {key[1]}-{key[2]}",
+                y_label="high watermark",
+            )
+        ),
+        epoch_table(chart, {f.epoch for f in mine if f.epoch is not None}),
+    ]
+
+
+def topic_block(report: Report, charts: list[dict[str, Any]], by_print: dict[str, Finding]) -> Markup:
+    """The charts of one topic's partitions, folded: the summary names the topic, its worst severity, its
+    partitions and the first lines of what its findings say (near-identical ones once)."""
+    first = charts[0]
+    mine = [by_print[p] for c in charts for p in c.get("findings", []) if p in by_print]
+    worst = max(f.severity for f in mine)
+    names = ", ".join(f"{c['topic']}-{c['partition']}" for c in charts)
+    said = []
+    for fact in facts(sorted(mine, key=lambda f: -int(f.severity))):
+        said.append(f"{fact.code} {fact.message}" + (f" ({fact.where()})" if fact.grouped else ""))
+    lines = [tag("li", line) for line in said[:SUMMARY_LINES]]
+    if len(said) > SUMMARY_LINES:
+        lines.append(tag("li", f"… and {len(said) - SUMMARY_LINES} more"))
+    summary = tag(
+        "summary",
+        severity_badge(worst),
+        " ",
+        tag("strong", f"topic {first['topic']}"),
+        f" (cluster {first['cluster']}) · {len(charts)} partition(s) with findings: {names}",
+        tag("ul", *lines),
+    )
+    blocks = [b for c in charts for b in partition_blocks(report, c, by_print)]
+    key = f"t-{first['cluster']}-{first['topic']}"
+    return tag("details", summary, *blocks, class_="topic", id=key, data_severity=worst.label)
+
+
 def chart_sections(report: Report) -> list[Section]:
-    """HTML: per flagged partition, its findings, the chart of its replicas' high watermarks over capture
-    time (the findings' capture times marked) and its leader-epoch history."""
-    blocks: list[object] = []
+    """HTML: per topic with listed findings, a folded block of its partitions' charts and epoch histories
+    (the topic with the most severe findings first); then the latest capture per broker."""
     by_print = {f.fingerprint(): f for f in report.findings}
     charts, omitted = _charts(report, HTML_CHARTS)
-    for chart in charts:
-        key = chart_key(chart["cluster"], chart["topic"], chart["partition"])
-        mine = [by_print[p] for p in chart.get("findings", []) if p in by_print]
-        marks = sorted({(to_ms(f.time), f.code) for f in mine if f.time})
-        series = {f"broker {s['broker']}": [tuple(p) for p in s["points"]] for s in chart["highWatermarks"]}
-        links = [tag("li", tag("a", f.code, href=f"#f-{f.fingerprint()}"), " ", f.message) for f in mine]
-        blocks += [
-            tag("h3", _title(chart), id=f"p-{key[0]}-{key[1]}-{key[2]}"),
-            tag("ul", *links) if links else Markup(""),
-            Markup(
-                step_chart(
-                    series,
-                    marks=marks,
-                    title=f"High watermark of each replica · {key[1]}-{key[2]}",
-                    y_label="high watermark",
-                )
-            ),
-            epoch_table(chart, {f.epoch for f in mine if f.epoch is not None}),
-        ]
+    topics: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for chart in charts:  # the most severe first, so is each topic's first chart
+        topics.setdefault(chart_key(chart["cluster"], chart["topic"], 0)[:2], []).append(chart)
+    blocks: list[object] = []
+    if topics:
+        blocks.append(
+            tag(
+                "p",
+                "Each topic's partitions are folded: open one for the high watermark of each replica over "
+                "capture time and its leader-epoch history.",
+                class_="muted",
+            )
+        )
+    for group in topics.values():
+        group.sort(key=lambda c: int(c["partition"]))
+        blocks.append(topic_block(report, group, by_print))
     if omitted:
         blocks.append(tag("p", _left_out(omitted), class_="muted"))
     captures = (report.sections.get("history") or {}).get("captures") or []
@@ -373,8 +479,11 @@ def chart_sections(report: Report) -> list[Section]:
 
 
 def render_history_html(report: Report, out: IO[str]) -> None:
-    """The HTML page of ``report``: the shared sections plus the history charts and epoch tables."""
-    out.write(render_page(report_page(report, chart_sections)))
+    """The HTML page of ``report``: the verdict, the findings, the history charts folded per topic and the
+    epoch tables, then the shared sections."""
+    blocks = history_verdict_blocks(report.findings, report.stats, replicas_of(report))
+    verdict = verdict_section(blocks)
+    out.write(render_page(report_page(report, chart_sections, verdict=verdict)))
 
 
 __all__ = [

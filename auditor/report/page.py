@@ -14,13 +14,16 @@ reads back as balanced tags.
 from __future__ import annotations
 
 import html
-import json
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from auditor.findings import Finding, Severity
+from auditor.report import fields as evidence_fields
+from auditor.report.facts import Fact, facts
+from auditor.report.fields import Field
 from auditor.report.model import TOOL_NAME, Report
+from auditor.report.verdicts import VerdictBlock
 from auditor.text import visible
 
 
@@ -80,6 +83,19 @@ def definition_list(items: Iterable[tuple[object, object]]) -> Markup:
     return tag("dl", *(join([tag("dt", k), tag("dd", v)]) for k, v in items if v not in (None, "")))
 
 
+def field_list(items: Iterable[Field], *, class_: str = "fields") -> Markup:
+    """Fields (:mod:`auditor.report.fields`) as a definition list: the label (the stored key in its
+    ``title``), the value as read (a time's stored value in its ``title``), a nested object as a nested
+    list."""
+    rows = []
+    for f in items:
+        value: list[object] = [tag("span", f.text, title=f.raw)] if f.raw is not None else [f.text]
+        if f.fields:
+            value.append(field_list(f.fields, class_=class_))
+        rows.append(join([tag("dt", f.label, title=f.key if f.key != f.label else None), tag("dd", *value)]))
+    return tag("dl", *rows, class_=class_)
+
+
 @dataclass
 class Section:
     """One part of a page: a heading and its blocks (text or :class:`Markup`), in order."""
@@ -116,8 +132,8 @@ code,.mono{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font
 text-align:center}
 .sev-critical{background:var(--critical)}.sev-error{background:var(--error)}
 .sev-warning{background:var(--warning)}.sev-info{background:var(--info)}
-.finding{border:1px solid var(--line);border-left:5px solid var(--line);border-radius:4px;padding:8px 12px;
-margin:10px 0}
+.finding{border:1px solid var(--line);border-left:5px solid var(--line);border-radius:4px;padding:5px 12px;
+margin:6px 0}
 .finding.critical{border-left-color:var(--critical)}.finding.error{border-left-color:var(--error)}
 .finding.warning{border-left-color:var(--warning)}.finding.info{border-left-color:var(--info)}
 .finding .message{font-weight:600;margin:4px 0}
@@ -139,6 +155,14 @@ tr.diverged td,tr.unclean td,tr.flagged td{background:#fdecef}tr.recommended td{
 .tag{display:inline-block;padding:0 6px;border-radius:8px;background:#ddf4ff;font-size:12px}
 .tag.ok{background:#dafbe1}ul.costs,ul.epochs{margin:0;padding-left:18px}
 .verdict{font-weight:600}.verdict.fail{color:var(--error)}.verdict.pass{color:#1a7f37}
+dl.fields{grid-template-columns:max-content 1fr;margin:4px 0}dl.fields dl.fields{margin:0}
+dl.fields span[title]{text-decoration:underline dotted}
+.finding>details{margin:0}.finding>details>summary{color:inherit}
+.finding>details>summary .message{display:block;margin:2px 0 0}
+.verdicts p{margin:8px 0 0}.verdicts ul,.verdicts ol{margin:0}.verdicts details.steps{margin:0 0 0 22px}
+details.topic{border:1px solid var(--line);border-radius:4px;padding:4px 12px;margin:8px 0}
+details.topic>summary{color:inherit}details.topic>summary ul{margin:2px 0 0;color:var(--muted)}
+ul.replicas{margin:2px 0;padding-left:18px}
 """
 
 SCRIPT = """
@@ -246,10 +270,16 @@ def describe_input(row: dict[str, Any]) -> str:
     return head + (f" ({', '.join(rest)})" if rest else "")
 
 
-def _cell(value: Any) -> object:
-    if isinstance(value, (dict, list)):
-        return tag("code", json.dumps(value, ensure_ascii=False, default=str))
-    return "" if value is None else value
+def _cell(value: Any, key: str = "") -> object:
+    """A value of an input or statistic: an object or a list as fields, a time as ISO-8601 UTC."""
+    if value is None:
+        return ""
+    shown = evidence_fields.field(key, value)
+    if shown.fields:
+        return field_list(shown.fields)
+    if shown.raw is not None:
+        return tag("span", shown.text, title=shown.raw)
+    return value if isinstance(value, (int, float, str)) and not isinstance(value, bool) else shown.text
 
 
 def inputs_section(report: Report) -> Section:
@@ -259,9 +289,9 @@ def inputs_section(report: Report) -> Section:
         keys += [k for k in row if k not in keys]
     blocks: list[object] = []
     if report.inputs:
-        blocks.append(table(keys, ([_cell(row.get(k)) for k in keys] for row in report.inputs)))
+        blocks.append(table(keys, ([_cell(row.get(k), k) for k in keys] for row in report.inputs)))
     if report.stats:
-        blocks.append(definition_list((k, _cell(v)) for k, v in report.stats.items()))
+        blocks.append(definition_list((k, _cell(v, k)) for k, v in report.stats.items()))
     return Section("Inputs and statistics", blocks, id="inputs")
 
 
@@ -344,26 +374,94 @@ def rule_explanation(report: Report, code: str) -> Markup:
     return tag("details", tag("summary", f"{rule.code} {rule.name}: {rule.title}"), *paras)
 
 
-def finding_block(report: Report, f: Finding, anchor: str | None = None) -> Markup:
-    """One finding: severity, code and check, message, location, evidence, related, explanation."""
-    parts: list[object] = [
-        tag("div", severity_badge(f.severity), " ", tag("code", f.code), " ", f.name),
-        tag("div", f.message, class_="message"),
-        definition_list(finding_location(f)),
-    ]
+OPEN_FINDINGS = 3
+"""A page listing at most this many entries shows each finding's details unfolded; a longer page shows each
+finding's severity, code and message and folds the rest (its location, evidence and explanation), so what
+follows the findings (the audit's diverged partitions, the history charts) stays near the top."""
+
+
+def _related(report: Report, f: Finding) -> Markup:
+    """What ``f`` is linked to: the other replica it was compared with, and the findings of the same fact,
+    each a link to its entry with its message (the primary one marked)."""
+    messages = {g.fingerprint(): g.message for g in report.findings}
+    items = []
+    for r in f.related:
+        if not isinstance(r, dict):
+            continue
+        if r.get("fingerprint"):
+            label = f"{r.get('code') or 'finding'}" + (" (the primary finding)" if r.get("primary") else "")
+            said = messages.get(r["fingerprint"])
+            link = tag("a", label, href=f"#f-{r['fingerprint']}")
+            items.append(tag("li", link, f": {said}" if said else ""))
+        elif r.get("broker") is not None:
+            where = f"{r['topic']}-{r['partition']}" if r.get("topic") is not None else None
+            items.append(tag("li", f"the replica on broker {r['broker']}" + (f" ({where})" if where else "")))
+        else:
+            items.append(tag("li", ", ".join(f"{k} {v}" for k, v in r.items())))
+    return tag("ul", *items, class_="related") if items else Markup("")
+
+
+def finding_body(report: Report, f: Finding) -> list[object]:
+    """Where ``f`` is, its evidence as fields (times ISO-8601 UTC), the findings of the same fact, the rule's
+    explanation."""
+    parts: list[object] = [definition_list(finding_location(f))]
     if f.evidence:
         # the evidence as every machine format names it (camelCase keys, one data contract)
-        evidence = f.to_dict()["evidence"]
-        parts.append(table(["evidence", "value"], ([k, _cell(v)] for k, v in evidence.items())))
+        parts += [tag("h4", "Evidence"), field_list(evidence_fields.fields(f.to_dict()["evidence"]))]
     if f.related:
-        parts.append(definition_list(("related", _cell(r)) for r in f.related))
+        parts += [tag("h4", "Related"), _related(report, f)]
     parts.append(rule_explanation(report, f.code))
+    return parts
+
+
+def _head(f: Finding, message: str, extra: object = "") -> Markup:
+    return tag(
+        "summary",
+        severity_badge(f.severity),
+        " ",
+        tag("code", f.code),
+        " ",
+        f.name,
+        extra,
+        tag("span", message, class_="message"),
+    )
+
+
+def finding_block(report: Report, f: Finding, anchor: str | None = None, *, unfolded: bool = True) -> Markup:
+    """One finding: its severity, code, check and message always shown; its location, evidence, related
+    findings and the rule's explanation folded unless ``unfolded``."""
     return tag(
         "div",
-        *parts,
+        tag("details", _head(f, f.message), *finding_body(report, f), open=unfolded),
         class_=f"finding {f.severity.label}",
         id=anchor or f"f-{f.fingerprint()}",
         data_severity=f.severity.label,
+    )
+
+
+def fact_block(report: Report, fact: Fact, anchors: Callable[[Finding], str], *, unfolded: bool) -> Markup:
+    """Near-identical findings as one entry: the masked message, the partitions and brokers it covers (each
+    finding's anchor on its broker), then the first finding's location, evidence and explanation."""
+    first = fact.first
+    rows = []
+    for where, members in fact.partitions():
+        links: list[object] = []
+        for f in members:
+            label = f"broker {f.broker}" if f.broker is not None else "here"
+            links += [", " if links else "", tag("a", label, id=anchors(f), href=f"#{anchors(f)}")]
+        rows.append(tag("li", where, ": ", *links))
+    body = [
+        tag("p", f"{len(fact.findings)} near-identical findings, one per partition replica: ", fact.where()),
+        tag("ul", *rows, class_="replicas"),
+        tag("h4", "The first of them"),
+        *finding_body(report, first),
+    ]
+    return tag(
+        "div",
+        tag("details", _head(first, fact.message, f" ×{len(fact.findings)}"), *body, open=unfolded),
+        class_=f"finding {first.severity.label} fact",
+        id=f"fact-{first.fingerprint()}",
+        data_severity=first.severity.label,
     )
 
 
@@ -380,12 +478,13 @@ def filters() -> Markup:
 
 
 def findings_section(report: Report) -> Section:
-    """Every finding, most severe first, behind the severity filter and the search box."""
+    """Every listed finding, most severe first, near-identical ones as one entry
+    (:mod:`auditor.report.facts`), behind the severity filter and the search box."""
     listed = [f for f in report.findings if report.min_severity is None or f.severity >= report.min_severity]
     ordered = sorted(listed, key=finding_order)
-    left_out: list[object] = []
+    notes: list[object] = []
     if len(listed) < len(report.findings):
-        left_out.append(
+        notes.append(
             tag(
                 "p",
                 f"{len(report.findings) - len(listed)} finding(s) below {report.min_severity} are counted "
@@ -393,14 +492,33 @@ def findings_section(report: Report) -> Section:
                 class_="muted",
             )
         )
+    notes += [tag("p", note, class_="muted") for note in report.suppressed_notes()]
     if not ordered:
-        return Section("Findings", [*left_out, tag("p", "No findings.", class_="muted")], id="findings")
-    blocks, seen = [], {}
-    for f in ordered:  # two findings may share a fingerprint: each block gets its own id
+        return Section("Findings", [*notes, tag("p", "No findings.", class_="muted")], id="findings")
+    entries = facts(ordered)
+    if len(entries) < len(ordered):
+        notes.append(
+            tag(
+                "p",
+                f"{len(ordered)} findings as {len(entries)} entries: near-identical findings of one topic "
+                "are one entry listing its partitions (--format json lists each)",
+                class_="muted",
+            )
+        )
+    ids: dict[int, str] = {}
+    seen: dict[str, int] = {}
+    for f in ordered:  # two findings may share a fingerprint: each gets its own id
         base = f"f-{f.fingerprint()}"
         seen[base] = seen.get(base, 0) + 1
-        blocks.append(finding_block(report, f, base if seen[base] == 1 else f"{base}-{seen[base]}"))
-    return Section("Findings", [*left_out, filters(), *blocks], id="findings")
+        ids[id(f)] = base if seen[base] == 1 else f"{base}-{seen[base]}"
+    unfolded = len(entries) <= OPEN_FINDINGS
+    blocks = [
+        fact_block(report, e, lambda f: ids[id(f)], unfolded=unfolded)
+        if e.grouped
+        else finding_block(report, e.first, ids[id(e.first)], unfolded=unfolded)
+        for e in entries
+    ]
+    return Section("Findings", [*notes, filters(), *blocks], id="findings")
 
 
 def errors_section(report: Report) -> Section:
@@ -408,12 +526,41 @@ def errors_section(report: Report) -> Section:
     return Section("Errors", blocks, id="errors")
 
 
-def report_page(report: Report, extra: Callable[[Report], list[Section]] | None = None) -> Page:
-    """The page of ``report``: header, errors, summary, findings, then ``extra``'s sections, then inputs.
-    The report is used as it is (every string is escaped as the page is built), so the findings' anchors are
-    their fingerprints in JSON and SARIF even when a name needed escaping."""
-    sections = [errors_section(report), summary_section(report), findings_section(report)]
+FOLDED_STEPS = Severity.WARNING
+"""The next steps of a verdict at or below this severity are folded on the page (a month of warnings stays
+a short answer); those of the more severe verdicts are shown."""
+
+
+def verdict_section(blocks: Iterable[VerdictBlock]) -> Section:
+    """The verdict (:func:`auditor.report.verdicts.verdict_blocks`): each block's head line, the lines
+    under it as a list, its next steps as an ordered list (folded for the verdicts at warning or below)."""
+    out: list[object] = []
+    for b in blocks:
+        out.append(tag("p", tag("strong", b.head)))
+        if b.details:
+            out.append(tag("ul", *(tag("li", d) for d in b.details)))
+        if not b.steps:
+            continue
+        steps = tag("ol", *(tag("li", s) for s in b.steps))
+        if b.severity is not None and Severity.parse(b.severity) <= FOLDED_STEPS:
+            steps = tag("details", tag("summary", f"next steps ({len(b.steps)})"), steps, class_="steps")
+        out.append(steps)
+    return Section("Verdict", [tag("div", *out, class_="verdicts")], id="verdict")
+
+
+def report_page(
+    report: Report,
+    extra: Callable[[Report], list[Section]] | None = None,
+    *,
+    verdict: Section | None = None,
+) -> Page:
+    """The page of ``report``: header, the ``verdict``, errors, findings, then ``extra``'s sections, the
+    summary by check and the inputs. The report is used as it is (every string is escaped as the page is
+    built), so the findings' anchors are their fingerprints in JSON and SARIF even when a name needed
+    escaping."""
+    sections = [verdict] if verdict is not None else []
+    sections += [errors_section(report), findings_section(report)]
     if extra is not None:
         sections += extra(report)
-    sections.append(inputs_section(report))
+    sections += [summary_section(report), inputs_section(report)]
     return Page(f"{TOOL_NAME} {report.command}", report_facts(report), sections)

@@ -20,6 +20,7 @@ from rich.text import Text
 
 from auditor.findings import Finding, Severity
 from auditor.report.escape import escaped
+from auditor.report.facts import Fact, facts
 from auditor.report.model import TOOL_NAME, Report
 from auditor.report.progress import human_bytes
 
@@ -209,13 +210,38 @@ def hidden_line(report: Report) -> Text | None:
     return Text(f"Not listed below: {parts} (counted above; {how} lists them)", style="dim")
 
 
+def _rows_table() -> Table:
+    table = Table(box=None, show_header=False, show_edge=False, pad_edge=False, expand=True)
+    table.add_column("severity", no_wrap=True, width=8)
+    table.add_column("code", no_wrap=True, width=5)
+    table.add_column("finding", overflow="fold", ratio=1)
+    return table
+
+
+def _fact_panel(fact: Fact) -> Panel:
+    """Near-identical findings as one panel: the message (partition and broker masked where they differ)
+    and the partitions with their brokers."""
+    table = _rows_table()
+    text = Text(fact.message)
+    where = "; ".join(
+        f"{p} on broker(s) " + ", ".join(str(f.broker) if f.broker is not None else "?" for f in members)
+        for p, members in fact.partitions()
+    )
+    text.append(f"\n{where}", style="dim")
+    table.add_row(_sev(fact.severity), fact.code, text)
+    return Panel(table, title=Text(fact.where(), style="bold"), title_align="left", box=box.ROUNDED)
+
+
 def detail(report: Report) -> list:
-    out: list = []
-    for key, findings in severity_groups(report.shown):
-        table = Table(box=None, show_header=False, show_edge=False, pad_edge=False, expand=True)
-        table.add_column("severity", no_wrap=True, width=8)
-        table.add_column("code", no_wrap=True, width=5)
-        table.add_column("finding", overflow="fold", ratio=1)
+    """One panel per location (most severe first), near-identical findings of several locations as one
+    panel of their own (:mod:`auditor.report.facts`)."""
+    entries = facts(report.shown)
+    singles = [e.first for e in entries if not e.grouped]
+    panels: list[tuple[tuple, Panel]] = [
+        ((-int(e.severity), location_key(e.first)), _fact_panel(e)) for e in entries if e.grouped
+    ]
+    for key, findings in severity_groups(singles):
+        table = _rows_table()
         for f in _primaries_first(findings):
             text = Text(f.message)
             where = _where(f)
@@ -225,15 +251,14 @@ def detail(report: Report) -> list:
             if primary is not None:  # one fact: shown under the finding it follows from
                 text = Text("↳ same offsets as ", style="dim") + Text(f"{primary}: ", style="dim") + text
             table.add_row(_sev(f.severity), f.code, text)
-        out.append(
-            Panel(
-                table,
-                title=Text(_group_title(key, findings), style="bold"),
-                title_align="left",
-                box=box.ROUNDED,
-            )
+        panel = Panel(
+            table,
+            title=Text(_group_title(key, findings), style="bold"),
+            title_align="left",
+            box=box.ROUNDED,
         )
-    return out
+        panels.append(((-max(int(f.severity) for f in findings), key), panel))
+    return [panel for _, panel in sorted(panels, key=lambda kp: kp[0])]
 
 
 def _primary(f: Finding) -> str | None:
@@ -297,10 +322,31 @@ def _nothing(report: Report) -> list:
 @dataclass(frozen=True)
 class Layout:
     """What a command adds to the people's report (text and HTML): ``lead``, lines after the input errors;
-    ``panels``, after the summary (``audit``: the reference leaders, the diverged partitions' replicas)."""
+    ``panels``, after the summary (``audit``: the reference leaders, the diverged partitions' replicas);
+    ``trailer``, after the findings (``report``: the high-watermark tables of the findings listed)."""
 
     lead: Callable[[Report], list] = _nothing
     panels: Callable[[Report], list] = _nothing
+    trailer: Callable[[Report], list] = _nothing
+
+
+def verdict_renderables(lines: list[str]) -> list:
+    """Verdict lines (:func:`auditor.report.verdicts.verdict_lines`) under a "Verdict" heading: head lines
+    bold, the others indented, each numbered next step wrapping under itself after its number."""
+    out: list = [Text("Verdict", style="bold underline")]
+    for line in lines:
+        stripped = line.lstrip(" ")
+        if stripped == line:  # a head line, or the count of the others
+            out.append(Text(line, style="bold"))
+            continue
+        mark, _, rest = stripped.partition(" ")
+        numbered = mark.endswith(".") and mark[:-1].isdigit()
+        grid = Table.grid(padding=(0, 1))  # the text wraps under itself, after its number or indent
+        grid.add_column(no_wrap=True)
+        grid.add_column(overflow="fold", ratio=1)
+        grid.add_row(Text("  " + mark) if numbered else Text(" "), Text(rest if numbered else stripped))
+        out.append(grid)
+    return out
 
 
 PLAIN = Layout()
@@ -331,6 +377,7 @@ def build(report: Report, layout: Layout = PLAIN) -> Group:
     if hidden is not None:
         parts.append(hidden)
     parts += detail(report)
+    parts += layout.trailer(report)
     parts.append(verdict(report))
     return Group(*parts)
 

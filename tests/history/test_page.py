@@ -216,10 +216,15 @@ def test_html_page_is_balanced_self_contained_and_escaped(report):
     assert "Content-Security-Policy" in page
     # header: version, time, command line, inputs
     assert "kafka-auditor report --warehouse" in page and report.iso_time() in page
-    # findings: most severe first, each with the rule's explanation
-    order = [m.group(1) for m in re.finditer(r'data-severity="(\w+)"', page)]
+    # the verdict, then the findings: most severe first, each with the rule's explanation
+    verdict, findings = page.index('id="verdict"'), page.index('id="findings"')
+    assert verdict < findings < page.index('id="history"') < page.index('id="summary"')
+    listed = page[findings : page.index('id="history"')]
+    order = [m.group(1) for m in re.finditer(r'data-severity="(\w+)"', listed)]
     assert order == sorted(order, key=lambda s: -int(Severity.parse(s))) and order[-1] == "warning"
-    assert page.count("<details>") == 4 and "What it finds: " in page
+    assert listed.count('<div class="finding ') == 4 and listed.count("What it finds: ") == 4
+    # the history charts folded per topic, closed: orders and the hostile topic
+    assert page.count('<details class="topic"') == 2 and '<details class="topic" open' not in page
 
 
 def test_html_has_a_chart_and_an_epoch_table_per_flagged_partition(report):
@@ -382,3 +387,72 @@ def test_charts_are_capped_most_severe_first(report, monkeypatch):
     assert "1 more partition(s) with findings not drawn here" in page
     text = rendered(report, "text")
     assert text.count("High watermarks ·") == 1 and "1 more partition(s)" in text
+
+
+def test_text_gives_the_verdict_then_the_findings_then_their_tables(report):
+    text = rendered(report, "text")
+    verdict, counts = text.index("Verdict"), text.index("Findings: ")
+    first_finding, first_table = text.index("╭"), text.index("High watermarks ·")
+    assert verdict < counts < first_finding < first_table
+    flat = " ".join(text[verdict:counts].split())
+    assert "Checked 3 partition(s) on 3 broker(s) over 3 capture(s)" in flat
+    assert "orders-0: TRUNCATED BELOW THE HIGH WATERMARK (error)" in flat
+    assert "broker 4: MISSING (error)" in flat
+    assert "1. Copy the log dirs of the replicas of orders-0 (broker(s) 1, 3)" in flat
+    assert "--export-lost ./lost-orders-0" in flat
+    assert "1 other partition(s) and 2 other broker(s): consistent, nothing at warning or above" in flat
+    # the most severe verdicts first: errors before the warning-only ones
+    assert flat.index("(error)") < flat.rindex("(error)") < flat.index("other partition(s)")
+
+
+def test_a_table_or_chart_only_for_a_finding_listed(report):
+    import dataclasses
+
+    warning_only = [f for f in report.findings if f.code == "KA805"]
+    quiet = dataclasses.replace(report, findings=warning_only, min_severity=Severity.ERROR)
+    text = rendered(quiet, "text")
+    assert "High watermarks ·" not in text and "Not listed below: 1 warning" in text
+    page = rendered(quiet, "html")
+    assert "<svg" not in page and '<details class="topic"' not in page
+    # listed: its table and chart are there
+    listed = dataclasses.replace(report, findings=warning_only)
+    assert "High watermarks · orders-0" in rendered(listed, "text")
+    assert rendered(listed, "html").count('<details class="topic"') == 1
+
+
+def test_nothing_new_says_how_many_were_already_reported(report):
+    import dataclasses
+
+    stats = {**report.stats, "alreadyReported": 5}
+    text = rendered(dataclasses.replace(report, findings=[], stats=stats), "text")
+    flat = " ".join(text.split())
+    assert (
+        "3 partition(s) and 3 broker(s): nothing new at warning or above; 5 finding(s) already reported "
+        "(--all shows them)" in flat
+    )
+    assert "High watermarks" not in text and "consistent" not in flat
+
+
+def test_html_evidence_is_fields_with_iso_times_never_json(report):
+    import dataclasses
+
+    f = report.findings[0]
+    timed = dataclasses.replace(
+        f,
+        evidence={
+            **f.evidence,
+            "firstTimestamp": 1_700_000_006_630,
+            "before": {"time": iso(T0 + DAY), "captureIds": ["c1", "c2"]},
+            "durationMs": 86_400_000,
+        },
+    )
+    page = rendered(dataclasses.replace(report, findings=[timed, *report.findings[1:]]), "html")
+    listed = page[page.index('id="findings"') : page.index('id="history"')]
+    assert '<span title="1700000006630 ms since the epoch">2023-11-14T22:13:26.630Z</span>' in listed
+    assert (
+        "<dt>first timestamp</dt>" not in listed
+        and '<dt title="firstTimestamp">first timestamp</dt>' in listed
+    )
+    assert '<dt title="captureIds">capture ids</dt><dd>c1, c2</dd>' in listed
+    assert '<dt title="durationMs">duration (ms)</dt><dd>86400000</dd>' in listed
+    assert "{&quot;" not in page and '{"' not in listed  # no JSON anywhere in the findings

@@ -2,7 +2,9 @@
 (``kafka-auditor simulate unclean-election --seed 7`` then ``audit -f html``, in-process on the session
 SparkSession: the session's one audit of it rendered as HTML); the screenshot's pixels hold the divergence
 marker's colour (the PNG decoded here with zlib and struct), a clean scan's screenshot holds none, and
-``--dump-dom`` shows the page's filter script ran.
+``--dump-dom`` shows the page's filter script ran. The ``report`` page of a simulated month (the Makefile's
+``demo-history``) is measured as laid out at 1280x1000: the verdict and the findings fit in three screens
+above the charts, which stay folded per topic.
 
 Skipped, with the reason, when no Chromium is found ($CHROMIUM, /usr/bin/chromium, or chromium,
 chromium-browser, google-chrome on PATH). The screenshot is kept under the test's tmp_path (printed).
@@ -212,7 +214,8 @@ def test_audit_page_of_an_unclean_election(unclean_audit_page):
     codes = {re.search(r"KA\d{3}", f["text"]).group(0) for f in parsed.findings}
     assert codes == UNCLEAN_CODES
     assert parsed.findings[0]["severity"] == "critical"  # KA710, the committed loss, first
-    diverged = page[page.index('id="diverged"') : page.index('id="findings"')]
+    diverged = page[page.index('id="diverged"') :]
+    diverged = diverged[: diverged.index("</section>")]
     assert 'data-first-divergent-offset="500"' in diverged and "first divergent offset 500" in diverged
     assert diverged.count('class="lane"') == 3 and "UNCLEAN election" in diverged
     assert "Which replica to elect" in diverged
@@ -242,3 +245,76 @@ def test_dump_dom_shows_the_filter_script_ran(browser, unclean_audit_page, tmp_p
     # set by the page's script once the filter ran over the findings (not in the file itself)
     assert 'data-filter="ready"' in root and 'data-shown="6"' in root, root
     assert 'data-filter="' not in unclean_audit_page.read_text(encoding="utf-8").split("<head>")[0]
+
+
+# ------------------------------------------------------------------------------------ a month's report page
+
+SCREEN = (1280, 1000)
+MAX_ABOVE_CHARTS = 3 * SCREEN[1]
+"""The verdict and the findings of a month fit in three screens: the charts start above this (px)."""
+MEASURE = """<script>(function(){
+var root=document.documentElement, y=window.scrollY;
+function top(el){return el?Math.round(el.getBoundingClientRect().top+y):-1;}
+var topic=document.querySelector('details.topic'), chart=document.querySelector('svg.chart');
+root.setAttribute('data-history-top',String(top(document.getElementById('history'))));
+root.setAttribute('data-topic-top',String(top(topic)));
+root.setAttribute('data-topic-open',String(topic?topic.open:null));
+root.setAttribute('data-topic-height',String(topic?Math.round(topic.getBoundingClientRect().height):-1));
+root.setAttribute('data-chart-visible',String(chart&&chart.checkVisibility?chart.checkVisibility():null));
+root.setAttribute('data-entries',String(document.querySelectorAll('#findings .finding').length));
+})();</script>"""
+
+
+@pytest.fixture(scope="module")
+def month_page(browser, spark, tmp_path_factory) -> Path:
+    """``simulate history --days 30 --seed 7``, ``ingest`` and ``report --all -f html`` (the Makefile's
+    ``demo-history``; ingest and report on the session SparkSession)."""
+    root = tmp_path_factory.mktemp("html-browser-month")
+    runner = CliRunner()
+    steps = [
+        ["simulate", "history", "--out", str(root / "dumps"), "--days", "30", "--seed", "7"],
+        ["ingest", str(root / "dumps" / "archives"), "--into", str(root / "wh"), "--master", "local[2]"],
+        ["report", "--warehouse", str(root / "wh"), "--all", "--format", "html"]
+        + ["--output", str(root / "month.html"), "--exit-zero", "--master", "local[2]"],
+    ]
+    for step in steps:
+        done = runner.invoke(app, step)
+        assert done.exit_code == 0, (step, done.output)
+    return root / "month.html"
+
+
+def laid_out(browser: str, page: Path, profile: Path) -> dict[str, str]:
+    """The ``data-*`` measures :data:`MEASURE` takes of ``page`` laid out at :data:`SCREEN` (a copy of the
+    page with the script added before ``</body>``; its CSP allows inline scripts)."""
+    probe = page.with_name(page.stem + "-measured.html")
+    probe.write_text(
+        page.read_text(encoding="utf-8").replace("</body>", MEASURE + "</body>"), encoding="utf-8"
+    )
+    size = f"--window-size={SCREEN[0]},{SCREEN[1]}"
+    done = headless(browser, profile, size, "--dump-dom", probe.as_uri())
+    root = re.search(r"<html[^>]*>", done.stdout)
+    assert root is not None, done.stderr[-2000:]
+    return dict(re.findall(r'data-([\w-]+)="([^"]*)"', root.group(0)))
+
+
+def test_a_months_report_page_answers_within_three_screens(browser, month_page, tmp_path):
+    page = month_page.read_text(encoding="utf-8")
+    parsed = well_formed(page)
+    assert [i for i in parsed.ids() if i in ("verdict", "findings", "history")] == [
+        "verdict",
+        "findings",
+        "history",
+    ]
+    # the re-created topic: one entry for its 24 topic-id changes (8 partitions, 3 replicas each)
+    [recreated] = [b for b in parsed.findings if "KA814" in b["text"]]
+    assert recreated["id"].startswith("fact-") and "×24" in recreated["text"]
+    measured = laid_out(browser, month_page, tmp_path / "profile")
+    print(f"measured at {SCREEN}: {measured}")
+    entries = int(measured["entries"])
+    assert measured["filter"] == "ready" and int(measured["shown"]) == entries < 20
+    above = int(measured["topic-top"])
+    assert 0 < int(measured["history-top"]) <= above < MAX_ABOVE_CHARTS, measured
+    # the charts are there, folded: the first topic's block is closed (a few lines high), its chart hidden
+    assert measured["topic-open"] == "false" and measured["chart-visible"] == "false", measured
+    assert 0 < int(measured["topic-height"]) < SCREEN[1] / 4, measured
+    assert page.count('<details class="topic"') == 3 and page.count('class="chart"') == 13

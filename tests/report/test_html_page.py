@@ -22,7 +22,7 @@ from auditor.cli import app
 from auditor.findings import Finding, Severity
 from auditor.report import Report, render
 from auditor.report.epoch_chart import DIVERGENCE_COLOUR, epoch_timeline_svg, first_divergence
-from auditor.report.page import VOID, finding_order
+from auditor.report.page import OPEN_FINDINGS, VOID, finding_order
 from auditor.rules.registry import REGISTRY, load_rules
 from auditor.text import visible
 
@@ -196,7 +196,7 @@ def test_scan_page_header_summary_and_sections(scan_report):
     assert {"summary", "findings", "partitions", "inputs"} <= ids
     for section in ("summary", "findings", "partitions", "inputs"):
         assert f'href="#{section}"' in header  # the table of contents
-    summary = page[page.index('id="summary"') : page.index('id="findings"')]
+    summary = page[page.index('id="summary"') : page.index('id="inputs"')]
     for code in ("KA101", "KA401", "KA405", "KA406", "KA501", "KA601"):
         assert f">{code}</a>" in summary
     assert re.search(r"sev-critical\">critical</span></td><td>1</td>", summary)
@@ -442,15 +442,15 @@ def audit_report() -> Report:
     )
 
 
-def test_audit_page_has_the_diverged_partition_before_the_findings(audit_report):
+def test_audit_page_has_the_findings_then_the_diverged_partition(audit_report):
     page = html_of(audit_report)
     parsed = well_formed(page)
     assert "<title>kafka-auditor audit report</title>" in page
     order = [i for i in parsed.ids() if i in ("summary", "diverged", "findings", "partitions", "inputs")]
-    assert order == ["summary", "diverged", "findings", "partitions", "inputs"]
+    assert order == ["findings", "diverged", "partitions", "summary", "inputs"]
     header = page[page.index("<header>") : page.index("</header>")]
     assert "log dir /evidence/broker-1 (broker 1)" in header  # the broker of each input, from the rows
-    diverged = page[page.index('id="diverged"') : page.index('id="findings"')]
+    diverged = page[page.index('id="diverged"') : page.index('id="transactions"')]
     assert diverged.count('class="partition ') == 1  # t0-0 only: "quiet" has no finding
     assert "t0-0 · leader 2 (KRaft metadata) · cluster c1" in diverged
     assert "Reference leaders: " in diverged and "2 KRaft metadata" in diverged
@@ -642,10 +642,14 @@ def test_scan_cli_html_of_simulated_clusters(clusters, tmp_path, name):
     page = out_html.read_text(encoding="utf-8")
     doc = json.loads(out_json.read_text(encoding="utf-8"))
     parsed = well_formed(page)
-    # every finding of the JSON report has its block, most severe first
+    # every finding of the JSON report has its entry (near-identical ones share one), most severe first
     blocks = parsed.findings
-    assert len(blocks) == len(doc["findings"])
-    assert {b["id"].split("-")[1] for b in blocks} == {f["fingerprint"] for f in doc["findings"]}
+    grouped = [b for b in blocks if b["id"].startswith("fact-")]
+    assert len(blocks) - len(grouped) + sum(
+        int(re.search(r"×(\d+)", b["text"]).group(1)) for b in grouped
+    ) == (len(doc["findings"]))
+    anchors = {i.split("-")[1] for i in parsed.ids() if i.startswith("f-")}
+    assert anchors == {f["fingerprint"] for f in doc["findings"]}
     severities = [Severity.parse(b["severity"]) for b in blocks]
     assert severities == sorted(severities, reverse=True)
     shown = parsed.shown()
@@ -673,3 +677,34 @@ def test_rule_explanations_show_literals_as_code_not_as_double_back_quotes():
     expected = "no <code>.kafka_cleanshutdown</code> marker"
     assert join(doc_text("no ``.kafka_cleanshutdown`` marker")) == expected
     assert join(doc_text("a < b & ``<x>``")) == "a &lt; b &amp; <code>&lt;x&gt;</code>"
+
+
+def test_audit_page_shows_evidence_as_fields_with_iso_times(audit_report):
+    import dataclasses
+
+    loss = audit_report.findings[0]
+    timed = dataclasses.replace(
+        loss,
+        evidence={
+            **loss.evidence,
+            "firstTimestamp": 1_700_000_006_630,
+            "highWatermark": {"1": 750, "2": 650},
+        },
+    )
+    report = dataclasses.replace(audit_report, findings=[timed, *audit_report.findings[1:]])
+    page = html_of(report)
+    parsed = well_formed(page)
+    [block] = [b for b in parsed.findings if "250 committed records are lost" in b["text"]]
+    assert "first timestamp2023-11-14T22:13:26.630Z" in block["text"]
+    assert '<span title="1700000006630 ms since the epoch">2023-11-14T22:13:26.630Z</span>' in page
+    # a nested object as a nested list, never JSON
+    assert (
+        '<dt title="highWatermark">high watermark</dt><dd><dl class="fields"><dt>1</dt><dd>750</dd>' in page
+    )
+    findings = page[page.index('id="findings"') : page.index('id="diverged"')]
+    assert "{&quot;" not in findings and "[[" not in findings
+    # more findings than OPEN_FINDINGS: each one's detail folded; a few: unfolded
+    assert len(report.findings) > OPEN_FINDINGS and findings.count("<details open>") == 0
+    few = html_of(dataclasses.replace(report, findings=report.findings[:OPEN_FINDINGS]))
+    few = few[few.index('id="findings"') : few.index('id="diverged"')]
+    assert few.count("<details open>") == OPEN_FINDINGS
