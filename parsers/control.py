@@ -16,7 +16,8 @@ import construct as cs
 
 from parsers.errors import ParseError
 from parsers.flexible import Field, Message, decode_message, encode_message
-from parsers.primitives import read_varint, read_varlong
+from parsers.primitives import read_varint
+from parsers.record_v2 import RECORD_PLAN, read_step
 
 __all__ = [
     "ControlRecordKey",
@@ -197,15 +198,16 @@ def decode_control_record(key: bytes | None, value: bytes | None) -> ControlReco
 
 def first_control_type(records: bytes | memoryview) -> int:
     """The type id of the first record of an uncompressed control batch, read from the bytes that follow
-    the batch header (record: varint length, int8 attributes, varlong timestamp delta, varint offset delta,
-    varint key length, key = :data:`ControlRecordKey`), or -1 when they do not hold one. Kafka reads only
-    this record to know what a control batch is (``UnifiedLog.analyzeAndValidateRecords``)."""
+    the batch header (the steps of :data:`~parsers.record_v2.RECORD_PLAN` up to the key, whose first bytes
+    are a :data:`ControlRecordKey`), or -1 when they do not hold one. Kafka reads only this record to know
+    what a control batch is (``UnifiedLog.analyzeAndValidateRecords``)."""
     try:
-        _, pos = read_varint(records, 0)
-        pos += 1
-        _, pos = read_varlong(records, pos)
-        _, pos = read_varint(records, pos)
-        key_len, pos = read_varint(records, pos)
+        pos = 0
+        for name, kind, *_ in RECORD_PLAN:
+            if name == "key":
+                break
+            _, pos = read_step(records, pos, kind)
+        key_len, pos = read_varint(records, pos)  # the key's length (nullable bytes: -1 is null)
         if key_len < ControlRecordKey.sizeof() or pos + ControlRecordKey.sizeof() > len(records):
             return -1
         key = ControlRecordKey.parse(bytes(records[pos : pos + ControlRecordKey.sizeof()]))

@@ -82,6 +82,15 @@ def read_varlong(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
     return (zz >> 1) ^ -(zz & 1), pos
 
 
+def varint_at(buf: bytes, pos: int) -> tuple[int, int]:
+    """``read_varint`` with the one-byte case inline (most varints of a record are one byte)."""
+    if pos < len(buf):
+        c = buf[pos]
+        if c < 0x80:
+            return (c >> 1) ^ -(c & 1), pos + 1
+    return read_varint(buf, pos)
+
+
 def encode_uvarint(value: int) -> bytes:
     if value < 0:
         raise ValueError("unsigned varint cannot be negative")

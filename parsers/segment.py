@@ -31,14 +31,13 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import construct as cs
 import crc32c as _crc32c
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from parsers.errors import ParseError
 from parsers.files import open_regular
-from parsers.primitives import VarInt, VarLong, read_varint
+from parsers.primitives import read_varint
 from parsers.record_batch import (
     CRC_START,
     HEADER_FIELDS,
@@ -50,9 +49,9 @@ from parsers.record_batch import (
     RECORD_BATCH_OVERHEAD,
     Record,
     RecordBatch,
-    RecordV2,
     batch_records,
 )
+from parsers.record_v2 import RECORD_PLAN
 
 RECORD_OVERHEAD_V0 = 14
 """Kafka's minimum entry size (``size`` field); anything smaller is corruption (§2 step 3)."""
@@ -509,39 +508,6 @@ def base_offset_from_name(path: str | os.PathLike) -> int:
 # ------------------------------------------------------------------------------------ columnar records
 
 
-def _field_plan(schema: cs.Struct) -> tuple:
-    """The decoding steps of a record declaration, read off its Construct fields: ``(name, kind)`` with kind
-    ``varint``, ``varlong``, ``int8``, ``nullable`` (varint length, -1 null, then bytes), ``bytes`` (the same,
-    never null) or ``(name, "array", element plan)`` (varint count, then the elements)."""
-    subs = list(schema.subcons)
-    steps: list[tuple] = []
-    i = 0
-    while i < len(subs):
-        inner = subs[i].subcon
-        after = subs[i + 1].subcon if i + 1 < len(subs) else None
-        if inner is VarInt and isinstance(after, cs.Array):
-            steps.append((subs[i + 1].name, "array", _field_plan(after.subcon)))
-            i += 2
-        elif inner is VarInt and isinstance(after, (cs.Bytes, cs.IfThenElse)):
-            nullable = isinstance(after, cs.IfThenElse)
-            steps.append((subs[i + 1].name, "nullable" if nullable else "bytes"))
-            i += 2
-        elif isinstance(inner, cs.Struct):
-            ((_, kind),) = _field_plan(inner)
-            steps.append((subs[i].name, kind))
-            i += 1
-        else:
-            kinds = {id(VarInt): "varint", id(VarLong): "varlong", id(cs.Int8sb): "int8"}
-            if id(inner) not in kinds:
-                raise TypeError(f"field {subs[i].name!r} has no columnar decoder")
-            steps.append((subs[i].name, kinds[id(inner)]))
-            i += 1
-    return tuple(steps)
-
-
-RECORD_PLAN = _field_plan(RecordV2)
-"""``RecordV2`` as decoding steps; the first is the record's length prefix."""
-assert RECORD_PLAN[0] == ("length", "varint")
 _WIDTH = {"varint": 5, "varlong": 10}
 _PAD = 16
 """Zero bytes after the records buffer, so that a varint read at its end never indexes past it."""

@@ -139,9 +139,9 @@ def test_record_rows_on_random_bytes_match_iter_records(data, count):
 
 
 def test_record_rows_leaves_records_larger_than_the_window_to_the_streaming_path(monkeypatch):
-    import parsers.record_batch as rb
+    import parsers.record_rows as fast
 
-    monkeypatch.setattr(rb, "RECORD_WINDOW", 4096)
+    monkeypatch.setattr(fast, "RECORD_WINDOW", 4096)
     raw = build_batch([RecordSpec(b"key", b"z" * 10_000, T0, [("a", b"b")])])
     batch = parse_header(raw)
     assert record_rows(batch, records_payload(batch, raw)) is None

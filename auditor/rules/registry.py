@@ -66,7 +66,9 @@ narrower subject before the dot (``timeindex``, ``epoch-cache``, ``kraft``, ``tr
 RULE_MODULES: list[str] = [
     "auditor.rules.engine",
     "auditor.rules.segment",
-    "auditor.rules.index",
+    "auditor.rules.index.offset_index",
+    "auditor.rules.index.time_index",
+    "auditor.rules.index.txn_index",
     "auditor.rules.snapshot",
     "auditor.rules.checkpoint",
     "auditor.rules.partition",

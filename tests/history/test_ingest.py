@@ -324,14 +324,15 @@ def test_a_dump_the_parser_cannot_take_becomes_a_problem(tmp_path, monkeypatch):
     import pyarrow.parquet as pq
 
     import auditor.observe.dumps as dumps
-    from auditor.spark.ingest import _Parser, _Run
+    from auditor.spark.ingest_sources import IngestRun
+    from auditor.spark.ingest_tasks import DumpParser
 
     def broken(*args, **kwargs):
         raise RuntimeError("unexpected\nsecond line")
 
     monkeypatch.setattr(dumps, "parse_dump", broken)
-    run = _Run("r1", 1_767_578_400_000, str(tmp_path), None, ArchiveLimits(), (("src", str(tmp_path)),))
-    parser = _Parser(run, frozenset(), "t0")
+    run = IngestRun("r1", 1_767_578_400_000, str(tmp_path), None, ArchiveLimits(), (("src", str(tmp_path)),))
+    parser = DumpParser(run, frozenset(), "t0")
     files = [dumps.DumpFile("meta.properties", 1_767_578_400_000, b"node.id=1\n")]
     summary = parser.dump(0, "src", "broker-1", files)
     written = parser.close()

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import re
 from pathlib import Path
 
+import construct as cs
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -20,8 +22,11 @@ from parsers.control import (
     decode_control_record,
     encode_control_record,
     encode_end_txn_marker,
+    first_control_type,
 )
 from parsers.errors import ParseError
+from parsers.primitives import VarInt
+from parsers.record_batch import RecordSpec, RecordV2, build_batch
 from tests.corpus.dumps import dump_matches, kafka_records, record_dumps
 
 # §4.1: the COMMIT marker record at tx-0 offset 5.
@@ -210,3 +215,58 @@ def test_corpus_control_records_match_kafka_dump_log(corpus: Path):
     assert seen == set(expected), "dumped control records not found in the files"
     assert counts["COMMIT"] > 100 and counts["ABORT"] > 50
     assert counts["LEADER_CHANGE"] > 10 and counts["SNAPSHOT_HEADER"] == counts["SNAPSHOT_FOOTER"] > 20
+
+
+# ------------------------------------------------------------------------------ first_control_type
+
+
+_UP_TO_KEY = cs.Struct(*RecordV2.subcons[:4], "key_length" / VarInt)
+"""``RecordV2`` up to the key's length prefix (the declaration, not the plan ``first_control_type`` walks)."""
+
+
+def _declared_control_type(records: bytes) -> int:
+    """``first_control_type`` through the ``RecordV2`` declaration: -1 where the bytes hold no key."""
+    stream = io.BytesIO(records)
+    try:
+        head = _UP_TO_KEY.parse_stream(stream)
+        pos, size = stream.tell(), ControlRecordKey.sizeof()
+        if head.key_length < size or pos + size > len(records):
+            return -1
+        key = ControlRecordKey.parse(records[pos : pos + size])
+    except cs.ConstructError:
+        return -1
+    return int(key.type) if key.version >= 0 else -1
+
+
+def _control_sections() -> list[bytes]:
+    sections = []
+    for ctype in ControlRecordType:
+        key = _key(int(ctype))
+        raw = build_batch([RecordSpec(key, b"\x00\x00" * 3, 1_700_000_000_000)], control=True)
+        sections.append(raw[61:])
+    sections.append(build_batch([RecordSpec(_key(0, version=-1), None, 5)], control=True)[61:])
+    sections.append(build_batch([RecordSpec(None, b"v", 5)], control=True)[61:])
+    return sections
+
+
+def test_first_control_type_reads_the_key_of_every_control_type():
+    types = list(ControlRecordType)
+    for ctype, section in zip(types, _control_sections()[: len(types)], strict=True):
+        assert first_control_type(section) == int(ctype) == _declared_control_type(section)
+    assert [first_control_type(s) for s in _control_sections()[-2:]] == [-1, -1]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_first_control_type_equals_the_declaration_on_mutated_and_cut_records(data):
+    section = bytearray(data.draw(st.sampled_from(_control_sections())))
+    for _ in range(data.draw(st.integers(0, 3))):
+        section[data.draw(st.integers(0, len(section) - 1))] = data.draw(st.integers(0, 255))
+    cut = bytes(section[: data.draw(st.integers(0, len(section)))])
+    assert first_control_type(cut) == _declared_control_type(cut)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=40))
+def test_first_control_type_equals_the_declaration_on_random_bytes(records):
+    assert first_control_type(records) == _declared_control_type(records)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import struct
 
+import construct as cs
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -217,9 +218,9 @@ def test_batch_records_streams_every_codec_with_and_without_payloads(tmp_path, c
 
 
 def test_a_record_larger_than_the_window_is_skipped_piece_by_piece(tmp_path, monkeypatch):
-    import parsers.record_batch as rb
+    import parsers.record_decode as decode
 
-    monkeypatch.setattr(rb, "RECORD_WINDOW", 4096)
+    monkeypatch.setattr(decode, "RECORD_WINDOW", 4096)
     raw = build_batch([RecordSpec(b"key", b"z" * 100_000, 1, [("a", b"b" * 9000)])], base_offset=5)
     batch, pread = _spec_batch_from_file(tmp_path, raw)
     (rec,) = batch_records(batch, pread, payloads=False)
@@ -276,3 +277,13 @@ def test_record_count_budget_is_checked_before_decoding():
         iter_records(batch, [records_payload(parse_header(SPEC_EXAMPLE), SPEC_EXAMPLE)], budget=2**31)
     )
     assert first.key == b"k1"  # a reader of the first record only may lift the budget
+
+
+def test_the_record_plan_is_read_off_the_declaration():
+    from parsers.record_v2 import RECORD_PLAN, WRITTEN_OUT_PLAN, field_plan
+
+    assert RECORD_PLAN == field_plan(RecordV2) == WRITTEN_OUT_PLAN
+    subs = RecordV2.subcons
+    swapped = cs.Struct(*subs[:2], subs[3], subs[2], *subs[4:])
+    assert field_plan(swapped) != WRITTEN_OUT_PLAN  # a changed declaration parts from the decoders
+    assert [step[0] for step in field_plan(swapped)][2:4] == ["offset_delta", "timestamp_delta"]
