@@ -286,7 +286,7 @@ def test_audit_draws_its_stages_on_a_terminal_only(cluster, tmp_path):
     suite, whose stderr is no terminal.)"""
     report = tmp_path / "audit.txt"
     # no class-data-sharing archive: the first local audit process of the session would spend ~12 s writing
-    # one at exit that no later test maps (the archive's own end-to-end test is tests/test_tuning.py's)
+    # one at exit that no later test maps (the archive's own end-to-end test is tests/spark/test_tuning.py's)
     off = {CDS_ENV: "off"}
     code, terminal = run_on_tty(["audit", str(cluster), "--master", "local[2]", "-q"], report, env=off)
     assert code == 1, terminal
