@@ -1,5 +1,5 @@
-"""The KRaft timeline (``auditor.kafka.timeline``, ``kafka-auditor timeline``): the real unclean election of
-the corpus, a simulated one, the CLI's JSON, and the replay of the newest snapshot then the log agreeing
+"""The KRaft timeline (``auditor.kafka.timeline``; the command in ``tests/cli/test_timeline.py``): the real
+unclean election of the corpus, a simulated one, and the replay of the newest snapshot then the log agreeing
 with the replay of the whole log."""
 
 from __future__ import annotations
@@ -9,9 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from auditor.cli import app
 from auditor.cli.timeline import collect
 from auditor.kafka.kraft import (
     MetadataReplay,
@@ -134,36 +132,6 @@ def test_simulated_unclean_election(tmp_path):
         r["offset"] for r in lost
     )  # the new epoch starts where loss begins
     assert [c["partition_epoch"] for c in pt.changes] == list(range(len(pt.changes)))
-
-
-def test_cli_json_and_jsonl_parse(tmp_path):
-    run_scenario("unclean-election", tmp_path / "c", SimOptions(records=100))
-    runner = CliRunner()
-    res = runner.invoke(app, ["timeline", str(tmp_path / "c"), "--format", "json"])
-    assert res.exit_code == 0, res.output
-    doc = json.loads(res.stdout)
-    (cluster,) = doc["clusters"]
-    (part,) = cluster["partitions"]
-    assert any(c.get("unclean") and c["leaderRecoveryState"] == 1 for c in part["changes"])
-    ends = [n["endOffset"] for n in cluster["nodes"]]
-    assert cluster["source"]["endOffset"] == max(ends) and len(ends) == 4 and doc["errors"] == []
-    res = runner.invoke(
-        app, ["timeline", str(tmp_path / "c"), "-f", "jsonl", "--topic", "t0", "--partition", "0"]
-    )
-    lines = [json.loads(line) for line in res.stdout.splitlines()]
-    assert {"node", "broker", "config", "change", "epoch"} <= {line["kind"] for line in lines}
-    res = runner.invoke(app, ["timeline", str(tmp_path / "c"), "-f", "text", "--topic", "nope"])
-    assert res.exit_code == 0 and "no partition matches" in res.stdout
-    res = runner.invoke(app, ["timeline", str(tmp_path / "c"), "-f", "text"])
-    assert "UNCLEAN election" in res.stdout and "epoch 2: leader" in res.stdout
-
-
-def test_cli_errors_are_one_line(tmp_path):
-    res = CliRunner().invoke(app, ["timeline", str(tmp_path / "missing")])
-    assert res.exit_code == 2 and "Traceback" not in res.output
-    assert len(res.output.strip().splitlines()) == 1 and "error" in res.output
-    res = CliRunner().invoke(app, ["timeline", str(tmp_path), "--partition", "-1"])
-    assert res.exit_code == 2
 
 
 # ------------------------------------------------------------------------------------------ replay units
