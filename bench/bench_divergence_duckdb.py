@@ -331,7 +331,7 @@ def _spark_env(tmp: Path) -> dict[str, str]:
 @contextlib.contextmanager
 def standalone(workers: int, memory: str):
     """A Spark standalone master and ``workers`` workers of one core each on 127.0.0.1 (as the test suite's
-    ``tests/audit/test_cluster.py`` starts one); stopped, by their own process ids, on exit."""
+    ``tests/e2e/test_spark_cluster.py`` starts one); stopped, by their own process ids, on exit."""
     with tempfile.TemporaryDirectory(prefix="bench-standalone-") as name:
         tmp = Path(name)
         env = _spark_env(tmp)

@@ -1,8 +1,11 @@
-"""Shared fixtures: the real-Kafka corpus (skips when absent), one SparkSession per test session, and one CLI
-audit of a simulated unclean election whose outputs the tests of the audit's outputs and formats share."""
+"""Shared fixtures: the real-Kafka corpus (skips when absent), one SparkSession per test session, one CLI
+audit of a simulated unclean election whose outputs the tests of the audit's outputs and formats share, the
+one Spark audit of every simulator scenario (``sim_audit``) and of the corpus (``corpus_audit``), and small
+scenario outputs generated once (``scenario_out``)."""
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from dataclasses import dataclass, replace
@@ -138,3 +141,97 @@ def unclean_audit(spark, tmp_path_factory) -> UncleanAudit:
     assert len(runs) == 1, result.output
     [(audited, stages)] = runs
     return UncleanAudit(root, out, result, before, stages, audited)
+
+
+@pytest.fixture(scope="session")
+def sim_root(tmp_path_factory) -> tuple[Path, dict[str, dict]]:
+    """Every simulator scenario (plus random seeds) of :data:`tests.support.sim_audit.SIM_RUNS`, written
+    once: the root and each run's ground truth by cluster label."""
+    from auditor.simulate import SimOptions, run_scenario
+    from tests.support.sim_audit import SIM_RUNS, label
+
+    root = tmp_path_factory.mktemp("scenarios")
+    truths = {}
+    for name, seed in SIM_RUNS:
+        truths[label(name, seed)] = run_scenario(name, root / label(name, seed), SimOptions(seed=seed))
+    return root, truths
+
+
+@pytest.fixture(scope="session")
+def sim_audit(spark, sim_root, tmp_path_factory):
+    """Every simulator scenario, two of them again from `extract` directories, the hand-made cases
+    (``tests.support.handmade``) and the consequence tests' clusters (``tests.support.consequences``),
+    audited ONCE in a single Spark run with one cluster label per input; each test reads its own cluster's
+    slice of the results (:func:`tests.support.sim_audit.of_cluster`)."""
+    from auditor.observe.extract import extract_log_dir
+    from auditor.spark.audit import run_audit
+    from auditor.spark.inputs import Inputs, discover
+    from tests.support.consequences import add_inputs, from_result
+    from tests.support.handmade import write_cluster
+    from tests.support.sim_audit import PARQUET_TWINS, SimAudit
+
+    root, truths = sim_root
+    inputs = Inputs()
+    for lab in truths:
+        inputs.sources += discover([root / lab], label=lab).sources
+    extracts = tmp_path_factory.mktemp("extracts")
+    for lab in PARQUET_TWINS:
+        for broker_dir in sorted((root / lab).iterdir()):
+            if broker_dir.is_dir():
+                out = extracts / f"{lab}-{broker_dir.name}"
+                extract_log_dir(broker_dir, out)
+                inputs.sources += discover([out], label=f"{lab}@parquet").sources
+    inputs.sources += discover([write_cluster(tmp_path_factory.mktemp("handmade"))], label="handmade").sources
+    consequence_truths = add_inputs(inputs, tmp_path_factory.mktemp("consequences"))
+    export = tmp_path_factory.mktemp("export")
+    result = run_audit(spark, inputs, export_lost=export, chunk_bits=3)
+    exported = {}
+    with open(export / "lost-records.jsonl", encoding="utf-8") as fh:
+        for line in fh:
+            d = json.loads(line)
+            exported[(d["cluster"], d["topic"], d["partition"], d["offset"])] = d
+    consequences = from_result(result, consequence_truths, export)
+    return SimAudit(root, truths, result, exported, consequences, inputs)
+
+
+@pytest.fixture(scope="session")
+def consequences_audit(sim_audit):
+    """The consequence tests' clusters (``tests.support.consequences``) in the one ``sim_audit`` run."""
+    return sim_audit.consequences
+
+
+@pytest.fixture(scope="session")
+def corpus_audit(spark, corpus):
+    """The corpus' cluster states of :data:`tests.support.sim_audit.CORPUS_STATES`, audited in one run."""
+    from auditor.spark.audit import run_audit
+    from auditor.spark.inputs import Inputs, discover
+    from tests.support.sim_audit import CORPUS_STATES
+
+    inputs = Inputs()
+    for lab, rel in CORPUS_STATES.items():
+        inputs.sources += discover([corpus / rel], label=lab).sources
+    return run_audit(spark, inputs)
+
+
+SMALL_SCENARIO = {"records": 400}
+
+
+@pytest.fixture(scope="session")
+def scenario_out(tmp_path_factory):
+    """``scenario_out(name, **options)`` -> (output dir, ground truth) of a small scenario with its invariants
+    checked, cached per argument set."""
+    from auditor.simulate import SimOptions, run_scenario
+
+    cache: dict = {}
+
+    def make(name: str, **kw) -> tuple[Path, dict]:
+        key = (name, tuple(sorted(kw.items())))
+        if key not in cache:
+            out = tmp_path_factory.mktemp(name.replace("-", "_")) / "out"
+            opts = SimOptions(**{**SMALL_SCENARIO, "check_invariants": True, **kw})
+            truth = run_scenario(name, out, opts)
+            assert json.loads((out / "ground-truth.json").read_text()) == truth
+            cache[key] = (out, truth)
+        return cache[key]
+
+    return make

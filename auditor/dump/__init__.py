@@ -6,7 +6,7 @@ turns the stream into text, JSON or JSON Lines. Files are opened read-only; noth
 ``Dumper.events`` yields one ``record`` event per record. ``Dumper.stream``, what the command renders, gives
 the records of a well-formed batch as one ``records`` block instead (rows decoded at once by
 ``parsers.record_batch.record_rows``); ``record_events`` expands a block into the very ``record`` events the
-per-record path yields (``tests/test_dump_fastpath.py``). Each kind of file has one reader: segments and
+per-record path yields (``tests/dump/test_segments.py``). Each kind of file has one reader: segments and
 snapshots (:mod:`auditor.dump.segments`), indexes (:mod:`auditor.dump.indexes`), the small files
 (:data:`auditor.dump.small_files.READERS`).
 """

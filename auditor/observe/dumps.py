@@ -26,7 +26,7 @@ contributes no entries; a dump naming no broker gets a problem of kind ``unident
 partitions without a directory in the dump: the offset checkpoints are per log dir); ``line`` is each
 entry's 1-based line in its file.
 
-Speed, measured by ``tests/history/test_dump_rows.py::test_speed`` (CPU time of one core, Python 3.11 on
+Speed, measured by ``tests/observe/test_dumps.py::test_speed`` (CPU time of one core, Python 3.11 on
 the development machine while other jobs shared its two cores): a dump of 20,000 partitions with the four
 offset checkpoints full (80,000 entries) parses at 3.4-4.5 M entries/s; a dump of 2,000 partition directories
 (4,002 files: leader-epoch-checkpoint and partition.metadata each, meta.properties, one offset checkpoint) at
@@ -150,7 +150,7 @@ def _fast_offset_columns(data: bytes, min_entries: int) -> OffsetColumns | None:
     fails ``ascii_is_decimal``. Under this shape Java's ``\\s+`` split, ``Integer.parseInt`` and
     ``Long.parseLong`` give what the CSV split and Arrow's casts give (a leading space: an empty topic in
     both), so the result equals :func:`parsers.checkpoints.parse_offset_checkpoint`'s
-    (``tests/history/test_dump_rows.py`` checks it on generated files); anything else returns None.
+    (``tests/observe/test_dumps.py`` checks it on generated files); anything else returns None.
     """
     header = _HEADER.match(data)
     if header is None:

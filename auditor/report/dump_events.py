@@ -2,7 +2,7 @@
 
 All three stream: memory stays constant however large the segment. A ``records`` block
 (``Dumper.stream``) is written in one piece, byte for byte what its ``record`` events would give
-(``tests/test_dump_fastpath.py``).
+(``tests/dump/test_segments.py``).
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ line per family, then its samples; label values and HELP text escaped as the tex
 and :func:`auditor.report.output.write_file` writes the file as ``prometheus_client.write_to_textfile``
 does (a temporary file in the same directory, renamed into place: node_exporter never reads half a file;
 the mode a new file gets from the umask, so node_exporter's own user can read it), plus an fsync before the
-rename. tests/report/test_prometheus_textfile.py checks both against prometheus_client.
+rename. tests/report/test_prometheus.py checks both against prometheus_client.
 """
 
 from __future__ import annotations

@@ -41,7 +41,7 @@ from parsers.codecs import (
     zstd_frames,
 )
 from parsers.errors import ParseError
-from tests.corpus.dumps import dump_lines
+from tests.support.kafka_dumps import dump_lines
 
 CORPUS = Path(__file__).resolve().parents[2] / ".." / "shared" / "corpus"
 CODECS = [GZIP, SNAPPY, LZ4, ZSTD]

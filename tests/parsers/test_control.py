@@ -27,7 +27,7 @@ from parsers.control import (
 from parsers.errors import ParseError
 from parsers.primitives import VarInt
 from parsers.record_batch import RecordSpec, RecordV2, build_batch
-from tests.corpus.dumps import dump_matches, kafka_records, record_dumps
+from tests.support.kafka_dumps import dump_matches, kafka_records, record_dumps
 
 # §4.1: the COMMIT marker record at tx-0 offset 5.
 COMMIT_KEY = bytes.fromhex("00000001")

@@ -43,7 +43,7 @@ from parsers.indexes import (
     struct_of,
     txn_entries,
 )
-from tests.corpus.dumps import dump_sections
+from tests.support.kafka_dumps import dump_sections
 
 # ------------------------------------------------------------------------------- schema == fast path
 

@@ -20,7 +20,7 @@ from parsers.metadata import (
     record_type_name,
     schema_for,
 )
-from tests.corpus.dumps import dump_matches, kafka_records, record_dumps
+from tests.support.kafka_dumps import dump_matches, kafka_records, record_dumps
 
 TOPIC_ID = bytes.fromhex("6ea27dc9cf9e4342828ea2ea201a697f")
 DIR_ID = bytes(range(16))

@@ -21,7 +21,7 @@ from parsers.producer_snapshot import (
     snapshot_offset_from_name,
     verify_producer_snapshot,
 )
-from tests.corpus.dumps import dump_sections
+from tests.support.kafka_dumps import dump_sections
 
 ENTRY = ProducerStateEntry(
     producer_id=0,

@@ -38,7 +38,7 @@ from parsers.transaction_state import (
     value_partitions,
     value_text,
 )
-from tests.corpus.dumps import dump_files
+from tests.support.kafka_dumps import dump_files
 
 # ----------------------------------------------------------------------------------------- hand-built bytes
 

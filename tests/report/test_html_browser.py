@@ -25,7 +25,7 @@ from typer.testing import CliRunner
 
 from auditor.cli import app
 from auditor.report.epoch_chart import DIVERGENCE_COLOUR
-from tests.report.test_html_page import well_formed
+from tests.report.test_findings_page import well_formed
 
 pytestmark = pytest.mark.spark
 

@@ -342,7 +342,7 @@ def test_incomplete_run_without_a_finding_has_an_inputs_error(schema):
 def test_incomplete_codes_are_the_exit_2_codes():
     load_rules()
     assert all(REGISTRY[c] for c in INCOMPLETE_CODES)
-    # KA001/KA002 are the scan engine's, KA691 the audit's unreadable span (tests/audit/test_incomplete.py)
+    # KA001/KA002 are the scan engine's, KA691 the audit's unreadable span (tests/observe/test_extract.py)
     assert {REGISTRY[c].scope for c in INCOMPLETE_CODES} == {"engine", "replicas"}
 
 

@@ -398,7 +398,7 @@ def test_the_command_line_is_the_one_typed():
 
 def test_history_report():
     """``report`` findings (capture times, broker paths not on this machine): URIs by broker, no base."""
-    from tests.history.test_page import RULES, findings
+    from tests.report.test_history import RULES, findings
 
     found = findings()
     found.append(

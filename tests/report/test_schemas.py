@@ -5,7 +5,7 @@ included).
 Outputs checked here: ``scan`` (CLI) of generated clusters, clean, corrupted, several scenarios and hostile
 names; a report of every rule's firing fixture (scan, audit and history rules: every evidence shape); the
 lost-records row format on a real segment (headers, binary and UTF-8 bytes); ``report`` (history, Spark) on
-the warehouse of ``tests/history``. ``audit`` is checked in ``tests/audit/test_save_tables.py``.
+the warehouse of ``tests/cli/test_report.py``. ``audit`` is checked in ``tests/spark/test_audit.py``.
 """
 
 from __future__ import annotations
@@ -309,10 +309,10 @@ def test_lost_records_of_a_real_segment_follow_the_contract(tmp_path):
 
 @pytest.mark.spark
 def test_history_report_json_and_jsonl_match_the_schemas(spark, tmp_path):
-    """``report`` on the warehouse of ``tests/history/test_report_cli.py`` (its checks run once on Spark,
+    """``report`` on the warehouse of ``tests/cli/test_report.py`` (its checks run once on Spark,
     the JSON Lines run reuses the result)."""
     import auditor.spark.history as history
-    from tests.history.test_report_cli import build_warehouse
+    from tests.cli.test_report import build_warehouse
 
     warehouse = build_warehouse(tmp_path / "warehouse")
     real, results = history.run_history, []

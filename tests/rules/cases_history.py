@@ -657,7 +657,7 @@ def topic_id_appears(tmp, mp) -> Story:
 @fire("KA809")
 def jbod_broker_reformatted(tmp, mp) -> Story:
     """Both log dirs of broker 3 carry the new cluster.id: one finding for the broker (checked in
-    tests/history/test_history_rules.py)."""
+    tests/rules/test_history.py)."""
     caps = [replace(c, log_dir=d) for c in steady(days=2) for d in ("/d1", "/d2")]
     caps += [Capture(3, 2, cluster_id="other", log_dir=d, directory_id=f"n{d}") for d in ("/d1", "/d2")]
     return Story(caps)

@@ -5,7 +5,7 @@ caches, epoch ranges, pair divergences, KRaft metadata rows) plus what Spark cou
 rules (the leader's records behind each lag row, the lost runs). :func:`audit_findings` runs them through
 ``auditor.spark.partition_rules`` as the audit does: the ``replicas`` rules per partition, the ``lag`` rules
 over its lag rows, the ``loss`` rules over the lost runs and the ``cluster`` rules over the summary. The
-Spark end-to-end cases (whole log directories) are ``tests/audit/replica_cases.py``.
+Spark end-to-end cases (whole log directories) are ``tests/rules/replica_cases.py``.
 """
 
 from __future__ import annotations
