@@ -39,6 +39,7 @@ from auditor.layout.tasks import PartitionTask
 from auditor.observe.context import LogDirContext, LogDirFacts, PartitionContext
 from auditor.observe.files import ParsedFile, load_snapshot, parse_file
 from auditor.observe.segments import SegmentFacts, collect_segment
+from auditor.rules import runner
 from auditor.rules.registry import REGISTRY, Rule, Selection, load_rules, select_rules
 from parsers.checkpoints import parse_leader_epoch_checkpoint, parse_offset_checkpoint
 from parsers.dirfiles import (
@@ -94,7 +95,8 @@ class ScanResult:
 
 
 class _Emitter:
-    """Collects findings of enabled rules at one location; turns rule crashes into KA002."""
+    """Collects findings of enabled rules at one location (the rules run through
+    :func:`auditor.rules.runner.run`, which turns a crashing check into KA002)."""
 
     def __init__(self, codes: frozenset[str], where: Location) -> None:
         self.codes = codes
@@ -103,17 +105,12 @@ class _Emitter:
         self.incomplete = False
 
     def run(self, rules: Iterable[Rule], *args: Any, file: str | None = None) -> None:
-        for r in rules:
-            try:
-                for violation in r.check(*args):  # type: ignore[misc]
-                    self.findings.append(r.finding(violation, self.where))
-            except Exception as exc:  # noqa: BLE001 - a failing check must not stop the scan
-                self.engine(
-                    "KA002",
-                    f"check {r.code} ({r.name}) failed: {describe_error(exc)}",
-                    file=file,
-                    evidence={"rule": r.code, **error_evidence(exc)},
-                )
+        for r, violation in runner.run(rules, *args, file=file):
+            if r.code == runner.CRASH_CODE:
+                self.incomplete = True
+                if r.code not in self.codes:
+                    continue
+            self.findings.append(r.finding(violation, self.where))
 
     def engine(self, code: str, message: str, **kw: Any) -> None:
         self.incomplete = True
@@ -128,9 +125,7 @@ class _Emitter:
 
 
 def _rules(codes: frozenset[str], scope: str) -> list[Rule]:
-    return [
-        REGISTRY[c] for c in sorted(codes) if REGISTRY[c].scope == scope and REGISTRY[c].check is not None
-    ]
+    return runner.rules_of(scope, codes)
 
 
 _TASK_FACTS = (

@@ -21,7 +21,7 @@ from auditor.cli.spark_options import checked_master, master_option, run_on_spar
 from auditor.layout.relocate import SegmentRoots
 from auditor.report.columns import AUDIT_COLUMNS
 from auditor.report.model import Report
-from auditor.rules.registry import AUDIT_SCOPES
+from auditor.rules.registry import AUDIT_SCOPES, EVERY_COMMAND
 
 ROOTS_HELP = (
     "Broker and controller log directories (meta.properties), folders holding several of them, and/or "
@@ -150,7 +150,7 @@ def build_report(result, selection, inputs, options: ReportOptions) -> Report:
         findings=findings,
         sections=sections,
         views=views,
-        incomplete=bool(result.problems),
+        incomplete=bool(result.problems) or any(f.code in EVERY_COMMAND for f in findings),
         partitions=rows,
         inputs=[{"kind": s.kind, "path": s.path} for s in inputs.sources],
         stats=stats,

@@ -32,7 +32,7 @@ from auditor.cli.report_options import ReportOptions, report_options
 from auditor.cli.spark_options import checked_master, master_option, run_on_spark
 from auditor.report.model import Report
 from auditor.rules.history.model import HistorySettings
-from auditor.rules.registry import HISTORY_SCOPES
+from auditor.rules.registry import EVERY_COMMAND, HISTORY_SCOPES
 
 STATE = "reports"
 """The warehouse state holding what the reports showed."""
@@ -143,7 +143,10 @@ def _warehouse_input(warehouse, last_ingest: dict | None, state: dict[str, Any])
 def build_report(result, selection, options: ReportOptions, **fields: Any) -> Report:
     """The :class:`Report` of a history run: the selected rules' findings in order, the run's statistics."""
     findings = sorted((f for f in result.findings if f.code in selection), key=lambda f: f.sort_key())
-    return options.report("report", selection, [], findings=findings, stats=dict(result.stats), **fields)
+    incomplete = any(f.code in EVERY_COMMAND for f in findings)  # a check crashed: exit 2
+    return options.report(
+        "report", selection, [], findings=findings, stats=dict(result.stats), incomplete=incomplete, **fields
+    )
 
 
 def with_history(report: Report, result, last_ingest_ms: int | None) -> Report:

@@ -96,6 +96,9 @@ HISTORY_SCOPES = ("history", "fleet", "ingest")
 """The scopes of ``report``'s rules over an ingest warehouse (KA8xx): ``history`` (per chunk of partitions,
 on Spark), ``fleet`` (captures and brokers, once per report) and ``ingest`` (problems recorded at ingest)."""
 SCOPES = ("segment", "partition", "logdir", *AUDIT_SCOPES, *HISTORY_SCOPES, "engine")
+EVERY_COMMAND = ("KA002",)
+"""Rules that every command reports whatever its scopes: KA002, a check that crashed (``auditor.rules.runner``
+turns the crash into it in every engine)."""
 LIFECYCLES = ("stable", "preview", "deprecated")
 DOC_SECTIONS = ("What it finds", "Why it matters", "What to do", "References")
 _CODE = re.compile(r"KA[0-9]{3}")
@@ -385,7 +388,7 @@ def select_rules(
 
     Preview and deprecated rules run only when selected by their exact code or name. A selector that matches
     no rule raises ``ValueError`` (a usage error for the CLI). ``scopes`` restricts the result (``scan`` does
-    not run the cross-replica rules of :data:`AUDIT_SCOPES`).
+    not run the cross-replica rules of :data:`AUDIT_SCOPES`); the rules of :data:`EVERY_COMMAND` stay.
     """
     load_rules()
     sel, ign = _split(select), _split(ignore)
@@ -403,7 +406,7 @@ def select_rules(
             enabled.add(r.code)
     if scopes is not None:
         allowed = set(scopes)
-        enabled = {c for c in enabled if REGISTRY[c].scope in allowed}
+        enabled = {c for c in enabled if REGISTRY[c].scope in allowed or c in EVERY_COMMAND}
     return Selection(frozenset(enabled))
 
 

@@ -28,9 +28,8 @@ from auditor.kafka.groups import (
 )
 from auditor.kafka.identity import ClusterIdentity, cluster_identities
 from auditor.kafka.topics import OFFSETS_TOPIC
-from auditor.rules.registry import scope_rules
+from auditor.rules import runner
 from auditor.rules.replica.groups import GroupCommit, LostSpan
-from auditor.spark.partition_rules import finding_row
 
 
 @dataclass
@@ -246,7 +245,6 @@ def _int(row: Mapping[str, Any] | None, name: str) -> int | None:
 
 def group_findings(inputs: GroupInputs) -> list[dict]:
     """Every ``groups`` rule (KA720-KA723) over ``inputs``, as ``rows.FINDING`` dicts."""
-    rules = scope_rules("groups")
     out: list[dict] = []
     for cluster in _clusters(inputs):
         for subject in _subjects(cluster):
@@ -254,9 +252,8 @@ def group_findings(inputs: GroupInputs) -> list[dict]:
             part = cluster.parts.get((subject.topic, subject.partition))
             if part is not None:
                 dirs = {b: r.get("log_dir") for b, r in part.replicas.items()}
-            for rule in rules:
-                for v in rule.check(subject):
-                    out.append(finding_row(rule, v, cluster.name, subject.topic, subject.partition, dirs))
+            hits = runner.run("groups", subject)
+            out += runner.rows(hits, cluster.name, subject.topic, subject.partition, dirs)
     return out
 
 

@@ -17,12 +17,8 @@ from typing import Any
 from auditor.kafka.hw import clamp_high_watermark
 from auditor.kafka.topics import TRANSACTION_STATE_TOPIC
 from auditor.kafka.transactions import MARKER_NAMES, Batch, last_stable_offset
-from auditor.rules.registry import REGISTRY, load_rules
+from auditor.rules import runner
 from auditor.rules.replica.transactions import CoordinatorView, MarkerElsewhere, OpenTransaction
-from auditor.spark.partition_rules import finding_row
-
-HANGING_CODES = ("KA713", "KA714")
-"""The rules evaluated over every open transaction (scope ``txn``)."""
 
 _PART = ["cluster", "topic", "partition"]
 
@@ -194,14 +190,12 @@ def subjects(
 
 
 def finding_rows(txns: Iterable[OpenTransaction]) -> list[dict]:
-    """KA713/KA714 over the open transactions, as ``rows.FINDING`` dicts."""
-    load_rules()
-    out = []
-    for txn in txns:
-        for code in HANGING_CODES:
-            rule = REGISTRY[code]
-            out += [finding_row(rule, v, txn.cluster, txn.topic, txn.partition) for v in rule.check(txn)]
-    return out
+    """The ``txn`` rules (KA713/KA714) over the open transactions, as ``rows.FINDING`` dicts."""
+    return [
+        row
+        for txn in txns
+        for row in runner.rows(runner.run("txn", txn), txn.cluster, txn.topic, txn.partition)
+    ]
 
 
 def transaction_dict(txn: OpenTransaction, codes: Iterable[str]) -> dict[str, Any]:

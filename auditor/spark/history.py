@@ -66,10 +66,80 @@ UNION = pa.schema(
 )
 """The per-partition tables in one layout (``offset`` holds ``startOffset`` for ``leader_epochs``)."""
 
-OUTPUT = pa.schema([pa.field("kind", pa.string()), pa.field("payload", pa.string())])
-"""What the executors return: ``finding`` (Finding.to_dict JSON), ``chart`` (:class:`PartitionChart` JSON),
-``pairs`` (the chunk's share of :func:`auditor.rules.history.ordering.pair_changes`, JSON records) and one
-``stats`` row per task."""
+FINDING_RECORD = pa.struct(
+    [
+        pa.field("code", pa.string()),
+        pa.field("name", pa.string()),
+        pa.field("severity", pa.string()),
+        pa.field("message", pa.string()),
+        pa.field("broker", pa.int32()),
+        pa.field("logDir", pa.string()),
+        pa.field("topic", pa.string()),
+        pa.field("partition", pa.int32()),
+        pa.field("file", pa.string()),
+        pa.field("position", pa.int64()),
+        pa.field("offsetStart", pa.int64()),
+        pa.field("offsetEnd", pa.int64()),
+        pa.field("epoch", pa.int32()),
+        pa.field("time", pa.string()),
+        pa.field("evidence", pa.string()),  # JSON object: its keys are free-form, per rule
+        pa.field("related", pa.string()),  # JSON list of locations
+    ]
+)
+"""A finding of the history rules (the fields of ``Finding.to_dict``, evidence and related as JSON text)."""
+_POINT = pa.struct([pa.field("broker", pa.int32()), pa.field("time", pa.int64()), pa.field("hw", pa.int64())])
+_ENTRY = pa.struct([pa.field("epoch", pa.int32()), pa.field("startOffset", pa.int64())])
+_CACHE = pa.struct(
+    [pa.field("broker", pa.int32()), pa.field("time", pa.int64()), pa.field("entries", pa.list_(_ENTRY))]
+)
+CHART_RECORD = pa.struct(
+    [
+        pa.field("cluster", pa.string()),
+        pa.field("topic", pa.string()),
+        pa.field("partition", pa.int32()),
+        pa.field("highWatermarks", pa.list_(_POINT)),
+        pa.field("epochs", pa.list_(_CACHE)),
+    ]
+)
+"""A :class:`PartitionChart` (:meth:`PartitionChart.to_record`)."""
+PAIR_RECORD = pa.struct(
+    [pa.field("cluster", pa.string())]
+    + [pa.field(c, pa.int64()) for c in ("broker", "prevT", "t", "back", "forward", "reverseRewrites")]
+)
+"""A row of :func:`auditor.rules.history.ordering.pair_changes` (its ``CHANGES`` columns)."""
+STATS_RECORD = pa.struct(
+    [pa.field("rows", pa.int64()), pa.field("partitions", pa.int64()), pa.field("seconds", pa.float64())]
+)
+"""One per task: the rows it read, the topic partitions it held, the seconds it took."""
+OUTPUT = pa.schema(
+    [
+        pa.field("kind", pa.string()),
+        pa.field("finding", FINDING_RECORD),
+        pa.field("chart", CHART_RECORD),
+        pa.field("pair", PAIR_RECORD),
+        pa.field("stats", STATS_RECORD),
+    ]
+)
+"""What the executors return, one typed column per ``kind`` (the others null): ``finding``
+(:data:`FINDING_RECORD`), ``chart`` (:data:`CHART_RECORD`), ``pair`` (the chunk's share of
+:func:`auditor.rules.history.ordering.pair_changes`, :data:`PAIR_RECORD`) and one ``stats`` row per task."""
+
+
+def finding_record(f: Finding) -> dict[str, Any]:
+    """``f`` as a :data:`FINDING_RECORD` (the fields of ``Finding.to_dict``, evidence and related as JSON)."""
+    data = f.to_dict()
+    record = {name.name: data.get(name.name) for name in FINDING_RECORD}
+    record["evidence"] = json.dumps(data["evidence"], default=str)
+    record["related"] = json.dumps(data["related"], default=str)
+    return record
+
+
+def record_finding(record: Mapping[str, Any]) -> Finding:
+    """The inverse of :func:`finding_record`."""
+    data = dict(record)
+    data["evidence"] = json.loads(data["evidence"] or "{}")
+    data["related"] = json.loads(data["related"] or "[]")
+    return Finding.from_dict(data)
 
 
 @dataclass
@@ -92,6 +162,33 @@ class PartitionChart:
             "highWatermarks": {str(b): [list(p) for p in s] for b, s in self.high_watermarks.items()},
             "epochs": {str(b): [[t, [list(e) for e in c]] for t, c in s] for b, s in self.epochs.items()},
         }
+
+    def to_record(self) -> dict[str, Any]:
+        """The chart as a :data:`CHART_RECORD`."""
+        return {
+            "cluster": self.cluster,
+            "topic": self.topic,
+            "partition": self.partition,
+            "highWatermarks": [
+                {"broker": b, "time": t, "hw": v} for b, s in self.high_watermarks.items() for t, v in s
+            ],
+            "epochs": [
+                {"broker": b, "time": t, "entries": [{"epoch": e, "startOffset": o} for e, o in c]}
+                for b, s in self.epochs.items()
+                for t, c in s
+            ],
+        }
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any]) -> PartitionChart:
+        """The inverse of :meth:`to_record`."""
+        chart = cls(str(record["cluster"]), str(record["topic"]), int(record["partition"]))
+        for p in record["highWatermarks"] or ():
+            chart.high_watermarks.setdefault(int(p["broker"]), []).append((int(p["time"]), int(p["hw"])))
+        for c in record["epochs"] or ():
+            entries = [(int(e["epoch"]), int(e["startOffset"])) for e in c["entries"] or ()]
+            chart.epochs.setdefault(int(c["broker"]), []).append((int(c["time"]), entries))
+        return chart
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> PartitionChart:
@@ -204,33 +301,26 @@ def _chunk_runner(small_bc, settings, codes: list[str] | None):
         batches = [b for b in batches if b.num_rows]
         # Spark sends timestamps in microseconds: arrow_frame casts every column to its table's type
         table = pa.Table.from_batches(batches) if batches else UNION.empty_table()
-        kinds, payloads = [], []
+        out: list[dict[str, Any]] = []
         partitions = 0
         if table.num_rows:
             from auditor.rules.history.ordering import pair_changes
 
             h = chunk_history(table, small_bc.value, settings)
             findings = run_rules(h, "history", codes)
-            kinds.append("pairs")
-            payloads.append(pair_changes(h).to_json(orient="records"))
-            for f in findings:
-                kinds.append("finding")
-                payloads.append(json.dumps(f.to_dict(), default=str))
+            out += [{"kind": "pair", "pair": p} for p in pair_changes(h).to_dict(orient="records")]
+            out += [{"kind": "finding", "finding": finding_record(f)} for f in findings]
             flagged = {
                 (f.evidence.get("cluster"), f.topic, f.partition)
                 for f in findings
                 if f.topic is not None and f.partition is not None
             }
             for chart in charts(h, {(str(c), str(t), int(p)) for c, t, p in flagged}):
-                kinds.append("chart")
-                payloads.append(json.dumps(chart.to_dict()))
+                out.append({"kind": "chart", "chart": chart.to_record()})
             partitions = pc.count_distinct(table.column("tp")).as_py() if "tp" in table.column_names else 0
         stats = {"rows": table.num_rows, "partitions": partitions, "seconds": time.monotonic() - started}
-        kinds.append("stats")
-        payloads.append(json.dumps(stats))
-        yield pa.RecordBatch.from_arrays(
-            [pa.array(kinds, pa.string()), pa.array(payloads, pa.string())], schema=OUTPUT
-        )
+        out.append({"kind": "stats", "stats": stats})
+        yield pa.RecordBatch.from_pylist(out, schema=OUTPUT)
 
     return run
 
@@ -352,7 +442,7 @@ def run_history(
     import pandas as pd
 
     from auditor.rules.history.model import History, run_rules
-    from auditor.rules.history.ordering import finish_findings, sum_changes
+    from auditor.rules.history.ordering import CHANGES, finish_findings, sum_changes
 
     started = time.monotonic()
     codes = None if selection is None else sorted(selection.codes)
@@ -369,21 +459,27 @@ def run_history(
         n = partitions or shuffle_partitions(tables, spark.sparkContext.defaultParallelism)
         shared = spark.sparkContext.broadcast({"captures": small["captures"], "brokers": small["brokers"]})
         try:
+            from auditor.observe.rows import spark_schema
+            from auditor.spark.arrow import rows_of
+
             out = union.repartition(n, "tp").mapInArrow(
-                _chunk_runner(shared, settings, codes), "kind string, payload string"
+                _chunk_runner(shared, settings, codes), spark_schema(OUTPUT)
             )
-            for row in out.collect():
-                data = json.loads(row["payload"])
-                if row["kind"] == "finding":
-                    findings.append(Finding.from_dict(data))
-                elif row["kind"] == "chart":
-                    chart_list.append(PartitionChart.from_dict(data))
-                elif row["kind"] == "pairs":
-                    pairs.append(pd.DataFrame.from_records(data))
+            pair_rows = []
+            for row in rows_of(out):
+                kind = row["kind"]
+                if kind == "finding":
+                    findings.append(record_finding(row["finding"]))
+                elif kind == "chart":
+                    chart_list.append(PartitionChart.from_record(row["chart"]))
+                elif kind == "pair":
+                    pair_rows.append(row["pair"])
                 else:
-                    rows_read += int(data["rows"])
-                    partition_count += int(data["partitions"])
-                    task_seconds += float(data["seconds"])
+                    rows_read += int(row["stats"]["rows"])
+                    partition_count += int(row["stats"]["partitions"])
+                    task_seconds += float(row["stats"]["seconds"])
+            if pair_rows:
+                pairs.append(pd.DataFrame.from_records(pair_rows, columns=CHANGES))
         finally:
             shared.unpersist()
     driver = History(

@@ -19,9 +19,8 @@ from auditor.kafka.identity import (
     directory_mismatch,
     identify_rows,
 )
-from auditor.rules.registry import scope_rules
+from auditor.rules import runner
 from auditor.rules.replica.identity import ClusterCoverage, PartitionCoverage, ReplicaFacts
-from auditor.spark.partition_rules import finding_row
 
 REPLICA_KEY = ("cluster", "log_dir", "topic", "partition")
 """What identifies a live partition directory in every extract table."""
@@ -50,7 +49,6 @@ def identity_findings(
         if (r.get("dir_kind") or "live") == "live" and ident.compared:
             live_by[(r.get("cluster"), r["topic"], int(r["partition"]), r.get("broker"))] = r
     out = IdentityResult()
-    rules = scope_rules("identity")
     for r, ident in judged:
         live = (r.get("dir_kind") or "live") == "live"
         cluster = r.get("cluster")
@@ -73,16 +71,13 @@ def identity_findings(
                 else None
             ),
         )
-        for rule in rules:
-            for v in rule.check(facts):
-                out.findings.append(finding_row(rule, v, cluster, facts.topic, facts.partition))
+        out.findings += runner.rows(runner.run("identity", facts), cluster, facts.topic, facts.partition)
         if not ident.compared:
             out.apart_rows.append(dict(r))
             if live:
                 out.set_apart.append(tuple(r.get(k) for k in REPLICA_KEY))
     out.findings += _replica_set_findings(judged)
     clusters = sorted({r.get("cluster") for r in replicas}, key=str)
-    coverage = scope_rules("coverage")
     for cluster in clusters:
         ci = idents.get(cluster)
         mine = [(r, i) for r, i in judged if r.get("cluster") == cluster]
@@ -92,9 +87,7 @@ def identity_findings(
             len(mine),
             sum(1 for _r, i in mine if i.status == OTHER_INCARNATION),
         )
-        for rule in coverage:
-            for v in rule.check(subject):
-                out.findings.append(finding_row(rule, v, cluster))
+        out.findings += runner.rows(runner.run("coverage", subject), cluster)
     return out
 
 
@@ -111,13 +104,10 @@ def _replica_set_findings(judged: list) -> list[dict]:
         if r.get("broker") is not None:
             present.setdefault(key, set()).add(int(r["broker"]))
     out = []
-    rules = scope_rules("replica-set")
     for key in sorted(replica_sets, key=lambda k: (str(k[0]), k[1], k[2])):
         cluster, topic, partition = key
         subject = PartitionCoverage(cluster, topic, partition, replica_sets[key], tuple(sorted(present[key])))
-        for rule in rules:
-            for v in rule.check(subject):
-                out.append(finding_row(rule, v, cluster, topic, partition))
+        out += runner.rows(runner.run("replica-set", subject), cluster, topic, partition)
     return out
 
 

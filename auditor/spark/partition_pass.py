@@ -38,12 +38,9 @@ from auditor.kafka.topics import METADATA_TOPIC
 from auditor.kafka.transactions import (
     VISIBLE_TO_READ_COMMITTED,
 )
-from auditor.rules.registry import REGISTRY
-from auditor.rules.replica.kraft import offline_partitions
 from auditor.spark.partition_rules import (
     cluster_findings,
     evaluate_rows,
-    finding_row,
     lag_finding,
     loss_findings,
 )
@@ -222,30 +219,7 @@ def run(rows: Mapping[str, list], metadata: list[Row], export: bool = False) -> 
 
 
 def cluster_rows(findings: list[Row], summary: list[Row]) -> tuple[list[Row], list[Row]]:
-    """The cluster-wide step after every partition's pass: the partitions' KA621 findings folded into one per
-    cluster, and the ``cluster`` rules (KA623) over the leader sources of each cluster. Returns the findings
-    to keep (every one but KA621) and the cluster findings."""
-    offline: dict[str | None, list[tuple]] = {}
-    kept = []
-    for f in findings:
-        if f["code"] == "KA621":
-            offline.setdefault(f["cluster"], []).append((f["topic"], f["partition"], f["broker"], f["epoch"]))
-        else:
-            kept.append(f)
-    fields = ("topic", "partition", "broker", "epoch")
-    out = [
-        finding_row(
-            REGISTRY["KA621"],
-            offline_partitions([dict(zip(fields, p, strict=True)) for p in sorted(parts, key=_sort_key)]),
-            cluster,
-        )
-        for cluster, parts in offline.items()
-    ]
-    leaders = {(s["cluster"], s["topic"], s["leader_source"]): s for s in summary}
-    out += cluster_findings([{"cluster": c, "topic": t, "leader_source": src} for c, t, src in leaders])
-    return kept, out
-
-
-def _sort_key(p: tuple) -> tuple:
-    """Spark's ascending order of structs: nulls first."""
-    return tuple((v is not None, v if v is not None else 0) for v in p)
+    """The cluster-wide step after every partition's pass: the ``cluster`` rules (KA621 folded per cluster,
+    KA623) over the per-replica summary rows of every partition. Returns the partitions' findings as they are
+    and the cluster findings."""
+    return list(findings), cluster_findings(summary)

@@ -13,19 +13,18 @@ rules over the summary. Every finding is a row in the ``rows.FINDING`` layout wi
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from auditor.findings import jsonable
 from auditor.kafka.epochs import epoch_at
 from auditor.kafka.topics import METADATA_TOPIC
-from auditor.rules.registry import Rule, Violation, scope_rules
+from auditor.rules import runner
 from auditor.rules.replica.model import (
     ClusterLeaders,
     LagRow,
     LostRun,
+    OfflinePartition,
     PartitionReplicas,
     Replica,
     partition_replicas,
@@ -54,52 +53,14 @@ class PartitionOutput:
     summary: list[dict] = field(default_factory=list)
 
 
-def finding_row(
-    rule: Rule,
-    v: Violation,
-    cluster: str | None,
-    topic: str | None = None,
-    partition: int | None = None,
-    log_dirs: Mapping[int, str | None] | None = None,
-) -> dict:
-    """A violation of ``rule`` as a ``rows.FINDING`` row; the log dir defaults to the one of the violation's
-    broker among ``log_dirs``."""
-    default_dir = (log_dirs or {}).get(v.broker) if v.broker is not None else None
-    return {
-        "cluster": cluster,
-        "code": rule.code,
-        "severity": rule.severity_of(v).label,
-        "topic": v.topic if v.topic is not None else topic,
-        "partition": v.partition if v.partition is not None else partition,
-        "broker": v.broker,
-        "peer": v.peer,
-        "log_dir": v.log_dir_or(default_dir),
-        "offset_start": v.offset_start,
-        "offset_end": v.offset_end,
-        "epoch": v.epoch,
-        "records": v.records,
-        "bytes": v.bytes,
-        "message": v.message,
-        "evidence": json.dumps(jsonable(v.evidence_dict), sort_keys=True),
-    }
-
-
 def run_rules(part: PartitionReplicas) -> list[dict]:
     """Every registered ``replicas`` rule over one partition, as finding rows."""
     log_dirs = {r.broker: r.log_dir for r in part.replicas}
-    return [
-        finding_row(rule, v, part.cluster, part.topic, part.partition, log_dirs)
-        for rule in scope_rules("replicas")
-        for v in rule.check(part)
-    ]
+    return runner.rows(runner.run("replicas", part), part.cluster, part.topic, part.partition, log_dirs)
 
 
 def _row_findings(scope: str, subject: LagRow | LostRun) -> list[dict]:
-    return [
-        finding_row(rule, v, subject.cluster, subject.topic, subject.partition)
-        for rule in scope_rules(scope)
-        for v in rule.check(subject)
-    ]
+    return runner.rows(runner.run(scope, subject), subject.cluster, subject.topic, subject.partition)
 
 
 def lag_finding(row: Mapping[str, Any]) -> dict:
@@ -121,17 +82,42 @@ def loss_finding(row: Mapping[str, Any]) -> dict:
 
 
 def cluster_findings(summary: Iterable[Mapping[str, Any]]) -> list[dict]:
-    """The ``cluster`` rules (KA623) over the per-replica summary rows of every partition."""
-    sources: dict[str, set[str]] = {}
-    for r in summary:
-        if r["topic"] != METADATA_TOPIC:
-            sources.setdefault(r["cluster"], set()).add(r["leader_source"])
+    """The ``cluster`` rules (KA621 folded per cluster, KA623) over the per-replica summary rows of every
+    partition (:func:`summary_row`)."""
     return [
-        finding_row(rule, v, cluster)
-        for cluster, seen in sorted(sources.items())
-        for rule in scope_rules("cluster")
-        for v in rule.check(ClusterLeaders(cluster, frozenset(seen)))
+        row
+        for subject in cluster_leaders(summary)
+        for row in runner.rows(runner.run("cluster", subject), subject.cluster)
     ]
+
+
+def cluster_leaders(summary: Iterable[Mapping[str, Any]]) -> list[ClusterLeaders]:
+    """One :class:`ClusterLeaders` per cluster of the summary rows: the leader sources of its partitions
+    (``__cluster_metadata`` aside) and its offline partitions (no leader in the KRaft metadata: the last
+    known leader is the reference), sorted."""
+    sources: dict[str, set[str]] = {}
+    offline: dict[str, set[tuple]] = {}
+    for r in summary:
+        cluster = r["cluster"]
+        if r["topic"] != METADATA_TOPIC:
+            sources.setdefault(cluster, set()).add(r["leader_source"])
+        if r.get("leader_source") == "kraft-last-known":
+            offline.setdefault(cluster, set()).add(
+                (r["topic"], r["partition"], r.get("leader"), r.get("kraft_leader_epoch"))
+            )
+    return [
+        ClusterLeaders(
+            cluster,
+            frozenset(sources.get(cluster, ())),
+            tuple(OfflinePartition(*p) for p in sorted(offline.get(cluster, ()), key=_nulls_first)),
+        )
+        for cluster in sorted({*sources, *offline}, key=str)
+    ]
+
+
+def _nulls_first(p: tuple) -> tuple:
+    """Spark's ascending order of structs: nulls first."""
+    return tuple((v is not None, v if v is not None else 0) for v in p)
 
 
 def evaluate(inp: PartitionInput) -> PartitionOutput:

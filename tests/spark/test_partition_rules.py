@@ -272,12 +272,23 @@ def test_offline_partitions_fold_into_one_finding_per_cluster():
     the first 20 partitions in the message and all of them in the evidence."""
     from auditor.spark.partition_pass import cluster_rows
 
-    found = [
-        {"cluster": "c", "code": "KA621", "topic": "t", "partition": p, "broker": 1 + p % 3, "epoch": 4}
+    summary = [
+        {
+            "cluster": "c",
+            "topic": "t",
+            "partition": p,
+            "broker": b,
+            "leader": 1 + p % 3,
+            "leader_source": "kraft-last-known",
+            "kraft_leader_epoch": 4,
+        }
         for p in reversed(range(25))
+        for b in (1, 2, 3)  # one summary row per replica: one entry per partition
     ]
-    kept, (row,) = cluster_rows(found, [])
-    assert kept == []
+    summary.append({"cluster": "c", "topic": "u", "partition": 0, "leader": 1, "leader_source": "kraft"})
+    found = [{"cluster": "c", "code": "KA620", "topic": "u", "partition": 0}]
+    kept, (row,) = cluster_rows(found, summary)
+    assert kept == found
     assert (row["code"], row["severity"], row["cluster"], row["topic"]) == ("KA621", "info", "c", None)
     assert row["message"].startswith("25 partition(s) have no leader") and row["message"].endswith("5 more")
     evidence = json.loads(row["evidence"])["partitions"]

@@ -388,19 +388,12 @@ def run_rules(h: History, scope: str, codes: Iterable[str] | None = None) -> lis
     given) over ``h``, as findings: the rule's code, name and severity, the location the violation names,
     and ``time`` from the violation's evidence ``time`` (the capture in which the evidence became
     visible)."""
-    from auditor.rules.registry import scope_rules
+    from auditor.rules import runner
 
-    wanted = None if codes is None else set(codes)
-    out: list[Finding] = []
-    for r in scope_rules(scope):
-        if wanted is not None and r.code not in wanted:
-            continue
-        assert r.check is not None
-        for v in r.check(h):
-            finding = r.finding(v, Location())
-            time = finding.evidence.get("time")
-            finding.time = str(time) if time is not None else None
-            out.append(finding)
+    out = runner.findings(runner.run(runner.rules_of(scope, codes), h), Location())
+    for finding in out:
+        time = finding.evidence.get("time")
+        finding.time = str(time) if time is not None else None
     return out
 
 

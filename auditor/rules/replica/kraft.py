@@ -48,46 +48,32 @@ def unclean_election(part: PartitionReplicas) -> Iterator[Violation]:
     "replication.no-current-leader",
     Severity.INFO,
     "The partition has no leader in the KRaft metadata; the last known leader is the reference",
-    scope="replicas",
+    scope="cluster",
 )
-def no_current_leader(part: PartitionReplicas) -> Iterator[Violation]:
+def no_current_leader(cluster: ClusterLeaders) -> Iterator[Violation]:
     """
-    What it finds: a partition whose latest KRaft state has leader -1 (every replica was down or shut down
-    when the copies were taken); the last leader it had is used as the reference replica.
+    What it finds: partitions whose latest KRaft state has leader -1 (every replica was down or shut down
+    when the copies were taken); the last leader each had is used as the reference replica. One finding
+    per cluster (after a full shutdown every partition is offline): the first 20 partitions in the message,
+    all of them (last known leader, leader epoch) in the evidence.
     Why it matters: the reference decides what counts as lost; after a clean shutdown of every broker this
     is normal.
     What to do: nothing, unless the last leader's copy is known to be damaged.
     References: ``PartitionRecord``, ``PartitionChangeRecord``, KIP-631, ``PartitionChangeBuilder``,
     ``LeaderRecoveryState``.
     """
-    if part.kraft is not None and part.leader_source == "kraft-last-known":
-        yield Violation(
-            "no leader in the KRaft metadata (offline partition, leader epoch "
-            f"{part.kraft.leader_epoch}); the last known leader {part.leader.broker} is the reference",
-            broker=part.leader.broker,
-            epoch=part.kraft.leader_epoch,
-            evidence={"isr": part.kraft.isr},
-        )
-
-
-def offline_partitions(partitions: list[dict]) -> Violation:
-    """KA621 folded into one finding per cluster (after a full shutdown every partition is offline):
-    ``partitions`` (topic, partition, broker = last known leader, epoch) sorted, the first 20 in the message,
-    all in the evidence."""
-    listing = ", ".join(f"{p['topic']}-{p['partition']}: {p['broker']}" for p in partitions[:20])
+    partitions = cluster.offline
+    if not partitions:
+        return
+    listing = ", ".join(f"{p.topic}-{p.partition}: {p.leader}" for p in partitions[:20])
     more = f" and {len(partitions) - 20} more" if len(partitions) > 20 else ""
-    return Violation(
+    yield Violation(
         f"{len(partitions)} partition(s) have no leader in the KRaft metadata (offline, e.g. every replica "
         f"shut down); the last known leader is the reference: {listing}{more}",
         log_dir=None,
         evidence={
             "partitions": [
-                {
-                    "topic": p["topic"],
-                    "partition": p["partition"],
-                    "lastKnownLeader": p["broker"],
-                    "epoch": p["epoch"],
-                }
+                {"topic": p.topic, "partition": p.partition, "lastKnownLeader": p.leader, "epoch": p.epoch}
                 for p in partitions
             ]
         },

@@ -389,10 +389,22 @@ class LostMarker:
 @dataclass(frozen=True)
 class ClusterLeaders:
     """How the reference leader of each partition of a cluster was chosen (``leader_source`` values of its
-    partitions other than ``__cluster_metadata``)."""
+    partitions other than ``__cluster_metadata``) and its offline partitions, sorted."""
 
     cluster: str
     leader_sources: frozenset[str]
+    offline: tuple[OfflinePartition, ...] = ()
+
+
+@dataclass(frozen=True)
+class OfflinePartition:
+    """A partition with no leader in the KRaft metadata (``leader_source`` ``kraft-last-known``): its last
+    known leader (the reference replica) and leader epoch."""
+
+    topic: str
+    partition: int
+    leader: int | None
+    epoch: int | None
 
 
 # ------------------------------------------------------------------------------------------ derivation
