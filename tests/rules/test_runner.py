@@ -261,7 +261,7 @@ def test_report_on_spark_reports_a_crash_and_exits_2(spark, tmp_path, monkeypatc
     from auditor.cli.report_options import ReportOptions
     from auditor.rules.registry import HISTORY_SCOPES
     from auditor.spark.history import run_history
-    from tests.history.test_history_spark import combined, write_warehouse
+    from tests.spark.test_history import combined, write_warehouse
 
     story = combined()
     tables = write_warehouse(story, tmp_path / "w")
