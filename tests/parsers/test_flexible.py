@@ -128,8 +128,18 @@ def struct_strategy(fields, version: int) -> st.SearchStrategy:
     absent = {f.json_name: default_value(f, version) for f in fields if f.tagged_in(version)}
 
     def drop_defaults(d: dict) -> dict:
-        d = {**{k: v for k, v in absent.items() if v != defaults[k]}, **d}
-        return {k: v for k, v in d.items() if k not in defaults or v != defaults[k]}
+        # a tagged field at its tag default is left out of the bytes and decodes as its absent value (a
+        # struct equal to the default-constructed one comes back null when its declared default is null),
+        # which decode shows unless it is the tag default too
+        out = {}
+        for k in [*d, *(k for k in absent if k not in d)]:
+            v = d.get(k, absent.get(k))
+            if k in defaults and v == defaults[k]:
+                v = absent[k]
+                if v == defaults[k]:
+                    continue
+            out[k] = v
+        return out
 
     return st.fixed_dictionaries(required, optional=optional).map(drop_defaults)
 
