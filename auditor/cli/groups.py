@@ -7,8 +7,14 @@ from pathlib import Path
 
 import typer
 
-from auditor.cli.listing import ListingFormat, listed_log_dirs, paths_argument, replica_warnings
-from auditor.cli.messages import fail, warn
+from auditor.cli.listing import (
+    ListingFormat,
+    gathered,
+    listed_log_dirs,
+    paths_argument,
+    replica_warnings,
+    write_listing,
+)
 
 
 def groups_command(
@@ -31,15 +37,8 @@ def groups_command(
 
     Exit status: 0 listed, 2 for usage errors or input that cannot be read.
     """
-    from auditor.report.output import emit
-
     log_dirs = listed_log_dirs(roots, output, "give at least one broker log directory (ROOT...)")
-    try:
-        view, summaries, problems = _collect(log_dirs, group)
-    except OSError as exc:
-        raise fail(f"{getattr(exc, 'filename', None) or ''}: {exc.strerror or exc}") from None
-    for line in problems:
-        warn(line)
+    view, summaries, problems = gathered(lambda: _collect(log_dirs, group))
 
     def write(stream, color):
         from auditor.report import groups as render
@@ -53,10 +52,7 @@ def groups_command(
 
             render.render_groups(view, make_console(stream, color=color), summaries)
 
-    try:
-        emit(write, output)
-    except OSError as exc:
-        raise fail(f"cannot write {output}: {exc.strerror or exc}") from None
+    write_listing(write, output)
 
 
 def _collect(log_dirs: list[str], group: str | None) -> tuple[list[dict], list[dict], list[str]]:

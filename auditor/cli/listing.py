@@ -1,7 +1,10 @@
 """What the commands that read paths share: the paths argument, absolute paths for the executors, and the
 log dirs of the listing commands (``groups``, ``timeline``) with what they say of a replica read in part."""
 
+from __future__ import annotations
+
 import os
+from collections.abc import Callable
 from enum import Enum
 from pathlib import Path
 from typing import Any
@@ -67,3 +70,26 @@ def listed_log_dirs(roots: list[Path], output: Path | None, missing: str) -> lis
     if problem:
         raise fail(problem)
     return found.log_dirs
+
+
+def gathered(collect: Callable[[], tuple]) -> tuple:
+    """What a listing command read, ``collect()``: its last element, the problems met, printed as warnings
+    (one line each); an OS error reading the inputs is one error line and exit 2."""
+    try:
+        result = collect()
+    except OSError as exc:
+        raise fail(f"{getattr(exc, 'filename', None) or ''}: {exc.strerror or exc}") from None
+    for line in result[-1]:
+        warn(line)
+    return result
+
+
+def write_listing(write: Callable[[Any, bool | None], None], output: Path | None) -> None:
+    """``write(stream, color)`` to stdout or ``output`` (written whole, :func:`auditor.report.output.emit`);
+    exit 2 with one line when it cannot be written."""
+    from auditor.report.output import emit
+
+    try:
+        emit(write, output)
+    except OSError as exc:
+        raise fail(f"cannot write {output}: {exc.strerror or exc}") from None

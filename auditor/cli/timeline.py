@@ -8,8 +8,15 @@ from pathlib import Path
 
 import typer
 
-from auditor.cli.listing import ListingFormat, listed_log_dirs, paths_argument, replica_warnings
-from auditor.cli.messages import fail, warn
+from auditor.cli.listing import (
+    ListingFormat,
+    gathered,
+    listed_log_dirs,
+    paths_argument,
+    replica_warnings,
+    write_listing,
+)
+from auditor.cli.messages import fail
 
 
 def timeline_command(
@@ -33,17 +40,10 @@ def timeline_command(
 
     Exit status: 0 shown, 2 for usage errors or input that cannot be read.
     """
-    from auditor.report.output import emit
-
     if roots and partition is not None and partition < 0:
         raise fail(f"--partition must be 0 or more, not {partition}")
     log_dirs = listed_log_dirs(roots, output, "give at least one log directory (ROOT...)")
-    try:
-        timelines, problems = collect(log_dirs, topic, partition)
-    except OSError as exc:
-        raise fail(f"{getattr(exc, 'filename', None) or ''}: {exc.strerror or exc}") from None
-    for line in problems:
-        warn(line)
+    timelines, problems = gathered(lambda: collect(log_dirs, topic, partition))
 
     def write(stream, color):
         from auditor.report import timeline as render
@@ -59,10 +59,7 @@ def timeline_command(
             for cluster, t in timelines.items():
                 console.print(render.timeline_renderable(t, cluster if len(timelines) > 1 else None))
 
-    try:
-        emit(write, output)
-    except OSError as exc:
-        raise fail(f"cannot write {output}: {exc.strerror or exc}") from None
+    write_listing(write, output)
 
 
 def collect(log_dirs: list[str], topic: str | None, partition: int | None):

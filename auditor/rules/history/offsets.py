@@ -390,19 +390,13 @@ def partition_vanished(h: History) -> Iterator[Violation]:
     """
     vanished, _ = _presence_changes(h)
     for r in vanished.itertuples(index=False):
-        yield Violation(
+        yield _presence_violation(
+            h,
+            r,
             f"{r.topic}-{r.partition} was on broker {r.broker} (log dir {r.logDir}) at {iso(r.t)} and is "
             f"gone from its capture of {iso(r.nextT)}",
-            topic=r.topic,
-            partition=int(r.partition),
-            broker=int(r.broker),
-            log_dir=r.logDir,
-            evidence={
-                "cluster": r.cluster,
-                "time": iso(r.nextT),
-                "before": capture_ref(h, r.cluster, r.broker, r.t),
-                "after": capture_ref(h, r.cluster, r.broker, r.nextT),
-            },
+            r.t,
+            r.nextT,
         )
 
 
@@ -427,20 +421,32 @@ def partition_appeared(h: History) -> Iterator[Violation]:
     """
     _, appeared = _presence_changes(h)
     for r in appeared.itertuples(index=False):
-        yield Violation(
+        yield _presence_violation(
+            h,
+            r,
             f"{r.topic}-{r.partition} appeared on broker {r.broker} (log dir {r.logDir}) at {iso(r.t)}; its "
             f"capture of {iso(r.prevT)} did not hold it",
-            topic=r.topic,
-            partition=int(r.partition),
-            broker=int(r.broker),
-            log_dir=r.logDir,
-            evidence={
-                "cluster": r.cluster,
-                "time": iso(r.t),
-                "before": capture_ref(h, r.cluster, r.broker, r.prevT),
-                "after": capture_ref(h, r.cluster, r.broker, r.t),
-            },
+            r.prevT,
+            r.t,
         )
+
+
+def _presence_violation(h: History, r, message: str, before: int, after: int) -> Violation:
+    """KA807/KA808 for the replica row ``r``: present in one of the broker's captures (``before``, ``after``)
+    and not in the other; the finding's time is the later capture's."""
+    return Violation(
+        message,
+        topic=r.topic,
+        partition=int(r.partition),
+        broker=int(r.broker),
+        log_dir=r.logDir,
+        evidence={
+            "cluster": r.cluster,
+            "time": iso(after),
+            "before": capture_ref(h, r.cluster, r.broker, before),
+            "after": capture_ref(h, r.cluster, r.broker, after),
+        },
+    )
 
 
 @rule(
