@@ -17,7 +17,7 @@ from auditor.simulate import SCENARIOS, SimOptions, run_scenario
 from parsers.checkpoints import format_offset_checkpoint
 from parsers.dirfiles import segment_file_name
 from tests.conftest import CORPUS
-from tests.rules.replica_cases import TOPIC, Replica, segments, unreadable, write_replica
+from tests.rules.replica.logdirs import TOPIC, Replica, segments, unreadable, write_replica
 
 
 def _log_dirs(root: Path) -> list[Path]:

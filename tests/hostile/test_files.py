@@ -19,7 +19,7 @@ import pytest
 from parsers.errors import ParseError
 from parsers.files import NotRegularFile, open_regular, read_regular, regular_file_problem
 from tests.rules.builder import standard
-from tests.rules.cases_files import make_socket
+from tests.rules.cases_inventory import make_socket
 
 SECONDS = 10
 """Upper bound for every command here (they take about one second: interpreter start and imports)."""

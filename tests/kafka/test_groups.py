@@ -13,7 +13,7 @@ from auditor.kafka.groups import (
     partition_for,
 )
 from tests.rules.builder import T0
-from tests.rules.cases_groups import commit_row
+from tests.rules.replica.cases_groups import commit_row
 
 
 @pytest.mark.parametrize(

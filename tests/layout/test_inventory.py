@@ -142,7 +142,7 @@ def test_corpus_inventory_knows_every_file():
 def test_special_files_are_set_apart_and_never_classified_as_data(tmp_path):
     """A FIFO, a socket and a link to a character device, named like a segment, a checkpoint and an index,
     land in ``special`` with their type; readers (segments, checkpoints) never see them."""
-    from tests.rules.cases_files import make_socket
+    from tests.rules.cases_inventory import make_socket
 
     ld, p = standard(tmp_path / "broker-1")
     root = ld.write()

@@ -24,7 +24,7 @@ from auditor.simulate import SimOptions, run_scenario
 from auditor.spark.inputs import discover
 from parsers.dirfiles import segment_file_name
 from tests.conftest import corpus_path
-from tests.rules.replica_cases import TOPIC, Replica, segments, unreadable, write_replica
+from tests.rules.replica.logdirs import TOPIC, Replica, segments, unreadable, write_replica
 
 
 @pytest.fixture(scope="module")

@@ -31,11 +31,12 @@ from parsers.dirfiles import segment_file_name
 from parsers.record_batch import RecordSpec, build_batch
 from tests.report.contract import SCHEMAS, schema, snake_keys, validate, validate_lines
 from tests.rules.builder import LogDir, standard, truncate
-from tests.rules.cases import FIRE
-from tests.rules.cases_replica import Audit, audit_findings
+from tests.rules.harness import load_cases
+from tests.rules.replica.builders import Audit, audit_findings
 
 REPO = Path(__file__).resolve().parents[2]
 ESC, RLO = "\x1b[31mRED\x1b[0m", "\u202eexe.txt"
+FIRE, _ = load_cases()
 HOSTILE_TOPICS = (f"esc{ESC}", f"rlo{RLO}", "[blink]mk[link=https:evil]x", "snake_case_topic")
 
 

@@ -306,6 +306,24 @@ def standard(root: Path, **kw) -> tuple[LogDir, Part]:
     return ld, p
 
 
+def built(tmp: Path, **kw) -> tuple[LogDir, Part]:
+    """The standard log dir of broker 1 under ``tmp``, written."""
+    ld, p = standard(tmp / "broker-1", **kw)
+    ld.write()
+    return ld, p
+
+
+def txn_part(tmp: Path) -> tuple[LogDir, Part]:
+    """A transactional partition: a committed and an aborted transaction with their markers."""
+    ld = LogDir(tmp / "broker-1")
+    p = ld.part("payments")
+    p.data(2, producer_id=7, transactional=True).add(Batch(marker="COMMIT", producer_id=7))
+    p.data(2, producer_id=7, transactional=True).add(Batch(marker="ABORT", producer_id=7))
+    p.data(1)
+    ld.write()
+    return ld, p
+
+
 def flip(path: Path, position: int, mask: int = 0x01) -> None:
     data = bytearray(path.read_bytes())
     data[position] ^= mask

@@ -22,7 +22,24 @@ from auditor.rules.history import epochs as epoch_rules
 from auditor.rules.history.model import History, HistorySettings, caches, formatted_dirs, iso, run_rules
 from auditor.rules.history.offsets import capture_rounds, lag_spread
 from auditor.rules.registry import REGISTRY
-from tests.rules import cases_history as ch
+from tests.rules.history.builders import DAY, T0, TOPIC_ID, TP, Story, part, steady
+from tests.rules.history.cases_epochs import unclean_election
+from tests.rules.history.cases_fleet import (
+    broker_stopped_being_captured,
+    jbod_broker_reformatted,
+    malformed_checkpoint,
+    reformatted_log_dir,
+)
+from tests.rules.history.cases_offsets import (
+    NEW_ID,
+    follower_lags_for_days,
+    hw_back_across_a_jbod_move,
+    hw_went_back,
+    lagging,
+    quiet_month,
+    recreated_topic,
+    replicas_captured_at_other_times_of_day,
+)
 
 # ------------------------------------------------------------------------------------------ kafka.history
 
@@ -79,14 +96,14 @@ def test_restart_evidence():
 
 
 def test_iso_times():
-    assert iso(ch.T0) == "2026-01-01T02:00:00Z"
-    assert iso(ch.T0 + 123) == "2026-01-01T02:00:00.123Z"
+    assert iso(T0) == "2026-01-01T02:00:00Z"
+    assert iso(T0 + 123) == "2026-01-01T02:00:00.123Z"
 
 
 # ------------------------------------------------------------------------------------------ the fork filter
 
 
-def _random_story(rng: random.Random) -> ch.Story:
+def _random_story(rng: random.Random) -> Story:
     """Replicas of one partition with caches drawn from one lineage, truncated from the start, missing
     their newest epochs, sometimes rewritten: the filter must never hide a fork the full comparison
     finds."""
@@ -109,8 +126,8 @@ def _random_story(rng: random.Random) -> ch.Story:
                     cache[i] = (cache[i][0], rng.randint(lo, hi))
             if rng.random() < 0.1:  # an epoch of its own
                 cache.append((cache[-1][0] + 1, cache[-1][1] + rng.randint(1, 50)))
-            caps.append(ch.part(broker, day, rng.randint(cache[0][1], end + 200), cache))
-    return ch.Story(caps)
+            caps.append(part(broker, day, rng.randint(cache[0][1], end + 200), cache))
+    return Story(caps)
 
 
 def test_the_fork_filter_hides_no_fork(monkeypatch):
@@ -131,7 +148,7 @@ def test_the_fork_filter_hides_no_fork(monkeypatch):
 
 def test_one_lineage_is_not_compared():
     """Clean histories (leader changes, retention) are cleared by the vectorised filter."""
-    story = ch.quiet_month(None, None)
+    story = quiet_month(None, None)
     c = caches(story.history())
     assert not any(epoch_rules.suspects(c))
 
@@ -140,7 +157,7 @@ def test_one_lineage_is_not_compared():
 
 
 def test_findings_name_both_captures_and_their_time():
-    findings = ch.Story(ch.unclean_election()).findings()
+    findings = Story(unclean_election()).findings()
     by_code = {f.code: f for f in findings}
     assert sorted(by_code) == ["KA804", "KA805"]
     fork = by_code["KA804"]
@@ -157,7 +174,7 @@ def test_findings_name_both_captures_and_their_time():
 
 
 def test_hw_backwards_evidence_and_fingerprints():
-    findings = [f for f in ch.hw_went_back(None, None).findings() if f.code == "KA801"]
+    findings = [f for f in hw_went_back(None, None).findings() if f.code == "KA801"]
     assert len(findings) == 1
     f = findings[0]
     assert f.file == "replication-offset-checkpoint" and (f.offset_start, f.offset_end) == (1500, 1999)
@@ -171,22 +188,22 @@ def test_hw_backwards_evidence_and_fingerprints():
 def test_findings_are_stable_when_history_grows():
     """A report over more nights keeps the findings of the earlier ones (the same fingerprints): they are
     dated at the capture that first showed them."""
-    short = ch.Story(ch.unclean_election() + ch.lagging(5, 50_000)[:0])
-    longer = ch.Story(
-        ch.unclean_election()
-        + [ch.part(b, 2, 1600, [(0, 0), (2, 1000)] + ([(3, 1500)] if b == 3 else [])) for b in (1, 2, 3)]
+    short = Story(unclean_election() + lagging(5, 50_000)[:0])
+    longer = Story(
+        unclean_election()
+        + [part(b, 2, 1600, [(0, 0), (2, 1000)] + ([(3, 1500)] if b == 3 else [])) for b in (1, 2, 3)]
     )
     assert {f.fingerprint() for f in short.findings()} <= {f.fingerprint() for f in longer.findings()}
-    lag = [f for f in ch.Story(ch.lagging(6, 50_000)).findings() if f.code == "KA806"]
-    lag_longer = [f for f in ch.Story(ch.lagging(8, 50_000)).findings() if f.code == "KA806"]
+    lag = [f for f in Story(lagging(6, 50_000)).findings() if f.code == "KA806"]
+    lag_longer = [f for f in Story(lagging(8, 50_000)).findings() if f.code == "KA806"]
     assert len(lag) == 1 and [f.fingerprint() for f in lag] == [f.fingerprint() for f in lag_longer]
 
 
 @pytest.mark.parametrize("scope", ["history", "fleet", "ingest"])
 def test_every_finding_has_a_time(scope):
-    story = ch.Story(
-        ch.unclean_election() + [replace(c, broker=7) for c in ch.steady(days=1)],
-        problems=ch.malformed_checkpoint(None, None).problems,
+    story = Story(
+        unclean_election() + [replace(c, broker=7) for c in steady(days=1)],
+        problems=malformed_checkpoint(None, None).problems,
     )
     for f in run_rules(story.history(), scope):
         assert f.time and f.time == f.evidence["time"] and f.evidence["cluster"] == "c"
@@ -195,7 +212,7 @@ def test_every_finding_has_a_time(scope):
 # ------------------------------------------------------------------------------------------ chunks
 
 
-def _union(story: ch.Story) -> pa.Table:
+def _union(story: Story) -> pa.Table:
     from auditor.spark.history import PER_PARTITION, UNION
 
     tables = []
@@ -222,15 +239,15 @@ def test_chunks_of_whole_partitions_find_what_the_whole_finds():
     caps = [
         replace(
             c,
-            epochs={("a", 0): c.epochs[ch.TP]},
-            hw={("a", 0): c.hw[ch.TP]},
-            topic_ids={("a", 0): ch.TOPIC_ID},
+            epochs={("a", 0): c.epochs[TP]},
+            hw={("a", 0): c.hw[TP]},
+            topic_ids={("a", 0): TOPIC_ID},
             rp={},
         )
-        for c in ch.unclean_election()
+        for c in unclean_election()
     ]
-    caps = [*ch.unclean_election(), *ch.lagging(5, 50_000)[:0], *caps]
-    story = ch.Story(caps)
+    caps = [*unclean_election(), *lagging(5, 50_000)[:0], *caps]
+    story = Story(caps)
     whole = sorted(f.fingerprint() for f in run_rules(story.history(), "history"))
     union = _union(story)
     small = {"captures": story.history().captures, "brokers": story.history().brokers}
@@ -242,25 +259,25 @@ def test_chunks_of_whole_partitions_find_what_the_whole_finds():
         found = run_rules(h, "history")
         parts += [f.fingerprint() for f in found]
         drawn = charts(h, {("c", topic, 0)})
-        assert drawn[0].high_watermarks[3] == [(ch.T0, 1500), (ch.T0 + ch.DAY, 1500)]
+        assert drawn[0].high_watermarks[3] == [(T0, 1500), (T0 + DAY, 1500)]
     assert sorted(parts) == whole and len(whole) == 4
 
 
 def test_one_fork_finding_per_diverged_replica_and_epochs():
     """Later captures of the new leader, truncated from the start, show the same fork at higher offsets:
     still one finding, at the earliest pair of captures and the first offset (the simulator's case)."""
-    later = [ch.part(1, d, 1600 + d, [(2, 1100 + d)], lso=1100 + d) for d in (2, 3)]
-    forks = [f for f in ch.Story(ch.unclean_election() + later).findings() if f.code == "KA804"]
-    assert [(f.broker, f.offset_start, f.epoch, f.time) for f in forks] == [(3, 1000, 0, iso(ch.T0))]
+    later = [part(1, d, 1600 + d, [(2, 1100 + d)], lso=1100 + d) for d in (2, 3)]
+    forks = [f for f in Story(unclean_election() + later).findings() if f.code == "KA804"]
+    assert [(f.broker, f.offset_start, f.epoch, f.time) for f in forks] == [(3, 1000, 0, iso(T0))]
 
 
 def test_a_recreated_topic_is_one_finding_listing_its_partitions():
-    [found] = [f for f in ch.Story(ch.recreated_topic(partitions=3)).findings() if f.code == "KA814"]
+    [found] = [f for f in Story(recreated_topic(partitions=3)).findings() if f.code == "KA814"]
     assert (found.topic, found.partition, found.broker) == ("ule", None, None)
     assert found.evidence["partitions"] == [0, 1, 2] and found.evidence["brokers"] == [1, 2, 3]
     assert found.evidence["replicaCount"] == 9 and len(found.evidence["replicas"]) == 9
-    assert (found.evidence["expected"], found.evidence["found"]) == (ch.TOPIC_ID, ch.NEW_ID)
-    assert found.time == iso(ch.T0 + ch.DAY) and "3 partitions (0, 1, 2)" in found.message
+    assert (found.evidence["expected"], found.evidence["found"]) == (TOPIC_ID, NEW_ID)
+    assert found.time == iso(T0 + DAY) and "3 partitions (0, 1, 2)" in found.message
 
 
 def test_chunks_of_a_recreated_topic_merge_into_one_finding():
@@ -269,7 +286,7 @@ def test_chunks_of_a_recreated_topic_merge_into_one_finding():
     from auditor.rules.history.ordering import finish_findings, pair_changes, sum_changes
     from auditor.spark.history import chunk_history
 
-    story = ch.Story(ch.recreated_topic(partitions=4) + ch.steady(days=2))
+    story = Story(recreated_topic(partitions=4) + steady(days=2))
     whole = story.findings()
     union = _union(story)
     small = {"captures": story.history().captures, "brokers": story.history().brokers}
@@ -290,9 +307,9 @@ def test_chunks_of_a_recreated_topic_merge_into_one_finding():
 
 
 def test_cluster_id_change_is_one_finding_per_broker():
-    found = [f for f in ch.jbod_broker_reformatted(None, None).findings() if f.code == "KA809"]
+    found = [f for f in jbod_broker_reformatted(None, None).findings() if f.code == "KA809"]
     assert len(found) == 1 and found[0].broker == 3 and found[0].evidence["logDirs"] == ["/d1", "/d2"]
-    assert found[0].time == iso(ch.T0 + 2 * ch.DAY)
+    assert found[0].time == iso(T0 + 2 * DAY)
 
 
 # ------------------------------------------------------------------------------------------ pairing values
@@ -301,48 +318,48 @@ def test_cluster_id_change_is_one_finding_per_broker():
 def test_capture_rounds_hold_captures_within_the_skew():
     """A round opens at a capture time and holds the later ones at most --capture-skew after it; each
     cluster has its own rounds."""
-    caps = [ch.part(b, d + {1: 0, 2: 1 / 48, 3: 0.5}[b], 1000) for d in range(2) for b in (1, 2, 3)]
+    caps = [part(b, d + {1: 0, 2: 1 / 48, 3: 0.5}[b], 1000) for d in range(2) for b in (1, 2, 3)]
     caps += [replace(c, cluster="d") for c in caps if c.broker == 1]
-    h = ch.Story(caps).history()
+    h = Story(caps).history()
     rounds = capture_rounds(h)
     by = {(int(r.c), int(r.broker), int(r.t)): int(r.round) for r in rounds.itertuples()}
     c = 0  # cluster "c" sorts first
-    day = [ch.T0 + d * ch.DAY for d in range(2)]
-    assert by[(c, 1, day[0])] == by[(c, 2, day[0] + ch.DAY // 48)]  # 30 minutes apart: one round
-    assert by[(c, 3, day[0] + ch.DAY // 2)] not in (by[(c, 1, day[0])], by[(c, 1, day[1])])
+    day = [T0 + d * DAY for d in range(2)]
+    assert by[(c, 1, day[0])] == by[(c, 2, day[0] + DAY // 48)]  # 30 minutes apart: one round
+    assert by[(c, 3, day[0] + DAY // 2)] not in (by[(c, 1, day[0])], by[(c, 1, day[1])])
     assert by[(1, 1, day[0])] != by[(c, 1, day[0])]
     assert rounds["last"].all()
-    tight = ch.Story(caps, settings=HistorySettings(capture_skew_ms=10 * 60_000)).history()
+    tight = Story(caps, settings=HistorySettings(capture_skew_ms=10 * 60_000)).history()
     rounds = capture_rounds(tight)
     assert rounds[rounds["c"] == 0]["round"].nunique() == 6
 
 
 def test_lag_compares_values_of_one_round_only():
     """Broker 2 captured at 14:00, the others at 02:00, in sync: no spread combines values 12 h apart."""
-    story = ch.replicas_captured_at_other_times_of_day(None, None)
+    story = replicas_captured_at_other_times_of_day(None, None)
     spread = lag_spread(story.history())
     assert set(spread["replicas"]) == {1, 2} and (spread["high"] == spread["low"]).all()
     assert str(spread["low"].dtype) == "int64" and str(spread["lagging"].dtype) == "int64"
 
 
 def test_lag_message_prints_offsets_as_integers():
-    caps = [c for c in ch.lagging(5, 50_000) if not (c.broker == 3 and c.day == 0)]
-    (f,) = [f for f in ch.Story(caps).findings() if f.code == "KA806"]
+    caps = [c for c in lagging(5, 50_000) if not (c.broker == 3 and c.day == 0)]
+    (f,) = [f for f in Story(caps).findings() if f.code == "KA806"]
     assert f.message.endswith("broker 3 lags at 250000, the highest replica is at 300000")
     assert (f.offset_start, f.offset_end, f.broker) == (250_000, 299_999, 3)
 
 
 def test_a_new_directory_id_ends_the_series():
     """The reformatted log dir: KA810 names the change, the offsets after it are not compared."""
-    story = ch.Story(ch.reformatted_log_dir())
+    story = Story(reformatted_log_dir())
     h = story.history()
-    assert formatted_dirs(h)[["broker", "t"]].values.tolist() == [[2, ch.T0 + 2 * ch.DAY]]
+    assert formatted_dirs(h)[["broker", "t"]].values.tolist() == [[2, T0 + 2 * DAY]]
     codes = [f.code for f in story.findings()]
     assert codes == ["KA810"]
 
 
 def test_a_jbod_move_compares_the_high_watermark_only():
-    (f,) = ch.hw_back_across_a_jbod_move(None, None).findings()
+    (f,) = hw_back_across_a_jbod_move(None, None).findings()
     assert (f.code, f.broker, f.log_dir, f.offset_start) == ("KA801", 1, "/d2", 1500)
     assert f.evidence["before"]["logDirs"] == ["/d1", "/d2"]
 
@@ -369,18 +386,18 @@ def test_order_doubts_reasons_and_what_the_other_order_explains():
 
 
 def test_open_conditions_are_marked_in_the_evidence():
-    def flag(story: ch.Story, code: str) -> list[bool]:
+    def flag(story: Story, code: str) -> list[bool]:
         return [f.evidence["open"] for f in story.findings() if f.code == code]
 
-    ongoing = [c for c in ch.lagging(5, 50_000) if not (c.broker == 3 and c.day == 4)]
-    ongoing.append(ch.part(3, 4, 500_000 - 50_000, rp=450_000))
-    assert flag(ch.Story(ongoing), "KA806") == [True]
-    assert flag(ch.follower_lags_for_days(None, None), "KA806") == [False]  # back in sync by the last night
-    assert flag(ch.broker_stopped_being_captured(None, None), "KA811") == [True]
-    newest = dict(ch.malformed_checkpoint(None, None).problems[0], broker=1, captureTime=ch.T0 + ch.DAY)
-    older = dict(newest, captureTime=ch.T0)
-    assert flag(ch.Story(ch.steady(days=2), problems=[newest]), "KA812") == [True]
-    assert flag(ch.Story(ch.steady(days=2), problems=[older]), "KA812") == [False]
+    ongoing = [c for c in lagging(5, 50_000) if not (c.broker == 3 and c.day == 4)]
+    ongoing.append(part(3, 4, 500_000 - 50_000, rp=450_000))
+    assert flag(Story(ongoing), "KA806") == [True]
+    assert flag(follower_lags_for_days(None, None), "KA806") == [False]  # back in sync by the last night
+    assert flag(broker_stopped_being_captured(None, None), "KA811") == [True]
+    newest = dict(malformed_checkpoint(None, None).problems[0], broker=1, captureTime=T0 + DAY)
+    older = dict(newest, captureTime=T0)
+    assert flag(Story(steady(days=2), problems=[newest]), "KA812") == [True]
+    assert flag(Story(steady(days=2), problems=[older]), "KA812") == [False]
 
 
 def test_the_textfile_counts_open_conditions_the_report_does_not_list():
@@ -392,7 +409,7 @@ def test_the_textfile_counts_open_conditions_the_report_does_not_list():
     from auditor.report.prometheus import render_prometheus
     from auditor.rules.registry import HISTORY_SCOPES, select_rules
 
-    found = ch.broker_stopped_being_captured(None, None).findings()
+    found = broker_stopped_being_captured(None, None).findings()
     rules = select_rules([], [], scopes=HISTORY_SCOPES).rules()
     texts = {}
     for name, listed, standing in (("listed", found, []), ("open", [], found), ("audit", [], None)):

@@ -16,16 +16,19 @@ from auditor.rules.registry import (
     FAMILIES,
     HISTORY_SCOPES,
     REGISTRY,
+    RULE_MODULES,
     Location,
     Rule,
     Violation,
     all_rules,
     get,
+    load_rules,
     markdown_table,
     parse_doc,
     register,
     select_rules,
 )
+from tests.rules.harness import case_module, case_modules, load_cases, rule_module
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -200,3 +203,46 @@ def test_finding_serialisation_round_trips():
     assert Severity.parse("Warning") is Severity.WARNING and Severity.CRITICAL > Severity.ERROR
     with pytest.raises(ValueError):
         Severity.parse("fatal")
+
+
+def _rule_module(rule: Rule) -> str:
+    """The module declaring a rule: its check's, or for an engine rule (no check) the module holding it."""
+    if rule.check is not None:
+        return rule.check.__module__
+    return next(m for m in RULE_MODULES if any(v is rule for v in vars(sys.modules[m]).values()))
+
+
+def test_every_rule_module_has_a_case_file_named_after_it_and_every_case_file_a_rule_module():
+    load_rules()
+    modules = {_rule_module(r) for r in all_rules()}
+    assert modules == set(RULE_MODULES)
+    files = case_modules()
+    assert sorted(case_module(m) for m in modules) == sorted(files), "case files and rule modules differ"
+    assert all(rule_module(case_module(m)) == m for m in modules)
+    assert case_module("auditor.rules.index.time_index") == "tests.rules.index.cases_time_index"
+    assert case_module("auditor.rules.segment") == "tests.rules.cases_segment"
+
+
+def test_every_rule_has_fire_and_silent_cases_in_the_case_file_of_its_module():
+    """Fire and silent cases in the case file named after the rule's module; the clean baselines of
+    ``tests.rules.benign`` count as silent cases of every rule they list. Every case of a case file names a
+    rule of its module."""
+    fire, silent = load_cases()
+    for r in all_rules():
+        home = case_module(_rule_module(r))
+        assert any(fn.__module__ == home for fn in fire.get(r.code, [])), (
+            f"{r.code}: no firing case in {home}"
+        )
+        assert any(fn.__module__ in (home, "tests.rules.benign") for fn in silent.get(r.code, [])), (
+            f"{r.code}: no silent case in {home}"
+        )
+    codes: dict[object, set[str]] = {}
+    for table in (fire, silent):
+        for code, fns in table.items():
+            for fn in fns:
+                codes.setdefault(fn, set()).add(code)
+    for fn, named in codes.items():
+        if fn.__module__ == "tests.rules.benign":
+            continue
+        own = {r.code for r in all_rules() if case_module(_rule_module(r)) == fn.__module__}
+        assert named & own, f"{fn.__module__}.{fn.__name__} names no rule of its module: {sorted(named)}"

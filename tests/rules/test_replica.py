@@ -1,5 +1,6 @@
-"""The fire/silent harness of the cross-replica checks: every case of ``tests.rules.replica_cases`` audited in
-one Spark run (one cluster label per case), then each (case, code) checked on its slice of the findings."""
+"""The fire/silent harness of the cross-replica checks over whole log directories: every ``@case`` of the
+case files (``tests.rules.replica.logdirs.CASES``) audited in one Spark run (one cluster label per case),
+then each (case, code) checked on its slice of the findings."""
 
 from __future__ import annotations
 
@@ -7,9 +8,13 @@ import io
 
 import pytest
 
+from auditor.rules.registry import REGISTRY, load_rules
 from auditor.spark.audit import AuditResult, run_audit
 from auditor.spark.inputs import Inputs, Source
-from tests.rules.replica_cases import CASES, CODES, Case
+from tests.rules.harness import case_module, load_cases
+from tests.rules.replica.logdirs import CASES, CODES, Case
+
+load_cases()
 
 CHECKS = [(c, code, True) for c in CASES for code in c.fire] + [
     (c, code, False) for c in CASES for code in sorted(c.silent)
@@ -32,8 +37,10 @@ def _findings(result: AuditResult, name: str) -> list:
 
 
 def test_every_code_has_fire_and_silent_cases():
+    load_rules()
     for code in CODES:
-        assert any(code in c.fire for c in CASES), code
+        home = case_module(REGISTRY[code].check.__module__)
+        assert any(code in c.fire and c.build.__module__ == home for c in CASES), code
         assert any(code in c.silent for c in CASES), code
 
 

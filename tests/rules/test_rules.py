@@ -1,8 +1,9 @@
-"""One parametrised test drives every rule: each fixture of ``cases.FIRE`` must make its code fire, each
-fixture of ``cases.SILENT`` must leave it silent; every registered rule, scan's and audit's cross-replica
-ones (``cases_replica``, run through ``auditor.spark.partition_rules`` without Spark) and report's history
-ones (``cases_history``, small checkpoint histories run through ``auditor.rules.history.model.run_rules``),
-has both."""
+"""One parametrised test drives every rule: each case of ``FIRE`` must make its code fire, each case of
+``SILENT`` must leave it silent. The cases of the rules of ``auditor/rules/<package>/<module>.py`` are in
+``tests/rules/<package>/cases_<module>.py`` (``tests.rules.harness``): scan's run through ``scan``, audit's
+cross-replica ones through ``auditor.spark.partition_rules`` without Spark (``replica.builders.Audit``) and
+report's history ones over small checkpoint histories (``history.builders.Story``); every registered rule has
+both."""
 
 from __future__ import annotations
 
@@ -11,8 +12,10 @@ import pytest
 from auditor.findings import Severity
 from auditor.rules.registry import AUDIT_SCOPES, HISTORY_SCOPES, REGISTRY, all_rules
 from auditor.scan import SCAN_SCOPES, scan
-from tests.rules.cases import ALL_CODES, FIRE, SILENT
-from tests.rules.cases_replica import Audit, audit_findings
+from tests.rules.harness import load_cases
+from tests.rules.replica.builders import Audit, audit_findings
+
+FIRE, SILENT = load_cases()
 
 SCAN_RULES = sorted(r.code for r in all_rules() if r.scope in SCAN_SCOPES)
 AUDIT_RULES = sorted(r.code for r in all_rules() if r.scope in AUDIT_SCOPES)
@@ -32,7 +35,7 @@ def _findings(subject, code: str) -> list[tuple[str, str]]:
     cross-replica rules. Each finding of ``code`` is checked to be the registered rule's."""
     rule = REGISTRY[code]
     if isinstance(subject, Audit) or hasattr(subject, "finding_rows"):
-        # an audit case: the cross-replica rules over small typed inputs (cases_replica's Audit), or any
+        # an audit case: the cross-replica rules over small typed inputs (replica.builders' Audit), or any
         # case object that evaluates its own scope's rules (``finding_rows()``: rows.FINDING dicts)
         rows = audit_findings(subject) if isinstance(subject, Audit) else subject.finding_rows()
         for row in rows:
@@ -60,7 +63,9 @@ def test_rule_fixture(code, case, expect, tmp_path, monkeypatch):
 
 def test_every_rule_has_fixtures():
     rules = SCAN_RULES + AUDIT_RULES + HISTORY_RULES
-    assert sorted(ALL_CODES) == sorted(rules), "cases.ALL_CODES must list exactly the registered rules"
+    assert sorted(set(FIRE) | set(SILENT)) == sorted(rules), (
+        "the cases must name exactly the registered rules"
+    )
     assert AUDIT_RULES and all(REGISTRY[c].check is not None for c in AUDIT_RULES)
     assert HISTORY_RULES and all(REGISTRY[c].check is not None for c in HISTORY_RULES)
     missing_fire = [c for c in rules if not FIRE.get(c)]
@@ -70,7 +75,7 @@ def test_every_rule_has_fixtures():
 
 
 def test_baseline_has_no_findings_at_all(tmp_path, monkeypatch):
-    from tests.rules.cases import baseline, txn_baseline
+    from tests.rules.benign import baseline, txn_baseline
 
     for case in (baseline, txn_baseline):
         root = tmp_path / case.__name__

@@ -15,7 +15,7 @@ import auditor
 from auditor.findings import Finding, Location
 from auditor.rules import runner
 from auditor.rules.registry import REGISTRY, Violation, load_rules, select_rules
-from tests.rules.cases_replica import audit_findings
+from tests.rules.replica.builders import audit_findings
 
 ROOT = Path(auditor.__file__).parent
 ALLOWED = {ROOT / "rules" / "runner.py", ROOT / "rules" / "registry.py"}
@@ -157,7 +157,7 @@ def test_scan_turns_a_crash_into_ka002(tmp_path, monkeypatch):
 
 
 def test_audit_partition_rules_turn_a_crash_into_ka002(monkeypatch):
-    from tests.rules.cases_replica import CACHES, KRAFT, in_sync, one
+    from tests.rules.replica.builders import CACHES, KRAFT, in_sync, one
 
     _crash(monkeypatch, "KA601")
     assert REGISTRY["KA601"].scope == "replicas"
@@ -182,9 +182,10 @@ def test_audit_cluster_rules_turn_a_crash_into_ka002(monkeypatch):
 
 @pytest.mark.parametrize("code", ["KA713", "KA720", "KA605", "KA611", "KA630"])
 def test_transaction_group_identity_and_lag_rules_turn_a_crash_into_ka002(code, tmp_path, monkeypatch):
-    from tests.rules import cases_groups, cases_identity, cases_replica, cases_txn  # noqa: F401 - register
-    from tests.rules.cases import FIRE
-    from tests.rules.cases_replica import Audit
+    from tests.rules.harness import load_cases
+    from tests.rules.replica.builders import Audit
+
+    FIRE, _ = load_cases()
 
     subject = FIRE[code][0](tmp_path, monkeypatch)
     _crash(monkeypatch, code)
@@ -197,7 +198,7 @@ def test_transaction_group_identity_and_lag_rules_turn_a_crash_into_ka002(code, 
 
 def test_loss_rules_turn_a_crash_into_ka002(monkeypatch):
     from auditor.spark.partition_rules import loss_findings
-    from tests.rules.cases_replica import lost_run
+    from tests.rules.replica.cases_loss import lost_run
 
     _crash(monkeypatch, "KA710")
     codes = [f.code for f in _from_rows(loss_findings(lost_run("committed", 200, 299, 300)))]
@@ -209,7 +210,7 @@ def test_loss_rules_turn_a_crash_into_ka002(monkeypatch):
 
 def test_history_rules_turn_a_crash_into_ka002(monkeypatch):
     from auditor.rules.history.model import run_rules
-    from tests.rules.cases_history import hw_went_back
+    from tests.rules.history.cases_offsets import hw_went_back
 
     _crash(monkeypatch, "KA801")
     h = hw_went_back(None, None).history()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from auditor.kafka.topics import OFFSETS_TOPIC
 from auditor.spark.groups import GroupInputs, group_summaries, group_view
-from tests.rules.cases_groups import GROUP, P, commit_row, replica
+from tests.rules.replica.cases_groups import GROUP, P, commit_row, replica
 
 TOPIC_ID = "JhDLizgWSga6dDKcLH5WFQ"
 

@@ -12,14 +12,10 @@ import pytest
 
 from auditor.observe.history_rows import TABLES, file_schema
 from auditor.rules.registry import select_rules
-from tests.rules.cases_history import (
-    Story,
-    broker_stopped_being_captured,
-    follower_lags_for_days,
-    hw_went_back,
-    malformed_checkpoint,
-    unclean_election,
-)
+from tests.rules.history.builders import Story
+from tests.rules.history.cases_epochs import unclean_election
+from tests.rules.history.cases_fleet import broker_stopped_being_captured, malformed_checkpoint
+from tests.rules.history.cases_offsets import follower_lags_for_days, hw_went_back
 
 
 def combined() -> Story:

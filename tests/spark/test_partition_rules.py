@@ -20,7 +20,8 @@ from auditor.spark.partition_rules import (
     lag_finding,
     loss_finding,
 )
-from tests.rules.cases_replica import lost_run, partition_record, replica
+from tests.rules.replica.builders import partition_record, replica
+from tests.rules.replica.cases_loss import lost_run
 
 
 def codes(out) -> list[tuple[str, int]]:

@@ -1,19 +1,14 @@
-"""Fire/silent cases of the transaction rules of ``audit`` (lost markers, hanging transactions).
+"""Cases of ``auditor/rules/replica/transactions.py`` (KA712-KA714): lost transaction markers, hanging
+transactions, and a transaction coordinator that forgot a transaction still open in a partition.
 
 A case returns an object with ``finding_rows()`` (``rows.FINDING`` dicts of the rules of its scope), the
 way ``tests.rules.test_rules`` runs every audit case without Spark."""
 
 from __future__ import annotations
 
-CODES: list[str] = ["KA712", "KA713", "KA714"]
-"""The rule codes whose fixtures live here (added to ``cases.ALL_CODES``)."""
+from pathlib import Path
 
-
-# ------------------------------------------------------------------ KA712 (lost markers; helper txn-loss)
-
-from pathlib import Path  # noqa: E402
-
-from tests.rules.cases import fire, silent  # noqa: E402
+from tests.rules.harness import fire, silent
 
 
 class LostRunsCase:
@@ -78,9 +73,6 @@ def a_marker_in_the_uncommitted_tail(tmp: Path, mp) -> LostRunsCase:
 def lost_data_without_markers(tmp: Path, mp) -> LostRunsCase:
     """Plain data and aborted data whose marker the leader also holds: no marker in the run."""
     return LostRunsCase(txn_run("committed", 10, 19, records=5, aborted=5))
-
-
-# ------------------------------------------------------- KA713/KA714 (hanging transactions; helper txn-hang)
 
 
 class OpenTxnCase:
@@ -211,47 +203,3 @@ def prepare_commit_with_the_bumped_epoch(tmp: Path, mp) -> OpenTxnCase:
 def producer_in_a_partition_not_read(tmp: Path, mp) -> OpenTxnCase:
     """Only __transaction_state-0 of 3 was read and producer 9 is not in it: the view is incomplete."""
     return OpenTxnCase(open_txn(), coordinator={0: [txn_state("other", 5, "Ongoing")]}, partitions=3)
-
-
-# ------------------------------------------- KA221: a .txnindex entry's firstOffset against the model
-
-
-def _rewrite_txn_index(path: Path, entries: list[tuple[int, int, int, int]]) -> None:
-    from parsers.indexes import build_txn_index
-
-    path.write_bytes(build_txn_index(entries))
-
-
-@fire("KA221")
-def txn_entry_first_offset_too_high(tmp: Path, mp) -> list[Path]:
-    """The aborted transaction of producer 7 spans 7..12 (ABORT at 13); the entry says it starts at 10."""
-    from tests.rules.cases import txn_part
-
-    ld, p = txn_part(tmp)
-    _rewrite_txn_index(p.seg_path(0, ".txnindex"), [(7, 10, 13, 14)])
-    return [ld.root]
-
-
-@fire("KA221")
-def txn_entry_first_offset_before_the_previous_commit(tmp: Path, mp) -> list[Path]:
-    """The entry starts at 2, inside producer 7's committed transaction (COMMIT at 6)."""
-    from tests.rules.cases import txn_part
-
-    ld, p = txn_part(tmp)
-    _rewrite_txn_index(p.seg_path(0, ".txnindex"), [(7, 2, 13, 14)])
-    return [ld.root]
-
-
-@silent("KA221")
-def txn_started_in_an_earlier_segment(tmp: Path, mp) -> list[Path]:
-    """Producer 7's aborted transaction starts at 3 in segment 0; its ABORT (12) is in segment 1: the entry's
-    firstOffset 3 is below segment 1's base offset and cannot be disproved from segment 1."""
-    from tests.rules.builder import Batch, LogDir
-
-    ld = LogDir(tmp / "broker-1")
-    p = ld.part("payments")
-    p.data(1).data(2, producer_id=7, transactional=True).roll()
-    p.data(1, producer_id=7, transactional=True).add(Batch(marker="ABORT", producer_id=7)).data(1)
-    ld.write()
-    _rewrite_txn_index(p.seg_path(1, ".txnindex"), [(7, 3, 12, 13)])
-    return [ld.root]

@@ -1,9 +1,6 @@
-"""Fire/silent cases of the consumer group rules of ``audit``.
-
-A case returns an object with ``finding_rows()`` (``rows.FINDING`` dicts of the rules of its scope), the
-way ``tests.rules.test_rules`` runs every audit case without Spark. Here it is a :class:`Groups`: the
-collected commit rows of every ``__consumer_offsets`` replica, the audit's per-replica summary rows, its lost
-runs and KRaft metadata rows, evaluated by ``auditor.spark.groups.group_findings`` as ``audit`` does."""
+"""Cases of ``auditor/rules/replica/groups.py`` (KA720-KA723): committed consumer-group offsets against the
+replicas of the partitions they name: above the log end offset, inside a lost range, of an epoch the
+metadata never had, or only on a truncating follower of ``__consumer_offsets``."""
 
 from __future__ import annotations
 
@@ -12,14 +9,14 @@ from dataclasses import dataclass, field
 from auditor.kafka.groups import partition_for
 from auditor.kafka.topics import OFFSETS_TOPIC
 from auditor.spark.groups import GroupInputs, group_findings
-
-CODES: list[str] = ["KA720", "KA721", "KA722", "KA723"]
-"""The rule codes whose fixtures live here (added to ``cases.ALL_CODES``)."""
-
-from tests.rules.cases import fire, silent  # noqa: E402
+from tests.rules.harness import fire, silent
 
 GROUP = "billing"
+
+
 P = partition_for(GROUP, 50)
+
+
 T0 = 1_795_000_000_000
 
 
@@ -129,9 +126,6 @@ def _healthy() -> Groups:
     )
 
 
-# ------------------------------------------------------------------------------------------------- KA720
-
-
 @fire("KA720")
 def above_leo(tmp, mp) -> Groups:
     g = _healthy()
@@ -167,9 +161,6 @@ def above_leo_aborted(tmp, mp) -> Groups:
     g = _healthy()
     g.commits += [commit_row(b, 5, 130, txn_state="aborted") for b in (1, 2)]
     return g
-
-
-# ------------------------------------------------------------------------------------------------- KA721
 
 
 def _diverged(committed: int) -> Groups:
@@ -244,9 +235,6 @@ def lost_range_on_the_leader_itself(tmp, mp) -> Groups:
     return g
 
 
-# ------------------------------------------------------------------------------------------------- KA722
-
-
 @fire("KA722")
 def epoch_from_the_future(tmp, mp) -> Groups:
     g = _healthy()
@@ -285,9 +273,6 @@ def no_epoch_in_commit(tmp, mp) -> Groups:
     g = _healthy()
     g.commits = [commit_row(b, 3, 60, epoch=-1) for b in (1, 2)]  # value version < 3
     return g
-
-
-# ------------------------------------------------------------------------------------------------- KA723
 
 
 def _offsets_diverged(follower_commit: int, leader_commit: int | None) -> Groups:

@@ -1,7 +1,6 @@
-"""Fire/silent cases of the KRaft timeline rules of ``audit`` (elections, ISR, epoch caches vs metadata).
-
-A case returns an object with ``finding_rows()`` (``rows.FINDING`` dicts of the rules of its scope), the
-way ``tests.rules.test_rules`` runs every audit case without Spark."""
+"""Cases of ``auditor/rules/replica/timeline.py`` (KA624-KA626): the KRaft metadata timeline of a
+partition against its batches: appends while under min.insync.replicas, epochs the metadata never
+assigned, and epoch starts that disagree with the epoch's leader."""
 
 from __future__ import annotations
 
@@ -9,13 +8,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from auditor.spark.partition_rules import PartitionInput, evaluate
-
-CODES: list[str] = ["KA624", "KA625", "KA626"]
-"""The rule codes whose fixtures live here (added to ``cases.ALL_CODES``)."""
-
-from tests.rules.cases import fire, silent  # noqa: E402
+from tests.rules.harness import fire, silent
 
 T0 = 1_700_000_000_000
+
+
 TOPIC_ID = "dG9waWMtdC1pZC0wMDAwMA"
 
 
@@ -125,9 +122,6 @@ def min_isr(seq: int, value: str | None) -> dict:
 ALL = (1, 2, 3)
 
 
-# ------------------------------------------------------------------------------------------ KA624
-
-
 @fire("KA624")
 def appended_in_an_epoch_that_began_under_replicated(tmp: Path, mp) -> Partition:
     """min.insync.replicas=2; broker 3 became leader (epoch 1) with ISR [3] and appended offsets 100..149."""
@@ -198,9 +192,6 @@ def epoch_known_only_from_a_snapshot(tmp: Path, mp) -> Partition:
     return Partition([replica(1, 200, 3)], {1: [(3, 0)]}, {1: [(3, 0, 199)]}, md)
 
 
-# ------------------------------------------------------------------------------------------ KA625
-
-
 @fire("KA625")
 def batches_of_an_epoch_the_metadata_never_assigned(tmp: Path, mp) -> Partition:
     """The metadata assigned epochs 0 and 1 and recorded an ISR change at T0+10s; broker 2 holds batches of
@@ -242,9 +233,6 @@ def epoch_above_the_metadata_copy(tmp: Path, mp) -> Partition:
     md = [created(1), change(2, leader=2, isr=ALL)]
     caches = {2: [(0, 0), (1, 50), (3, 120)]}
     return Partition([replica(2, 200, 3)], caches, {2: [(3, 120, 199, T0 + 5000, T0 + 6000)]}, md)
-
-
-# ------------------------------------------------------------------------------------------ KA626
 
 
 @fire("KA626")

@@ -1,19 +1,40 @@
-"""Fire/silent fixtures of scan rules added for hostile inputs (inputs): two scanned log dirs that are copies
-of one log dir or of one broker (KA003), and the shapes that must stay silent (JBOD dirs of one broker,
-replicas of two brokers, one node id in two clusters)."""
+"""Cases of ``auditor/rules/engine.py``: the findings the scan emits itself (unreadable file KA001, crashed
+check KA002) and copies of one log dir or of one broker among the scanned log dirs (KA003), with the shapes
+that must stay silent (JBOD dirs of one broker, replicas of two brokers, one node id in two clusters)."""
 
 from __future__ import annotations
 
+import dataclasses
+import os
 import shutil
 from pathlib import Path
 
-from parsers.dirfiles import format_meta_properties
-from tests.rules.builder import CLUSTER_ID, LogDir, standard
+from parsers.dirfiles import format_meta_properties, segment_file_name
+from tests.rules.benign import baseline
+from tests.rules.builder import CLUSTER_ID, LogDir, built, standard
+from tests.rules.harness import fire, silent
 
-CODES: list[str] = ["KA003"]
-"""The scan rule codes whose fixtures live here (added to ``cases.ALL_CODES``)."""
 
-from tests.rules.cases import baseline, fire, silent  # noqa: E402
+@fire("KA001")
+def dangling_segment(tmp, mp):
+    ld, p = built(tmp)
+    os.symlink(tmp / "nowhere", p.path / segment_file_name(999, ".log"))
+    return [ld.root]
+
+
+@fire("KA002")
+def crashing_check(tmp, mp):
+    from auditor.rules.registry import REGISTRY, load_rules
+
+    load_rules()
+
+    def boom(part):
+        raise RuntimeError("boom")
+        yield  # pragma: no cover
+
+    mp.setitem(REGISTRY, "KA106", dataclasses.replace(REGISTRY["KA106"], check=boom))
+    return [built(tmp)[0].root]
+
 
 silent("KA003")(baseline)
 

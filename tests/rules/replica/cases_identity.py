@@ -1,18 +1,19 @@
-"""Fire/silent cases of the identity rules of ``audit`` (KA605-KA610): replica rows (``rows.REPLICA``) and
-KRaft metadata rows judged by ``auditor.spark.identity.identity_findings``, as ``audit`` does before any
-comparison. A case is an :class:`Identity` with ``finding_rows()``."""
+"""Cases of ``auditor/rules/replica/identity.py`` (KA605-KA611): replica directories against the KRaft
+metadata: an old incarnation, a replica not in the replica set, future and delete directories, no
+metadata, a replica in another log dir than assigned, missing replicas."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-CODES: list[str] = ["KA605", "KA606", "KA607", "KA608", "KA609", "KA610", "KA611"]
-"""The rule codes whose fixtures live here (added to ``cases.ALL_CODES``)."""
-
-from tests.rules.cases import fire, silent  # noqa: E402
+from tests.rules.harness import fire, silent
 
 OLD_ID, NEW_ID = "b2xkLXRvcGljLWlkLTAwMA", "bmV3LXRvcGljLWlkLTAwMA"
+
+
 DIR = {1: "ZGlyLW9mLWJyb2tlci0xLWE", 2: "ZGlyLW9mLWJyb2tlci0yLWE", 3: "ZGlyLW9mLWJyb2tlci0zLWE"}
+
+
 OTHER_DIR = "ZGlyLW9mLWJyb2tlci0xLWI"
 
 

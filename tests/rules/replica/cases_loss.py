@@ -1,0 +1,63 @@
+"""Cases of ``auditor/rules/replica/loss.py`` (KA710-KA711): the lost runs of a truncating replica,
+committed records (below the high watermark) against an uncommitted tail."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.rules.harness import fire, silent
+from tests.rules.replica.builders import CACHES, KRAFT, Audit, div, one, replica
+
+
+def lost_run(kind: str, lo: int, hi: int, committed_hw: int) -> dict:
+    """A ``pass_loss.lost_runs`` row: broker 2's batches ``lo..hi`` the leader 1 lacks."""
+    return {
+        "kind": kind,
+        "cluster": "c",
+        "topic": "t",
+        "partition": 0,
+        "broker": 2,
+        "leader": 1,
+        "log_dir": "/d/2",
+        "lo": lo,
+        "hi": hi,
+        "epochs": [1],
+        "records": hi - lo + 1,
+        "bytes": 1000,
+        "batches": 2,
+        "committed_hw": committed_hw,
+        "leader_source": "kraft",
+    }
+
+
+def _diverged(*runs: dict) -> Audit:
+    """Broker 2 differs from 200 on; Spark found ``runs`` from that zone."""
+    audit = one(
+        replica(1, 300, 250),
+        replica(2, 300, 300),
+        caches=CACHES,
+        metadata=KRAFT,
+        divergences=[div(1, 2, 200)],
+    )
+    audit.lost_runs = list(runs)
+    return audit
+
+
+@fire("KA710")
+def committed_records_lost(tmp: Path, mp) -> Audit:
+    return _diverged(lost_run("committed", 200, 299, 300))
+
+
+@silent("KA710")
+def only_an_uncommitted_tail(tmp: Path, mp) -> Audit:
+    return _diverged(lost_run("uncommitted", 250, 299, 250))
+
+
+@fire("KA711")
+def uncommitted_tail(tmp: Path, mp) -> Audit:
+    return _diverged(lost_run("committed", 200, 249, 250), lost_run("uncommitted", 250, 299, 250))
+
+
+@silent("KA711")
+def only_committed_records(tmp: Path, mp) -> Audit:
+    return _diverged(lost_run("committed", 200, 299, 300))
