@@ -34,7 +34,7 @@ import struct
 import tarfile
 import zipfile
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 
 ARCHIVE_SUFFIXES = (".tar", ".tar.gz", ".tgz", ".zip")
@@ -315,17 +315,20 @@ def _picked(
     size: int,
     limits: ArchiveLimits,
     too_large: str,
-) -> str | Refusal | None:
-    """The normalised path of an entry to read; else a refusal to report, or None for an entry skipped
-    silently (a directory, or one ``wanted`` does not take). ``too_large``: the refusal of an entry over
-    ``max_member_bytes``, formatted with ``size`` and ``limit``."""
+) -> Generator[Refusal, None, str | None]:
+    """Returns the normalised path of an entry to read, else None, after yielding its refusal if it is
+    refused (none for an entry skipped silently: a directory, or one ``wanted`` does not take).
+    ``too_large``: the refusal of an entry over ``max_member_bytes`` (formatted with ``size``, ``limit``)."""
     if refusal is not None:
-        return refusal if refusal.reason else None
+        if refusal.reason:
+            yield refusal
+        return None
     path = _normalised(name)
     if not wanted(path):
         return None
     if size > limits.max_member_bytes:
-        return Refusal(name, too_large.format(size=size, limit=limits.max_member_bytes))
+        yield Refusal(name, too_large.format(size=size, limit=limits.max_member_bytes))
+        return None
     return path
 
 
@@ -366,10 +369,8 @@ def _tar_entries(
         if has_data and info.offset_data + info.size > limits.max_total_bytes:
             yield Refusal(info.name, _expands(limits))
             return
-        path = _picked(info.name, _tar_refusal(info), wanted, info.size, limits, _TAR_TOO_LARGE)
-        if not isinstance(path, str):
-            if path is not None:
-                yield path
+        path = yield from _picked(info.name, _tar_refusal(info), wanted, info.size, limits, _TAR_TOO_LARGE)
+        if path is None:
             continue
         try:
             content = _read_tar_member(archive, info)
@@ -476,10 +477,10 @@ def _zip_entries(
         if count > limits.max_members:
             yield Refusal(info.filename, _too_many(limits))
             return
-        path = _picked(info.filename, _zip_refusal(info), wanted, info.file_size, limits, _ZIP_TOO_LARGE)
-        if not isinstance(path, str):
-            if path is not None:
-                yield path
+        path = yield from _picked(
+            info.filename, _zip_refusal(info), wanted, info.file_size, limits, _ZIP_TOO_LARGE
+        )
+        if path is None:
             continue
         if total + info.file_size > limits.max_total_bytes:
             yield Refusal(info.filename, _expands(limits))
