@@ -106,3 +106,13 @@ def keep_interrupt_handler() -> None:
 def interrupted() -> bool:
     """Whether SIGINT arrived since the process started (:func:`on_interrupt`)."""
     return _interrupted[0]
+
+
+def not_installed(module: str) -> bool:
+    """True when ``module`` cannot be found (an optional extra that is not installed)."""
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec(module) is None
+    except (ImportError, ValueError):
+        return True

@@ -9,8 +9,10 @@ import typer
 
 from auditor.cli.listing import (
     ListingFormat,
+    format_option,
     gathered,
     listed_log_dirs,
+    output_option,
     paths_argument,
     replica_warnings,
     write_listing,
@@ -22,10 +24,8 @@ def groups_command(
         "ROOT...", "Broker log directories, or folders holding them (e.g. one per broker)."
     ),
     group: str | None = typer.Option(None, "--group", "-g", help="Only this consumer group."),
-    fmt: ListingFormat = typer.Option(
-        ListingFormat.text, "--format", "-f", help="text (default, on a terminal and piped), json or jsonl."
-    ),
-    output: Path | None = typer.Option(None, "--output", "-o", help="Write here instead of stdout."),
+    fmt: ListingFormat = format_option(),
+    output: Path | None = output_option(),
 ) -> None:
     """List every consumer group of the brokers' __consumer_offsets replicas: its offsets partition
     (abs(Java String.hashCode(group)) % the partition count the KRaft metadata gives, 50 by default) and

@@ -19,6 +19,18 @@ def paths_argument(metavar: str, help: str) -> Any:
     return typer.Argument(None, metavar=metavar, help=help)
 
 
+def format_option() -> Any:
+    """``--format`` of a listing command."""
+    return typer.Option(
+        ListingFormat.text, "--format", "-f", help="text (default, on a terminal and piped), json or jsonl."
+    )
+
+
+def output_option() -> Any:
+    """``--output`` of a listing command."""
+    return typer.Option(None, "--output", "-o", help="Write here instead of stdout.")
+
+
 def absolute_path(path: Path | None) -> Path | None:
     """``path`` made absolute against the driver's working directory (``-`` stays stdout)."""
     return path if path is None or str(path) == "-" else Path(os.path.abspath(path))

@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 import typer
 
 from auditor.cli.messages import PROG, fail
+from auditor.errors import not_installed
 
 T = TypeVar("T")
 
@@ -37,14 +38,8 @@ def _command_name() -> str:
 
 def require_spark() -> None:
     """Exit 2 with one line when the ``spark`` extra is not installed (the core install has no pyspark)."""
-    import importlib.util
-
     for name in SPARK_EXTRA:
-        try:
-            missing = importlib.util.find_spec(name) is None
-        except (ImportError, ValueError):
-            missing = True
-        if missing:
+        if not_installed(name):
             raise fail(f"`{_command_name()}` needs Spark: pip install '{PROG}[spark]'")
 
 

@@ -10,8 +10,10 @@ import typer
 
 from auditor.cli.listing import (
     ListingFormat,
+    format_option,
     gathered,
     listed_log_dirs,
+    output_option,
     paths_argument,
     replica_warnings,
     write_listing,
@@ -25,10 +27,8 @@ def timeline_command(
     ),
     topic: str | None = typer.Option(None, "--topic", "-t", help="Only this topic."),
     partition: int | None = typer.Option(None, "--partition", "-p", help="Only this partition number."),
-    fmt: ListingFormat = typer.Option(
-        ListingFormat.text, "--format", "-f", help="text (default, on a terminal and piped), json or jsonl."
-    ),
-    output: Path | None = typer.Option(None, "--output", "-o", help="Write here instead of stdout."),
+    fmt: ListingFormat = format_option(),
+    output: Path | None = output_option(),
 ) -> None:
     """Show the KRaft timeline of each partition: every change of leader, ISR, ELR, replicas, leader epoch,
     partition epoch and leaderRecoveryState with its metadata offset and batch time, replayed from the

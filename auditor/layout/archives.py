@@ -34,7 +34,7 @@ import struct
 import tarfile
 import zipfile
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 
 ARCHIVE_SUFFIXES = (".tar", ".tar.gz", ".tgz", ".zip")
@@ -308,6 +308,34 @@ def _read_tar(
         yield from _tar_entries(archive, wanted, limits, last, ending)
 
 
+def _picked(
+    name: str,
+    refusal: Refusal | None,
+    wanted: Callable[[str], bool],
+    size: int,
+    limits: ArchiveLimits,
+    too_large: str,
+) -> Generator[Refusal, None, str | None]:
+    """Returns the normalised path of an entry to read, else None, after yielding its refusal if it is
+    refused (none for an entry skipped silently: a directory, or one ``wanted`` does not take).
+    ``too_large``: the refusal of an entry over ``max_member_bytes`` (formatted with ``size``, ``limit``)."""
+    if refusal is not None:
+        if refusal.reason:
+            yield refusal
+        return None
+    path = _normalised(name)
+    if not wanted(path):
+        return None
+    if size > limits.max_member_bytes:
+        yield Refusal(name, too_large.format(size=size, limit=limits.max_member_bytes))
+        return None
+    return path
+
+
+_TAR_TOO_LARGE = "{size} bytes exceed {limit} (max_member_bytes)"
+_ZIP_TOO_LARGE = "declared size {size} bytes exceeds {limit} (max_member_bytes)"
+
+
 def _tar_entries(
     archive: tarfile.TarFile,
     wanted: Callable[[str], bool],
@@ -341,16 +369,8 @@ def _tar_entries(
         if has_data and info.offset_data + info.size > limits.max_total_bytes:
             yield Refusal(info.name, _expands(limits))
             return
-        refusal = _tar_refusal(info)
-        if refusal is not None:
-            if refusal.reason:
-                yield refusal
-            continue
-        path = _normalised(info.name)
-        if not wanted(path):
-            continue
-        if info.size > limits.max_member_bytes:
-            yield Refusal(info.name, f"{info.size} bytes exceed {limits.max_member_bytes} (max_member_bytes)")
+        path = yield from _picked(info.name, _tar_refusal(info), wanted, info.size, limits, _TAR_TOO_LARGE)
+        if path is None:
             continue
         try:
             content = _read_tar_member(archive, info)
@@ -457,19 +477,10 @@ def _zip_entries(
         if count > limits.max_members:
             yield Refusal(info.filename, _too_many(limits))
             return
-        refusal = _zip_refusal(info)
-        if refusal is not None:
-            if refusal.reason:
-                yield refusal
-            continue
-        path = _normalised(info.filename)
-        if not wanted(path):
-            continue
-        if info.file_size > limits.max_member_bytes:
-            yield Refusal(
-                info.filename,
-                f"declared size {info.file_size} bytes exceeds {limits.max_member_bytes} (max_member_bytes)",
-            )
+        path = yield from _picked(
+            info.filename, _zip_refusal(info), wanted, info.file_size, limits, _ZIP_TOO_LARGE
+        )
+        if path is None:
             continue
         if total + info.file_size > limits.max_total_bytes:
             yield Refusal(info.filename, _expands(limits))

@@ -50,6 +50,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, unquote
 
+from auditor.layout.durable import write_and_replace
+
 FORMAT = "kafka-auditor-warehouse"
 WAREHOUSE_VERSION = 1
 """Version of the warehouse's tables (``auditor.observe.history_rows``) and layout, in ``warehouse.json``;
@@ -475,13 +477,5 @@ def _atomic_write(path: Path, text: str) -> None:
     fsynced, renamed over ``path``, the directory fsynced."""
     tmp = path.parent / f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    write_and_replace(fd, tmp, path, text)
     _fsync_dir(path.parent)

@@ -188,6 +188,20 @@ def _keep(items: list, value: dict) -> None:
         items.append(value)
 
 
+def _previous(values: np.ndarray, carried: int | None, absent: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each batch's previous value of ``values`` (the first's: ``carried`` from the block before, or
+    ``absent`` when there is none) and whether it has one."""
+    prev = np.empty_like(values)
+    prev[1:] = values[:-1]
+    has_prev = np.ones(len(values), dtype=bool)
+    if carried is None:
+        has_prev[0] = False
+        prev[0] = absent
+    else:
+        prev[0] = carried
+    return prev, has_prev
+
+
 class _Collector:
     """Per-block state of one walk."""
 
@@ -298,14 +312,7 @@ class _Collector:
 
     def _order(self, vb: np.ndarray, vl: np.ndarray, vpos: np.ndarray, after_invalid: np.ndarray) -> None:
         f = self.f
-        prev = np.empty_like(vl)
-        prev[1:] = vl[:-1]
-        has_prev = np.ones(len(vl), dtype=bool)
-        if self.prev_last is None:
-            has_prev[0] = False
-            prev[0] = vb[0] - 1
-        else:
-            prev[0] = self.prev_last
+        prev, has_prev = _previous(vl, self.prev_last, vb[0] - 1)
         bad = np.flatnonzero((has_prev & (vb <= prev)) | (vl < vb))
         f.order_violation_count += len(bad)
         for j in bad[:EVIDENCE_CAP]:
@@ -333,14 +340,7 @@ class _Collector:
         self, ple: np.ndarray, vb: np.ndarray, vl: np.ndarray, vpos: np.ndarray, magic: np.ndarray
     ) -> None:
         f = self.f
-        prev = np.empty_like(ple)
-        prev[1:] = ple[:-1]
-        has_prev = np.ones(len(ple), dtype=bool)
-        if self.prev_epoch is None:
-            has_prev[0] = False
-            prev[0] = ple[0]
-        else:
-            prev[0] = self.prev_epoch
+        prev, has_prev = _previous(ple, self.prev_epoch, ple[0])
         back = np.flatnonzero(has_prev & (ple < prev))
         f.epoch_regression_count += len(back)
         for j in back[:EVIDENCE_CAP]:

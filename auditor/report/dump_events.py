@@ -24,15 +24,9 @@ def _bool(value) -> str:
     return "true" if value else "false"
 
 
-def _batch_line(e: dict) -> str:
-    if e.get("magic", 2) < 2:
-        return (
-            f"offset: {e['lastOffset']} position: {e['position']} {e['timestampType']}: {e['maxTimestamp']} "
-            f"size: {e['size']} magic: {e['magic']} compresscodec: {e['compressCodec']} crc: {e['crc']} "
-            f"isvalid: {_bool(e['isValid'])}"
-        )
-    horizon = e["deleteHorizonMs"]
-    return _BATCH_LINE % (
+def _batch_head(e: dict) -> tuple:
+    """The values a v2 batch line and a v2 batch object both start with, baseOffset to isControl."""
+    return (
         e["baseOffset"],
         e["lastOffset"],
         e["count"],
@@ -43,6 +37,19 @@ def _batch_line(e: dict) -> str:
         e["partitionLeaderEpoch"],
         "true" if e["isTransactional"] else "false",
         "true" if e["isControl"] else "false",
+    )
+
+
+def _batch_line(e: dict) -> str:
+    if e.get("magic", 2) < 2:
+        return (
+            f"offset: {e['lastOffset']} position: {e['position']} {e['timestampType']}: {e['maxTimestamp']} "
+            f"size: {e['size']} magic: {e['magic']} compresscodec: {e['compressCodec']} crc: {e['crc']} "
+            f"isvalid: {_bool(e['isValid'])}"
+        )
+    horizon = e["deleteHorizonMs"]
+    return _BATCH_LINE % (
+        *_batch_head(e),
         "OptionalLong.empty" if horizon is None else f"OptionalLong[{horizon}]",
         e["position"],
         e["timestampType"],
@@ -69,16 +76,7 @@ def _batch_object(e: dict) -> str:
     horizon = e["deleteHorizonMs"]
     computed = e["computedCrc"]
     return _BATCH_OBJECT % (
-        e["baseOffset"],
-        e["lastOffset"],
-        e["count"],
-        e["baseSequence"],
-        e["lastSequence"],
-        e["producerId"],
-        e["producerEpoch"],
-        e["partitionLeaderEpoch"],
-        "true" if e["isTransactional"] else "false",
-        "true" if e["isControl"] else "false",
+        *_batch_head(e),
         "null" if horizon is None else horizon,
         e["position"],
         encode_basestring_ascii(e["timestampType"]),

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TextIO
 
+from auditor.layout.durable import write_and_replace
 from auditor.report import render
 from auditor.report.model import Report
 
@@ -91,15 +92,11 @@ def write_file(output: str | os.PathLike, text: str) -> None:
     fd, tmp = tempfile.mkstemp(prefix=".kafka-auditor-", suffix=".tmp", dir=directory)
     try:
         os.fchmod(fd, 0o666 & ~umask())
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, target)
     except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+        os.close(fd)
+        os.unlink(tmp)
         raise
+    write_and_replace(fd, tmp, target, text)
     try:
         dir_fd = os.open(directory, os.O_RDONLY)
     except OSError:

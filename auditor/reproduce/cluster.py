@@ -10,12 +10,12 @@ goes to the ``kafka_auditor.librdkafka`` logger (silent unless a handler is adde
 from __future__ import annotations
 
 import concurrent.futures
-import importlib.util
 import logging
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from auditor.errors import not_installed
 from auditor.reproduce.records import ReproduceError
 
 EXTRA = "confluent_kafka"
@@ -52,11 +52,7 @@ log.propagate = False
 
 def require_client(command: str = "reproduce") -> None:
     """A :class:`ReproduceError` naming the extra when confluent-kafka is not installed."""
-    try:
-        missing = importlib.util.find_spec(EXTRA) is None
-    except (ImportError, ValueError):
-        missing = True
-    if missing:
+    if not_installed(EXTRA):
         raise ReproduceError(f"`{command}` needs confluent-kafka: {INSTALL}")
 
 

@@ -18,6 +18,7 @@ from auditor.kafka.hw import clamp_high_watermark
 from auditor.kafka.topics import TRANSACTION_STATE_TOPIC
 from auditor.kafka.transactions import MARKER_NAMES, Batch, last_stable_offset
 from auditor.rules import runner
+from auditor.rules.replica.model import partition_of
 from auditor.rules.replica.transactions import CoordinatorView, MarkerElsewhere, OpenTransaction
 
 _PART = ["cluster", "topic", "partition"]
@@ -121,9 +122,7 @@ def open_transaction(row: Mapping[str, Any], coordinator: CoordinatorView, lso: 
     """The rules' subject for one row of :func:`open_transaction_rows`."""
     leo = int(row["leo"])
     return OpenTransaction(
-        cluster=row["cluster"],
-        topic=row["topic"],
-        partition=int(row["partition"]),
+        **partition_of(row),
         leader=int(row["leader"]),
         log_dir=row.get("log_dir"),
         leader_source=row.get("leader_source") or "",

@@ -7,6 +7,7 @@ Scope ``fleet`` runs once per report over ``captures`` and ``brokers``; scope ``
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 from auditor.findings import Severity
 from auditor.rules.history.model import History, broker_captures, capture_ref, iso, ms, pd
@@ -42,6 +43,30 @@ def _previous(frame: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
         out["prev" + col[0].upper() + col[1:]] = frame[col].shift(1).where(same)
     out["prevT"] = out["prevT"].fillna(-1).astype("int64")
     return out
+
+
+def _meta_changed(
+    h: History, r: Any, message: str, key: str, prev_cluster: str, log_dir: str | None, **evidence: Any
+) -> Violation:
+    """A meta.properties ``key`` of broker ``r.broker`` that changed between its captures of ``r.prevT``
+    (in ``prev_cluster``) and ``r.t``; ``r`` holds the key's value as ``key`` and ``prev<Key>``."""
+    before = getattr(r, "prev" + key[0].upper() + key[1:])
+    after = getattr(r, key)
+    return Violation(
+        message,
+        broker=int(r.broker),
+        log_dir=log_dir,
+        file=META,
+        expected=before,
+        found=after,
+        evidence={
+            "cluster": r.cluster,
+            "time": iso(r.t),
+            "before": {**capture_ref(h, prev_cluster, r.broker, r.prevT), key: before},
+            "after": {**capture_ref(h, r.cluster, r.broker, r.t), key: after},
+            **evidence,
+        },
+    )
 
 
 @rule(
@@ -87,22 +112,16 @@ def cluster_id_changed(h: History) -> Iterator[Violation]:
     per_broker = changed.groupby(keys, sort=True)["logDir"].agg(lambda s: sorted(set(s))).reset_index()
     for r in per_broker.itertuples(index=False):
         dirs = list(r.logDir)
-        yield Violation(
+        yield _meta_changed(
+            h,
+            r,
             f"cluster.id of broker {r.broker} (log dir{'s' if len(dirs) > 1 else ''} {', '.join(dirs)}) "
             f"changed from {r.prevClusterId} to {r.clusterId} between the captures of {iso(r.prevT)} and "
             f"{iso(r.t)}: the log dirs were formatted again or replaced",
-            broker=int(r.broker),
+            "clusterId",
+            r.prevCluster,
             log_dir=dirs[0] if len(dirs) == 1 else None,
-            file=META,
-            expected=r.prevClusterId,
-            found=r.clusterId,
-            evidence={
-                "cluster": r.cluster,
-                "time": iso(r.t),
-                "before": {**capture_ref(h, r.prevCluster, r.broker, r.prevT), "clusterId": r.prevClusterId},
-                "after": {**capture_ref(h, r.cluster, r.broker, r.t), "clusterId": r.clusterId},
-                "logDirs": dirs,
-            },
+            logDirs=dirs,
         )
 
 
@@ -139,21 +158,15 @@ def directory_id_changed(h: History) -> Iterator[Violation]:
         & ~(m["prevClusterId"].notna() & m["clusterId"].notna() & (m["prevClusterId"] != m["clusterId"]))
     ]
     for r in changed.itertuples(index=False):
-        yield Violation(
+        yield _meta_changed(
+            h,
+            r,
             f"directory.id of broker {r.broker} log dir {r.logDir} changed from {r.prevDirectoryId} to "
             f"{r.directoryId} between the captures of {iso(r.prevT)} and {iso(r.t)}: the log dir was "
             "formatted again or another disk took its place",
-            broker=int(r.broker),
+            "directoryId",
+            r.cluster,
             log_dir=r.logDir,
-            file=META,
-            expected=r.prevDirectoryId,
-            found=r.directoryId,
-            evidence={
-                "cluster": r.cluster,
-                "time": iso(r.t),
-                "before": {**capture_ref(h, r.cluster, r.broker, r.prevT), "directoryId": r.prevDirectoryId},
-                "after": {**capture_ref(h, r.cluster, r.broker, r.t), "directoryId": r.directoryId},
-            },
         )
 
 

@@ -25,6 +25,11 @@ from auditor.kafka.topics import METADATA_TOPIC
 from auditor.rules.registry import Violation
 
 
+def partition_of(row: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``cluster``, ``topic`` and ``partition`` of a row of the extract, as keyword arguments."""
+    return {"cluster": row["cluster"], "topic": row["topic"], "partition": int(row["partition"])}
+
+
 @dataclass(frozen=True)
 class Replica:
     """One partition replica (a ``rows.REPLICA`` row of the extract)."""
@@ -111,15 +116,8 @@ class Divergence:
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> Divergence:
-        return cls(
-            a=int(row["a"]),
-            b=int(row["b"]),
-            lo=int(row["lo"]),
-            hi=int(row["hi"]),
-            offset=int(row["offset"]),
-            mode=row.get("mode"),
-            detail=row.get("detail"),
-        )
+        bounds = (int(row[k]) for k in ("a", "b", "lo", "hi", "offset"))
+        return cls(*bounds, row.get("mode"), row.get("detail"))
 
 
 @dataclass(frozen=True)
@@ -235,9 +233,7 @@ class LagRow(FollowerSpan):
     def from_row(cls, row: Mapping[str, Any]) -> LagRow:
         in_isr = row.get("in_isr")
         return cls(
-            cluster=row["cluster"],
-            topic=row["topic"],
-            partition=int(row["partition"]),
+            **partition_of(row),
             broker=int(row["broker"]),
             log_dir=row.get("log_dir"),
             leader=int(row["leader"]),
@@ -325,9 +321,7 @@ class LostRun(FollowerSpan):
     def from_row(cls, row: Mapping[str, Any]) -> LostRun:
         return cls(
             kind=row["kind"],
-            cluster=row["cluster"],
-            topic=row["topic"],
-            partition=int(row["partition"]),
+            **partition_of(row),
             broker=int(row["broker"]),
             leader=int(row["leader"]),
             log_dir=row.get("log_dir"),
@@ -345,10 +339,10 @@ class LostRun(FollowerSpan):
             commit_markers=int(row.get("commit_markers") or 0),
             lost_markers=tuple(LostMarker.from_row(m) for m in row.get("lost_markers") or ()),
             producer_ids=tuple(int(p) for p in row.get("producer_ids") or ()),
-            first_timestamp=_opt(row.get("first_timestamp")),
-            last_timestamp=_opt(row.get("last_timestamp")),
-            span_lo=_opt(row.get("span_lo")),
-            span_hi=_opt(row.get("span_hi")),
+            first_timestamp=_int(row.get("first_timestamp")),
+            last_timestamp=_int(row.get("last_timestamp")),
+            span_lo=_int(row.get("span_lo")),
+            span_hi=_int(row.get("span_hi")),
         )
 
 
@@ -356,10 +350,6 @@ LOST_MARKERS_LISTED = 100
 """A lost run lists at most this many of its COMMIT/ABORT markers (``lost_runs``); it counts all."""
 PRODUCERS_LISTED = 20
 """A lost run lists at most this many producer ids of its data batches."""
-
-
-def _opt(value: Any) -> int | None:
-    return None if value is None else int(value)
 
 
 @dataclass(frozen=True)
@@ -376,14 +366,8 @@ class LostMarker:
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> LostMarker:
-        return cls(
-            offset=int(row["offset"]),
-            marker=str(row["marker"]),
-            producer_id=int(row["producer_id"]),
-            producer_epoch=int(row["producer_epoch"]),
-            first_offset=int(row["first_offset"]),
-            epoch=int(row["epoch"]),
-        )
+        ids = {k: int(row[k]) for k in ("offset", "producer_id", "producer_epoch", "first_offset", "epoch")}
+        return cls(marker=str(row["marker"]), **ids)
 
 
 @dataclass(frozen=True)
