@@ -2,7 +2,7 @@
 
 Data: 30 nightly captures x 20 brokers x 2,000 partitions per broker (13,340 partitions, RF 3, each broker
 holding 2,001 replicas), written straight into the warehouse tables with pyarrow (Hive-partitioned by
-cluster and capture date, as ``ingest`` writes them; building and ingesting real dumps would measure
+cluster and capture date, as ``ingest`` writes them; building and ingesting real captures would measure
 ingest). Per capture and replica: a high watermark, a recovery point, a log start offset (for the half of
 the topics with retention inside a segment), a partition.metadata topic id and the leader-epoch-checkpoint
 (one or two entries: every seventh partition changed leader once, retention moves the first entry up with

@@ -154,7 +154,7 @@ class Events(SimState):
 
     @property
     def _no_lag(self) -> set[int]:
-        """Brokers that may not be the lagging follower: the missing one (its stale dumps would extend the
+        """Brokers that may not be the lagging follower: the missing one (its stale captures would extend the
         lag) and the reformatted one (its re-created replica would end it)."""
         return {self.missing_broker, self.reformat_broker}
 
@@ -329,7 +329,7 @@ class Events(SimState):
             b = rng.choice([b for b in sorted(m.brokers) if b != self.missing_broker])
             member = f"{m.brokers[b].log_dirs[0].path.strip('/')}/restored-0/leader-epoch-checkpoint"
             self.symlink[(day, b)] = (member, "/etc/shadow")
-            self._finding("KA813", day, None, note=member, cluster=None)  # in no dump: no cluster
+            self._finding("KA813", day, None, note=member, cluster=None)  # in no capture: no cluster
             self.events.append(
                 Event(
                     "refused-entry",

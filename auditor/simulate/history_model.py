@@ -1,4 +1,4 @@
-"""The state a month of nightly checkpoint dumps is drawn from: brokers, log dirs and replicas evolving by
+"""The state a month of nightly checkpoint captures is drawn from: brokers, log dirs and replicas evolving by
 Kafka's rules (``kafka-auditor simulate history``).
 
 Each replica keeps what its log dir's small files record: the high watermark
@@ -72,7 +72,7 @@ def epoch_at(epochs: Epochs, offset: int) -> int | None:
 
 @dataclass
 class LogDir:
-    name: str  # the dump's folder name ("data", "data-1")
+    name: str  # the capture's folder name ("data", "data-1")
     path: str  # the log dir as configured ("/var/lib/kafka/data-1")
     directory_id: str
     formatted_ms: int  # when meta.properties was last written (kafka-storage format, or the 3.7+ upgrade)

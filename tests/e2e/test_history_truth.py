@@ -1,6 +1,6 @@
 """`simulate history` -> `ingest` -> `report --warehouse`: the report finds exactly the ground truth's
 findings (code, broker, topic, partition, capture time; nothing else), and a second ingest and report of the
-same dumps add nothing."""
+same captures add nothing."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ def findings(path: Path) -> list[tuple]:
 
 @pytest.fixture(scope="module")
 def runs(spark, tmp_path_factory) -> dict:
-    """Ten nights of dumps as folders and archives; ingest the archives, report, ingest the same dumps
+    """Ten nights of captures as folders and archives; ingest the archives, report, ingest the same captures
     again (the folders and the archives), report, then report --all: each command once, through the CLI, in
     this order."""
     root = tmp_path_factory.mktemp("history-truth")

@@ -375,7 +375,7 @@ def _captured_dir(h: History, rows: pd.DataFrame, other: str) -> pd.DataFrame:
 )
 def partition_vanished(h: History) -> Iterator[Violation]:
     """
-    What it finds: a partition that a broker held at one capture (a partition directory in the dump, or an
+    What it finds: a partition that a broker held at one capture (a partition directory in the capture, or an
     entry of the log dir's replication-offset-checkpoint) and that is absent from the broker's next capture,
     although that capture holds the log dir the partition was in (a log dir missing from a capture says
     nothing about its partitions).
