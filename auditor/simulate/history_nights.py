@@ -187,21 +187,21 @@ class Sim(Events):
                 1, b, cluster, ld.directory_id, datetime.fromtimestamp(ld.formatted_ms / 1000, timezone.utc)
             )
         }
-        hw, rp, lso = [], [], []
+        hw, rp, log_start = [], [], []
         for p in parts:
             r = p.replicas[b]
             hw.append((p.topic, p.partition, r.hw))
             rp.append((p.topic, p.partition, r.rp))
-            if p.delete_records and r.lso > 0:
-                lso.append((p.topic, p.partition, r.lso))
+            if p.delete_records and r.log_start > 0:
+                log_start.append((p.topic, p.partition, r.log_start))
             pdir = f"{p.topic}-{p.partition}"
             files[f"{pdir}/leader-epoch-checkpoint"] = format_leader_epoch_checkpoint(r.epochs)
             files[f"{pdir}/partition.metadata"] = format_partition_metadata(p.topic_id)
-            state[(b, p.topic, p.partition)] = (r.leo, r.hw, r.rp, r.lso, list(r.epochs))
-            self.last[(b, p.topic, p.partition)] = (r.hw, r.rp, r.lso)
+            state[(b, p.topic, p.partition)] = (r.leo, r.hw, r.rp, r.log_start, list(r.epochs))
+            self.last[(b, p.topic, p.partition)] = (r.hw, r.rp, r.log_start)
         files["replication-offset-checkpoint"] = format_offset_checkpoint(hw)
         files["recovery-point-offset-checkpoint"] = format_offset_checkpoint(rp)
-        files["log-start-offset-checkpoint"] = format_offset_checkpoint(lso)
+        files["log-start-offset-checkpoint"] = format_offset_checkpoint(log_start)
         files["cleaner-offset-checkpoint"] = format_offset_checkpoint([])
         if self.torn.get((day, b)) == ld.name:
             files["recovery-point-offset-checkpoint"] = _torn(files["recovery-point-offset-checkpoint"])

@@ -184,11 +184,11 @@ def _recreated(truth) -> tuple[str, str]:
 def test_every_capture_keeps_kafkas_invariants(simulated):
     run, _, _ = simulated
     for day, state in run.states.items():
-        for (b, topic, part), (leo, hw, rp, lso, cache) in state.items():
+        for (b, topic, part), (leo, hw, rp, log_start, cache) in state.items():
             where = (day, b, topic, part)
-            assert 0 <= lso <= hw <= leo and lso <= rp <= leo, where
+            assert 0 <= log_start <= hw <= leo and log_start <= rp <= leo, where
             assert all(x[0] < y[0] and x[1] < y[1] for x, y in zip(cache, cache[1:], strict=False)), where
-            assert cache and cache[0][1] <= max(lso, cache[0][1]) and cache[-1][1] <= leo, where
+            assert cache and cache[0][1] <= max(log_start, cache[0][1]) and cache[-1][1] <= leo, where
 
 
 def test_consecutive_captures_change_only_where_the_truth_says(simulated):

@@ -32,7 +32,7 @@ from auditor.rules.history.model import (
 from auditor.rules.registry import Violation, rule
 
 HW_FILE = "replication-offset-checkpoint"
-LSO_FILE = "log-start-offset-checkpoint"
+LOG_START_FILE = "log-start-offset-checkpoint"
 RP_FILE = "recovery-point-offset-checkpoint"
 
 
@@ -134,7 +134,7 @@ def log_start_backwards(h: History) -> Iterator[Violation]:
             r,
             f"log start offset of {r.topic}-{r.partition} on broker {r.broker} went back from "
             f"{r.prevOffset} to {r.offset} between the captures of {iso(r.prevT)} and {iso(r.t)}",
-            LSO_FILE,
+            LOG_START_FILE,
             "logStartOffset",
         )
 
