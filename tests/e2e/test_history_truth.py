@@ -69,7 +69,7 @@ def test_ingest_and_report_twice_report_each_finding_once(runs):
     assert again.exit_code == 0, again.output
     text = again.stdout
     summary = json.loads(text[text.index("{") :])
-    dumps = runs["truth"]["summary"]["dumps"]
-    assert summary["capturesAdded"] == 0 and summary["duplicates"] == 2 * dumps  # each in a folder and a .tgz
+    nightly = runs["truth"]["summary"]["dumps"]
+    assert summary["capturesAdded"] == 0 and summary["duplicates"] == 2 * nightly  # in a folder and a .tgz
     assert runs["second"].exit_code == 0, runs["second"].output
     assert findings(runs["root"] / "second.json") == []
