@@ -26,12 +26,12 @@ demo: $(STAMP)
 	$(BIN)/kafka-auditor audit $(DEMO)/cluster --export-lost $(DEMO)/lost --exit-zero
 	@echo "The committed records the unclean election lost: $(DEMO)/lost/lost-records.jsonl"
 
-# The nightly flow of the README ("Every night") on a simulated month: dumps of 6 brokers (folders and archives), ingest,
+# The nightly flow of the README ("Every night") on a simulated month: captures of 6 brokers (folders and archives), ingest,
 # report (text: the regressions found), then the HTML page and the Prometheus textfile of the whole month.
 demo-history: $(STAMP)
 	rm -rf $(DEMO)-history
-	$(BIN)/kafka-auditor simulate history --out $(DEMO)-history/dumps --days 30 --seed 7
-	$(BIN)/kafka-auditor ingest $(DEMO)-history/dumps/archives --into $(DEMO)-history/warehouse
+	$(BIN)/kafka-auditor simulate history --out $(DEMO)-history/captures --days 30 --seed 7
+	$(BIN)/kafka-auditor ingest $(DEMO)-history/captures/archives --into $(DEMO)-history/warehouse
 	$(BIN)/kafka-auditor report --warehouse $(DEMO)-history/warehouse --exit-zero
 	$(BIN)/kafka-auditor report --warehouse $(DEMO)-history/warehouse --all -f html -o $(DEMO)-history/report.html --exit-zero
 	$(BIN)/kafka-auditor report --warehouse $(DEMO)-history/warehouse --all -f prometheus -o $(DEMO)-history/kafka_auditor.prom --exit-zero

@@ -2,7 +2,7 @@
 
 Data: 30 nightly captures x 20 brokers x 2,000 partitions per broker (13,340 partitions, RF 3, each broker
 holding 2,001 replicas), written straight into the warehouse tables with pyarrow (Hive-partitioned by
-cluster and capture date, as ``ingest`` writes them; building and ingesting real dumps would measure
+cluster and capture date, as ``ingest`` writes them; building and ingesting real captures would measure
 ingest). Per capture and replica: a high watermark, a recovery point, a log start offset (for the half of
 the topics with retention inside a segment), a partition.metadata topic id and the leader-epoch-checkpoint
 (one or two entries: every seventh partition changed leader once, retention moves the first entry up with
@@ -87,12 +87,12 @@ def build(root: Path, days: int, brokers: int, per_broker: int) -> dict:
     retained = pid % 2 == 0  # topics with a log start offset inside a segment
     change_day = np.where(pid % 7 == 3, rng.integers(1, days, total), days + 1)
     topic_ids = np.array([f"tid{p:019d}" for p in range(total)], dtype=object)
-    inj = {"hw_back": 100, "lso_back": 202, "rp_back": 303, "lag": 404, "moved": 505, "recreated": 606}
+    inj = {"hw_back": 100, "log_start_back": 202, "rp_back": 303, "lag": 404, "moved": 505, "recreated": 606}
     assert all(p % 7 != 3 for p in inj.values())  # none of them changes leader on its own
     rate[inj["lag"]] = 30_000
     day_of = {
         "hw_back": days // 2,
-        "lso_back": days // 3,
+        "log_start_back": days // 3,
         "rp_back": days // 2 + 2,
         "moved": days // 2,
         "recreated": days // 2 + 1,
@@ -120,7 +120,7 @@ def build(root: Path, days: int, brokers: int, per_broker: int) -> dict:
             n = len(replica)
             r, bs = rate[replica], base[replica]
             hw = bs + r * (day + 1)
-            lso = np.maximum(bs, hw - r * 7)
+            log_start = np.maximum(bs, hw - r * 7)
             # a follower stuck at its HW of the day before the lag began, for five captures
             lag = (replica == inj["lag"]) & (slot == 2) & (day >= day_of["lag"]) & (day < day_of["lag"] + 5)
             hw = np.where(lag, bs + r * day_of["lag"], hw)
@@ -129,7 +129,7 @@ def build(root: Path, days: int, brokers: int, per_broker: int) -> dict:
             rec = (replica == inj["recreated"]) & (day >= day_of["recreated"])
             hw = np.where(rec, 10 * (day - day_of["recreated"] + 1), hw)
             rp = np.where(rec, hw, rp)
-            lso = np.where(rec, 0, lso)
+            log_start = np.where(rec, 0, log_start)
             ids = topic_ids[replica].copy()
             ids[rec] = "recreated000000000000"
             # unclean election: the other replicas were behind (killed) the day before; the old leader's HW
@@ -138,16 +138,18 @@ def build(root: Path, days: int, brokers: int, per_broker: int) -> dict:
             behind = fork & (slot != 0) & (day == fork_day - 1)
             hw = np.where(behind, fork_start, hw)
             hw = np.where(fork & (slot == 0) & (day == fork_day), hw - r - 100, hw)
-            lso = np.where(
-                (replica == inj["lso_back"]) & (slot == 1) & (day == day_of["lso_back"]), lso - 2 * r, lso
+            log_start = np.where(
+                (replica == inj["log_start_back"]) & (slot == 1) & (day == day_of["log_start_back"]),
+                log_start - 2 * r,
+                log_start,
             )
             rp_back = (replica == inj["rp_back"]) & (slot == 1) & (day == day_of["rp_back"])
             rp = np.where(rp_back, rp - 2 * r, rp)
             # leader-epoch-checkpoint: epoch 0 from the first offset, epoch 1 from the LEO of the change day
             start1 = bs + r * change_day[replica]
             changed = change_day[replica] <= day
-            first_epoch = np.where(changed & (lso >= start1), 1, 0).astype(np.int32)
-            first_start = np.where(first_epoch == 1, np.maximum(lso, start1), np.maximum(lso, bs))
+            first_epoch = np.where(changed & (log_start >= start1), 1, 0).astype(np.int32)
+            first_start = np.where(first_epoch == 1, np.maximum(log_start, start1), np.maximum(log_start, bs))
             first_start = np.where(rec, 0, first_start)
             forked = fork & (day >= fork_day)
             second = (changed & (first_epoch == 0) & ~rec) | forked
@@ -172,7 +174,7 @@ def build(root: Path, days: int, brokers: int, per_broker: int) -> dict:
 
             tables["high_watermarks"].append(offsets(hw))
             tables["recovery_points"].append(offsets(rp))
-            tables["log_start_offsets"].append(offsets(lso).filter(pa.array(retained[replica])))
+            tables["log_start_offsets"].append(offsets(log_start).filter(pa.array(retained[replica])))
             dirs = [f"{a}-{p}" for a, p in zip(topic[replica], part_no[replica], strict=True)]
             tables["partitions"].append(
                 pa.table(
@@ -242,7 +244,7 @@ def build(root: Path, days: int, brokers: int, per_broker: int) -> dict:
         ("KA801", leader(inj["hw_back"], 0), inj["hw_back"], day_of["hw_back"]),
         ("KA804", leader(inj["hw_back"], 0), inj["hw_back"], day_of["hw_back"]),
         ("KA805", leader(inj["hw_back"], 0), inj["hw_back"], day_of["hw_back"]),
-        ("KA802", leader(inj["lso_back"], 1), inj["lso_back"], day_of["lso_back"]),
+        ("KA802", leader(inj["log_start_back"], 1), inj["log_start_back"], day_of["log_start_back"]),
         ("KA803", leader(inj["rp_back"], 1), inj["rp_back"], day_of["rp_back"]),
         ("KA806", leader(inj["lag"], 2), inj["lag"], day_of["lag"] + 1),
         ("KA807", leader(inj["moved"], 1), inj["moved"], day_of["moved"]),

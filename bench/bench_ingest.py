@@ -1,21 +1,21 @@
-"""Benchmark: ``kafka-auditor ingest`` of checkpoint dumps from archives on Spark (issue 11, item 7).
+"""Benchmark: ``kafka-auditor ingest`` of checkpoint captures from archives on Spark (issue 11, item 7).
 
 Data, generated with the parsers' ``format_*`` functions into a temporary directory (reused with --data):
-  (a) fleet-shaped: one ``.tgz`` per broker and night, ``--brokers`` x ``--nights`` archives, each one dump of
-      ``--partitions`` partition directories (``leader-epoch-checkpoint`` of 3 entries and
+  (a) fleet-shaped: one ``.tgz`` per broker and night, ``--brokers`` x ``--nights`` archives, each one capture
+      of ``--partitions`` partition directories (``leader-epoch-checkpoint`` of 3 entries and
       ``partition.metadata`` each) plus ``meta.properties`` and the four offset checkpoints: many small files;
-  (b) large checkpoints: ``--big-dumps`` archives of one dump each whose four offset checkpoints hold
+  (b) large checkpoints: ``--big-captures`` archives of one capture each whose four offset checkpoints hold
       ``--big-partitions`` entries (and no partition directories): few files, millions of entries.
 
 Timed in one run, printed separately: Spark start-up (``get_spark``), a warm-up ingest of one archive (Python
 workers, JIT), then ``ingest`` of (a) and of (b), each into a new warehouse: checkpoint files/s and checkpoint
 entries/s (rows of high_watermarks, recovery_points, log_start_offsets, cleaner_offsets, leader_epochs)
 after start-up. Baselines measured in the same run on the same archives, single process: (1) ``tarfile``
-reading every member (no parsing) and (2) ``tarfile`` plus ``parse_dump`` of each dump (no Parquet),
+reading every member (no parsing) and (2) ``tarfile`` plus ``parse_capture`` of each capture (no Parquet),
 given as ratios. Targets of the issue: >= 5,000 files/s and >= 2 M entries/s on local[2]. No assertion on
 timings.
 
-Usage: python bench/bench_ingest.py [--brokers 20] [--partitions 1000] [--nights 3] [--big-dumps 12]
+Usage: python bench/bench_ingest.py [--brokers 20] [--partitions 1000] [--nights 3] [--big-captures 12]
        [--big-partitions 150000] [--data DIR] [--master local[2]]
 """
 
@@ -52,8 +52,8 @@ def _topic_ids() -> list[str]:
     ]
 
 
-def _dump(broker: int, night: int, partitions: int, with_dirs: bool) -> dict[str, bytes]:
-    """One broker's dump: ``partitions`` partitions over :data:`TOPICS` topics."""
+def _capture(broker: int, night: int, partitions: int, with_dirs: bool) -> dict[str, bytes]:
+    """One broker's capture: ``partitions`` partitions over :data:`TOPICS` topics."""
     tps = [(f"topic-{p % TOPICS}", p // TOPICS) for p in range(partitions)]
     base = 1_000_000 * (night + 1) + broker
     files = {"meta.properties": format_meta_properties(1, node_id=broker, cluster_id=CLUSTER_ID)}
@@ -92,13 +92,13 @@ def generate(data: Path, args) -> tuple[list[Path], list[Path]]:
         for broker in range(1, args.brokers + 1):
             path = fleet_dir / f"broker-{broker}-{stamp}.tgz"
             if not path.exists():
-                files = _dump(broker, night, args.partitions, True)
+                files = _capture(broker, night, args.partitions, True)
                 _write_tgz(path, "var/lib/kafka/data", files, (FIRST_NIGHT_MS + night * NIGHT_MS) / 1000)
             fleet.append(path)
-    for i in range(args.big_dumps):
+    for i in range(args.big_captures):
         path = big_dir / f"big-{i + 1}-20260105T020000Z.tgz"
         if not path.exists():
-            _write_tgz(path, "data", _dump(100 + i, 0, args.big_partitions, False), FIRST_NIGHT_MS / 1000)
+            _write_tgz(path, "data", _capture(100 + i, 0, args.big_partitions, False), FIRST_NIGHT_MS / 1000)
         big.append(path)
     return fleet, big
 
@@ -119,9 +119,9 @@ def baseline_tarfile(archives: list[Path]) -> tuple[int, int]:
 
 
 def baseline_parse(archives: list[Path]) -> int:
-    """tarfile plus parse_dump of each archive's dump (single process, no Parquet): entries parsed."""
-    from auditor.layout.dumps import dump_location
-    from auditor.observe.dumps import DumpFile, parse_dump
+    """tarfile plus parse_capture of each archive's capture (single process, no Parquet): entries parsed."""
+    from auditor.layout.captures import capture_location
+    from auditor.observe.captures import CaptureFile, parse_capture
 
     entries = 0
     tables = ("high_watermarks", "recovery_points", "log_start_offsets", "cleaner_offsets", "leader_epochs")
@@ -129,11 +129,11 @@ def baseline_parse(archives: list[Path]) -> int:
         files, root = [], ""
         with tarfile.open(path, "r:*") as tar:
             for info in tar:
-                where = dump_location(info.name) if info.isfile() else None
+                where = capture_location(info.name) if info.isfile() else None
                 if where is not None:
                     root = where[0]
-                    files.append(DumpFile(where[1], int(info.mtime * 1000), tar.extractfile(info).read()))
-        out = parse_dump(str(path), root, files, ingest_id="baseline", ingested_at_ms=0)
+                    files.append(CaptureFile(where[1], int(info.mtime * 1000), tar.extractfile(info).read()))
+        out = parse_capture(str(path), root, files, ingest_id="baseline", ingested_at_ms=0)
         entries += sum(out[t].num_rows for t in tables)
     return entries
 
@@ -162,12 +162,12 @@ def main() -> None:
     parser.add_argument("--brokers", type=int, default=20)
     parser.add_argument("--partitions", type=int, default=1000)
     parser.add_argument("--nights", type=int, default=3)
-    parser.add_argument("--big-dumps", type=int, default=12)
+    parser.add_argument("--big-captures", type=int, default=12)
     parser.add_argument("--big-partitions", type=int, default=150_000)
     parser.add_argument("--data", type=Path, default=None, help="keep the generated archives here (reused)")
     parser.add_argument("--master", default="local[2]")
     args = parser.parse_args()
-    shape = f"{args.brokers}x{args.partitions}x{args.nights}-{args.big_dumps}x{args.big_partitions}"
+    shape = f"{args.brokers}x{args.partitions}x{args.nights}-{args.big_captures}x{args.big_partitions}"
     data = args.data or Path(tempfile.gettempdir()) / f"kafka-auditor-bench-ingest-{shape}"
     t0 = time.perf_counter()
     fleet, big = generate(data, args)
@@ -189,7 +189,7 @@ def main() -> None:
         rates[label] = (members / t_tar, entries / t_parse)
         print(
             f"baseline {label}, one process: tarfile {members:,} members {nbytes / 1e6:.0f} MB in "
-            f"{t_tar:.1f} s ({members / t_tar:,.0f} files/s); tarfile + parse_dump {entries:,} entries in "
+            f"{t_tar:.1f} s ({members / t_tar:,.0f} files/s); tarfile + parse_capture {entries:,} entries in "
             f"{t_parse:.1f} s ({entries / t_parse / 1e6:.2f} M entries/s, {members / t_parse:,.0f} files/s)"
         )
 

@@ -1,5 +1,5 @@
-"""``kafka-auditor ingest``: checkpoint dumps (directory trees and archives) parsed on Spark into a warehouse
-of Parquet tables (:mod:`auditor.spark.ingest`, layout in :mod:`auditor.layout.warehouse`).
+"""``kafka-auditor ingest``: checkpoint captures (directory trees and archives) parsed on Spark into a
+warehouse of Parquet tables (:mod:`auditor.spark.ingest`, layout in :mod:`auditor.layout.warehouse`).
 
 Spark is started as ``audit`` starts it (``--master``, one-line errors); the sources are never written to.
 """
@@ -20,8 +20,8 @@ from auditor.cli.spark_options import checked_master, master_option, run_on_spar
 from auditor.report.progress import configure_logging
 
 SOURCES_HELP = (
-    "Checkpoint dumps: directory trees or archives (.tar, .tar.gz/.tgz, .zip) holding one or many dumps "
-    "(one broker log dir's meta.properties, offset checkpoints, leader-epoch-checkpoint and "
+    "Checkpoint captures: directory trees or archives (.tar, .tar.gz/.tgz, .zip) holding one or many "
+    "captures (one broker log dir's meta.properties, offset checkpoints, leader-epoch-checkpoint and "
     "partition.metadata files). Read-only; archives are read in memory, never extracted."
 )
 MAX_CLUSTER_LABEL = 255
@@ -68,7 +68,7 @@ def ingest_command(
     ),
     master: str | None = master_option(),
     cluster: str | None = typer.Option(
-        None, "--cluster", help="Cluster label of every dump (default: cluster.id of meta.properties)."
+        None, "--cluster", help="Cluster label of every capture (default: cluster.id of meta.properties)."
     ),
     fmt: IngestFormat = typer.Option(
         IngestFormat.text,
@@ -79,9 +79,9 @@ def ingest_command(
     verbose: int = verbose_option(),
     progress: bool | None = progress_option(),
 ) -> None:
-    """Ingest checkpoint dumps into a warehouse of Parquet tables (captures, high_watermarks,
+    """Ingest checkpoint captures into a warehouse of Parquet tables (captures, high_watermarks,
     recovery_points, log_start_offsets, cleaner_offsets, leader_epochs, brokers, partitions, problems),
-    parsed on Spark. A dump already in the warehouse (same content) is skipped; a run is committed whole or
+    parsed on Spark. A capture already in the warehouse (same content) is skipped; a run is committed whole or
     not at all. Malformed files and refused archive entries become rows of the problems table, reported by
     `kafka-auditor report`.
 
@@ -89,7 +89,7 @@ def ingest_command(
     """
     if not sources:
         raise fail(
-            "missing SOURCE (directories or archives of checkpoint dumps); see `kafka-auditor ingest -h`"
+            "missing SOURCE (directories or archives of checkpoint captures); see `kafka-auditor ingest -h`"
         )
     if into is None:
         raise fail("missing --into WAREHOUSE (the directory the tables are written to)")

@@ -6,7 +6,7 @@ The checks read the whole history (a high watermark going backwards needs the ca
 missing, lag still going on: evidence ``open``) keep their Prometheus series whatever ``--since`` and the
 earlier reports (:func:`open_conditions`). A duration (``30m``, ``24h``,
 ``7d``) is counted back from the newest capture in the warehouse, not from the clock, so a report over last
-month's dumps reads the same whenever it runs; an ISO-8601 date or time (UTC unless it says otherwise) is
+month's captures reads the same whenever it runs; an ISO-8601 date or time (UTC unless it says otherwise) is
 used as it is.
 
 By default a finding is reported once: the warehouse's state ``reports`` keeps the fingerprint of every

@@ -13,9 +13,9 @@ from auditor.cli.messages import fail
 def _list(value: bool) -> None:
     if not value:
         return
-    from auditor.simulate import DUMP_SCENARIOS, SCENARIOS
+    from auditor.simulate import CAPTURE_SCENARIOS, SCENARIOS
 
-    described = {name: s.description for name, s in SCENARIOS.items()} | DUMP_SCENARIOS
+    described = {name: s.description for name, s in SCENARIOS.items()} | CAPTURE_SCENARIOS
     width = max(len(name) for name in described)
     for name, description in described.items():
         typer.echo(f"{name:<{width}}  {description}")
@@ -33,9 +33,9 @@ def simulate_command(
     partitions: int | None = typer.Option(
         None, "--partitions", help="Partitions per topic [default: 1; history: 8]."
     ),
-    days: int = typer.Option(30, "--days", help="history: nights of checkpoint dumps."),
-    dump_format: str = typer.Option(
-        "both", "--format", help="history: write the dumps as folders, archives (.tgz) or both."
+    days: int = typer.Option(30, "--days", help="history: nights of checkpoint captures."),
+    capture_format: str = typer.Option(
+        "both", "--format", help="history: write the captures as folders, archives (.tgz) or both."
     ),
     records: int = typer.Option(
         1000,
@@ -57,16 +57,16 @@ def simulate_command(
     """Simulate Kafka replication (leader epochs, HW/LEO, ISR, truncation, crashes) and write real Kafka 4.0
     log directories for each broker plus ground-truth.json. SCENARIO is one of the names shown by --list.
     """
-    from auditor.simulate import DUMP_SCENARIOS, SCENARIOS, SimOptions, run_scenario
+    from auditor.simulate import CAPTURE_SCENARIOS, SCENARIOS, SimOptions, run_scenario
 
     if scenario is None:
         raise fail("missing SCENARIO (see `kafka-auditor simulate --list`)")
-    if scenario not in SCENARIOS and scenario not in DUMP_SCENARIOS:
-        raise fail(f"unknown scenario {scenario!r}; known: {', '.join([*SCENARIOS, *DUMP_SCENARIOS])}")
+    if scenario not in SCENARIOS and scenario not in CAPTURE_SCENARIOS:
+        raise fail(f"unknown scenario {scenario!r}; known: {', '.join([*SCENARIOS, *CAPTURE_SCENARIOS])}")
     if out is None:
         raise fail("--out DIR is required")
     if scenario == "history":
-        _history(out, seed, _or(brokers, 6), _or(topics, 4), _or(partitions, 8), days, dump_format)
+        _history(out, seed, _or(brokers, 6), _or(topics, 4), _or(partitions, 8), days, capture_format)
         return
     options = SimOptions(
         seed=seed,
@@ -97,7 +97,7 @@ def _or(value: int | None, default: int) -> int:
 
 
 def _history(out: Path, seed: int, brokers: int, topics: int, partitions: int, days: int, fmt: str) -> None:
-    """``simulate history``: nightly checkpoint dumps and their ground truth."""
+    """``simulate history``: nightly checkpoint captures and their ground truth."""
     from auditor.simulate.history import HistoryOptions, run_history
 
     options = HistoryOptions(

@@ -1,4 +1,4 @@
-"""Reading the members of a dump archive (``.tar``, ``.tar.gz``/``.tgz``, ``.zip``) in memory, never
+"""Reading the members of a capture archive (``.tar``, ``.tar.gz``/``.tgz``, ``.zip``) in memory, never
 extracting anything to disk, with bounded work and memory whatever the archive holds.
 
 :func:`read_archive` takes the archive's bytes and yields a :class:`Member` for every regular file the
@@ -53,8 +53,9 @@ def is_archive(name: str) -> bool:
 class ArchiveLimits:
     """Bounds on the work one archive may cause.
 
-    * ``max_members`` (1,000,000): entries of any kind. A dump of 20,000 partitions has ~40,000 small files; a
-      nightly archive of a 25-broker fleet stays well below a million, while each entry costs a header parse.
+    * ``max_members`` (1,000,000): entries of any kind. A capture of 20,000 partitions has ~40,000 small
+      files; a nightly archive of a 25-broker fleet stays well below a million, while each entry costs a
+      header parse.
     * ``max_member_bytes`` (64 MiB): a wanted member is read whole into memory (about twice its size at the
       peak). The largest real checkpoint files are a few MB (an offset checkpoint of 100,000 partitions is
       ~4 MB); 64 MiB leaves room for any real fleet and bounds one executor's memory.
@@ -273,10 +274,10 @@ def _guarded_tarinfo(limits: ArchiveLimits, ending: list[str]) -> type[tarfile.T
             return super()._proc_pax(tarfile_)
 
         def _proc_sparse(self, tarfile_):
-            raise _Stop(self.name, "GNU sparse member (not a dump file): reading stopped here")
+            raise _Stop(self.name, "GNU sparse member (not a capture file): reading stopped here")
 
         def _proc_gnusparse_10(self, next_, pax_headers, tarfile_):
-            raise _Stop(next_.name, "GNU sparse member (not a dump file): reading stopped here")
+            raise _Stop(next_.name, "GNU sparse member (not a capture file): reading stopped here")
 
         def _check_extension(self, tarfile_) -> None:
             if self.size > limits.max_member_bytes:
@@ -395,7 +396,7 @@ def _tar_refusal(info: tarfile.TarInfo) -> Refusal | None:
     if info.isdir():
         return Refusal(info.name, "")
     if info.sparse is not None:
-        return Refusal(info.name, "GNU sparse member (not a dump file)")
+        return Refusal(info.name, "GNU sparse member (not a capture file)")
     if not info.isreg():
         return Refusal(info.name, f"unsupported entry type {info.type!r}")
     if not _normalised(info.name):

@@ -1,16 +1,17 @@
-"""Arrow schemas of the ingest warehouse: what ``kafka-auditor ingest`` writes from checkpoint dumps and what
-``kafka-auditor report`` reads back (Spark, pandas and DuckDB read the same Parquet files).
+"""Arrow schemas of the ingest warehouse: what ``kafka-auditor ingest`` writes from checkpoint captures and
+what ``kafka-auditor report`` reads back (Spark, pandas and DuckDB read the same Parquet files).
 
-A *dump* is one broker log dir's small files at one capture time: ``meta.properties``, the four offset
+A *capture* is one broker log dir's small files at one capture time: ``meta.properties``, the four offset
 checkpoints (``replication-offset-checkpoint`` = high watermarks, ``recovery-point-offset-checkpoint``,
 ``log-start-offset-checkpoint``, ``cleaner-offset-checkpoint``), and per partition directory its
 ``leader-epoch-checkpoint`` and ``partition.metadata``. Every row of every table carries the identity of its
-capture (:data:`CAPTURE_KEY`): ``captureId`` (SHA-256 of the dump's content, hex; ingesting the same dump
-twice adds nothing), ``cluster``, ``broker``, ``logDir``, ``captureTime`` (UTC, ms) and ``captureDate``.
+capture (:data:`CAPTURE_KEY`): ``captureId`` (SHA-256 of the capture's content, hex; ingesting the same
+capture twice adds nothing), ``cluster``, ``broker``, ``logDir``, ``captureTime`` (UTC, ms) and
+``captureDate``.
 
 Tables (columns in camelCase, like every output of the tool; timestamps are Parquet timestamps, ms, UTC):
 
-* ``captures``          one row per dump: where it came from, how its time and broker were found, counts;
+* ``captures``          one row per capture: where it came from, how its time and broker were found, counts;
 * ``high_watermarks``   one row per entry of ``replication-offset-checkpoint``;
 * ``recovery_points``   one row per entry of ``recovery-point-offset-checkpoint``;
 * ``log_start_offsets`` one row per entry of ``log-start-offset-checkpoint``;
@@ -18,7 +19,7 @@ Tables (columns in camelCase, like every output of the tool; timestamps are Parq
 * ``leader_epochs``     one row per entry of a partition's ``leader-epoch-checkpoint`` (``position``: its
   index in the file, from 0);
 * ``brokers``           one row per ``meta.properties`` (node id, cluster id, directory id, version);
-* ``partitions``        one row per partition directory of a dump (its topic id from ``partition.metadata``);
+* ``partitions``        one row per partition directory of a capture (topic id from ``partition.metadata``);
 * ``problems``          one row per malformed file (with its line and byte offset) or refused archive entry.
 
 Every table is partitioned by ``cluster`` and ``captureDate`` (Hive style,
@@ -39,17 +40,17 @@ PARTITION_COLUMNS = ("cluster", "captureDate")
 
 TIME_SOURCES = ("manifest", "name", "archive", "mtime", "ingest")
 """Where a capture's time came from (``captures.timeSource``): the capture manifest's ``captureTime``, a
-time in the dump's folder or archive name, the newest modification time of its members as the archive
+time in the capture's folder or archive name, the newest modification time of its members as the archive
 recorded it, the newest modification time of its files in a directory (the time of the copy when the copy
 did not keep the times), or the ingest's own time (no plausible time at all)."""
 UNRELIABLE_TIME_SOURCES = frozenset({"mtime", "ingest"})
 """Time sources that may say when the files were copied or ingested rather than captured."""
 
 CAPTURE_KEY = [
-    pa.field("captureId", pa.string(), nullable=False),  # SHA-256 (hex) of the dump's files and contents
+    pa.field("captureId", pa.string(), nullable=False),  # SHA-256 (hex) of the capture's files and contents
     pa.field("cluster", pa.string(), nullable=False),  # cluster.id (or --cluster)
     pa.field("broker", pa.int32()),  # node.id (broker.id) of meta.properties, or the manifest's
-    pa.field("logDir", pa.string()),  # the log dir as captured (manifest, else the dump's path)
+    pa.field("logDir", pa.string()),  # the log dir as captured (manifest, else the capture's path)
     pa.field("captureTime", TIMESTAMP, nullable=False),
     pa.field("captureDate", pa.string(), nullable=False),  # YYYY-MM-DD (UTC) of captureTime
 ]
@@ -61,12 +62,12 @@ CAPTURES = pa.schema(
     CAPTURE_KEY
     + [
         pa.field("source", pa.string()),  # the directory or archive given to ingest (as given)
-        pa.field("root", pa.string()),  # the dump's directory inside the source ("" = the source itself)
+        pa.field("root", pa.string()),  # the capture's directory inside the source ("" = the source itself)
         pa.field("timeSource", pa.string()),  # where captureTime came from: one of TIME_SOURCES
-        pa.field("files", pa.int32()),  # files of the dump read
+        pa.field("files", pa.int32()),  # files of the capture read
         pa.field("bytes", pa.int64()),  # their total size
         pa.field("partitionDirs", pa.int32()),
-        pa.field("problems", pa.int32()),  # rows of the problems table for this dump
+        pa.field("problems", pa.int32()),  # rows of the problems table for this capture
         pa.field("cleanShutdown", pa.bool_()),  # .kafka_cleanshutdown present: the broker was stopped
         pa.field("brokerStartTime", TIMESTAMP),  # from the manifest, when it records it
         pa.field("ingestId", pa.string()),  # the ingest run that added it

@@ -156,7 +156,7 @@ def history_gauges(
     gauges = [
         Gauge(
             "kafka_auditor_last_capture_timestamp_seconds",
-            "Capture time of the newest checkpoint dump of each broker in the warehouse.",
+            "Capture time of the newest capture of each broker in the warehouse.",
             c["captureTimeMs"] / 1000,
             {"cluster": c["cluster"], "broker": c["broker"]},
         )

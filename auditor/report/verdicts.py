@@ -323,7 +323,7 @@ class VerdictBlock:
 def verdict_blocks(
     verdicts: list[Mapping[str, Any]], consistent: int, *, others: str | None = None
 ) -> list[VerdictBlock]:
-    """One block per verdict (a partition; for ``report`` a partition, topic, broker or the dumps: its
+    """One block per verdict (a partition; for ``report`` a partition, topic, broker or the captures: its
     ``subject``, with its ``facts``), then the count of the others (``others``: that line as given)."""
     out: list[VerdictBlock] = []
     for v in verdicts:
@@ -372,8 +372,8 @@ HISTORY_STATES: dict[str, str] = {
     "KA806": "lagging",
     "KA807": "gone from a broker",
     "KA811": "missing",
-    "KA812": "dump malformed",
-    "KA813": "dump refused",
+    "KA812": "capture malformed",
+    "KA813": "capture refused",
     "KA808": "back on a broker",
 }
 """The state a history verdict names: that of the first code in this order among its findings."""
@@ -381,7 +381,7 @@ HISTORY_STATES: dict[str, str] = {
 
 def _subject(f: Finding) -> tuple:
     """What a history finding is about: a partition, a topic (a topic id changes for every partition of a
-    re-created topic), a broker, or the dumps themselves."""
+    re-created topic), a broker, or the captures themselves."""
     cluster = str(f.evidence.get("cluster") or "")
     if f.topic is not None and f.partition is not None and f.code != "KA814":
         return ("partition", cluster, f.topic, int(f.partition))
@@ -389,7 +389,7 @@ def _subject(f: Finding) -> tuple:
         return ("topic", cluster, f.topic)
     if f.broker is not None:
         return ("broker", cluster, int(f.broker))
-    return ("dumps", cluster)
+    return ("captures", cluster)
 
 
 def _label(subject: tuple, clusters: int) -> str:
@@ -398,7 +398,7 @@ def _label(subject: tuple, clusters: int) -> str:
         "partition": lambda: f"{subject[2]}-{subject[3]}",
         "topic": lambda: f"topic {subject[2]}",
         "broker": lambda: f"broker {subject[2]}",
-        "dumps": lambda: "dumps",
+        "captures": lambda: "captures",
     }[kind]()
     return text + (f" (cluster {cluster})" if clusters > 1 and cluster else "")
 
@@ -531,11 +531,11 @@ def history_steps(
             )
         if "KA811" in codes:
             steps.append(
-                f"Check that broker {broker} runs and that its dump job ran and was ingested; if it was "
+                f"Check that broker {broker} runs and that its capture job ran and was ingested; if it was "
                 "decommissioned, that its partitions were reassigned"
             )
         if codes & {"KA812", "KA813"}:
-            steps.append(f"Look at the file named on broker {broker} and collect its dump again")
+            steps.append(f"Look at the file named on broker {broker} and collect its capture again")
     elif codes & {"KA812", "KA813"}:
         steps.append("Check how the refused archive was made and who can write where archives are collected")
     return steps
@@ -544,7 +544,7 @@ def history_steps(
 def history_verdicts(
     findings: Iterable[Finding], replicas: Mapping[tuple[str, str, int], list[int]] | None = None
 ) -> list[dict[str, Any]]:
-    """The verdicts of ``report``: one per partition, re-created topic, broker or set of dumps with a
+    """The verdicts of ``report``: one per partition, re-created topic, broker or set of captures with a
     finding at warning or above (near-identical findings as one fact), most severe first. ``replicas``: the
     brokers of each partition (its chart's), named by the next steps."""
     from auditor.report.facts import facts

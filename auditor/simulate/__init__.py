@@ -11,7 +11,7 @@ Public API (used by ``kafka-auditor simulate``)::
 
 ``ValueError`` means bad input (unknown scenario, invalid options, non-empty output directory).
 
-``DUMP_SCENARIOS`` lists the scenarios that write nightly checkpoint dumps instead of log directories
+``CAPTURE_SCENARIOS`` lists the scenarios that write nightly checkpoint captures instead of log directories
 (``history``: :func:`auditor.simulate.history.run_history` with
 :class:`~auditor.simulate.history.HistoryOptions`); they are not in ``SCENARIOS``, whose scenarios all
 write one cluster's log directories.
@@ -27,10 +27,10 @@ from auditor.simulate.config import SimOptions
 from auditor.simulate.history import HISTORY_DESCRIPTION
 from auditor.simulate.scenarios import SCENARIOS, Scenario
 
-__all__ = ["SCENARIOS", "DUMP_SCENARIOS", "Scenario", "SimOptions", "run_scenario", "GROUND_TRUTH_FILE"]
+__all__ = ["SCENARIOS", "CAPTURE_SCENARIOS", "Scenario", "SimOptions", "run_scenario", "GROUND_TRUTH_FILE"]
 
-DUMP_SCENARIOS: dict[str, str] = {"history": HISTORY_DESCRIPTION}
-"""Scenarios writing nightly checkpoint dumps (name -> description for ``simulate --list``)."""
+CAPTURE_SCENARIOS: dict[str, str] = {"history": HISTORY_DESCRIPTION}
+"""Scenarios writing nightly checkpoint captures (name -> description for ``simulate --list``)."""
 
 GROUND_TRUTH_FILE = "ground-truth.json"
 

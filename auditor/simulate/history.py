@@ -1,5 +1,5 @@
-"""``kafka-auditor simulate history``: a month of nightly checkpoint dumps of a KRaft cluster, with injected
-regressions and the findings ``kafka-auditor report --warehouse`` must give (ground truth).
+"""``kafka-auditor simulate history``: a month of nightly checkpoint captures of a KRaft cluster, with
+injected regressions and the findings ``kafka-auditor report --warehouse`` must give (ground truth).
 
 The cluster (:mod:`auditor.simulate.history_model`) has ``--brokers`` brokers (even ids run two log dirs,
 JBOD; ids not divisible by 3 have a collector that writes the ``kafka-auditor-capture.json`` manifest) and
@@ -15,7 +15,7 @@ KA805), a log start offset that goes back (KA802), a recovery point that goes ba
 and one after a restart (silent), a follower stuck for three nights (KA806) and one behind for a single night
 (silent), a partition reassigned from one broker to another (KA807, KA808), a log dir reformatted (KA810), a
 topic deleted and recreated (KA814), a torn recovery-point checkpoint (KA812), a symlink in an archive
-(KA813, archives only), a broker whose dumps stop three nights before the end (KA811) and a broker whose
+(KA813, archives only), a broker whose captures stop three nights before the end (KA811) and a broker whose
 cluster.id changes on the last night (KA809). Nothing else may be reported.
 
 Ground truth (``ground-truth.json``, version 1): the run's parameters, the captures, brokers, topics, the
@@ -24,7 +24,7 @@ where ``time`` is the ISO-8601 time of the capture in which the finding becomes 
 a comparison; for KA806 the capture at which the lag has lasted ``lag_duration``; for KA811 the cluster's
 first capture more than ``missing_after`` after the broker's last one) and ``broker``/``topic``/``partition``
 are null where the finding has none (KA809-KA813 have no partition; KA813 has no broker either: the refused
-member is outside every dump; KA814 is one finding per recreated topic, with neither).
+member is outside every capture; KA814 is one finding per recreated topic, with neither).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ import json
 from dataclasses import asdict
 from pathlib import Path
 
-from auditor.layout.dumps import MANIFEST
+from auditor.layout.captures import MANIFEST
 from auditor.simulate.history_nights import Sim
 from auditor.simulate.history_run import (
     GROUND_TRUTH_VERSION,
@@ -60,7 +60,7 @@ __all__ = [
 
 
 def simulate_history(opts: HistoryOptions, out_dir: Path | None = None) -> HistoryRun:
-    """Run the simulation; with ``out_dir``, write the dumps there (``dumps/`` and/or ``archives/``) as the
+    """Run the simulation; with ``out_dir``, write the captures there (``dumps/`` and/or ``archives/``) as the
     nights go (captures are then not kept in memory)."""
     opts.validate()
 
@@ -160,7 +160,7 @@ def ground_truth(run: HistoryRun) -> dict:
 
 
 def run_history(out_dir: Path | str, opts: HistoryOptions) -> dict:
-    """Write the dumps and ``ground-truth.json`` into ``out_dir`` (which must not exist or be empty) and
+    """Write the captures and ``ground-truth.json`` into ``out_dir`` (which must not exist or be empty) and
     return the ground truth."""
     out_dir = Path(out_dir)
     opts.validate()

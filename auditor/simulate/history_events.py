@@ -134,11 +134,11 @@ class Events(SimState):
         self.topic_ids[topic].append(topic_id)
         for p in parts:
             p.topic_id = topic_id
-            p.epoch, p.lineage, p.leo, p.lso = 0, [(0, 0)], 0, 0
+            p.epoch, p.lineage, p.leo, p.log_start = 0, [(0, 0)], 0, 0
             p.hw_by_day = [0] * (RETENTION_SEGMENTS + 1)
             p.leader = next(iter(p.replicas))
             for b, r in p.replicas.items():
-                p.replicas[b] = Replica(b, r.log_dir, leo=0, hw=0, rp=0, lso=0, epochs=[(0, 0)])
+                p.replicas[b] = Replica(b, r.log_dir, leo=0, hw=0, rp=0, log_start=0, epochs=[(0, 0)])
         # one finding for the topic: its partitions and brokers are listed in it
         self.findings.append(ExpectedFinding("KA814", None, topic, None, capture_ms(day), self.cluster_id))
         self.events.append(
@@ -154,7 +154,7 @@ class Events(SimState):
 
     @property
     def _no_lag(self) -> set[int]:
-        """Brokers that may not be the lagging follower: the missing one (its stale dumps would extend the
+        """Brokers that may not be the lagging follower: the missing one (its stale captures would extend the
         lag) and the reformatted one (its re-created replica would end it)."""
         return {self.missing_broker, self.reformat_broker}
 
@@ -249,15 +249,15 @@ class Events(SimState):
                 "log-start-backwards",
             )
             before = self.last[(b, p.topic, p.partition)][2]
-            r.lso = rng.randint(max(0, before - 5000), before - 1)
-            self._finding("KA802", day, b, p, f"{before} -> {r.lso}")
+            r.log_start = rng.randint(max(0, before - 5000), before - 1)
+            self._finding("KA802", day, b, p, f"{before} -> {r.log_start}")
             self.events.append(
                 Event(
                     "log-start-backwards",
                     day,
                     ["KA802"],
                     f"broker {b}'s log-start-offset-checkpoint takes {p.topic}-{p.partition} back "
-                    f"from {before} to {r.lso}",
+                    f"from {before} to {r.log_start}",
                     broker=b,
                     topic=p.topic,
                     partition=p.partition,
@@ -267,12 +267,12 @@ class Events(SimState):
             p, b, r = self._pick(
                 day,
                 lambda p, b, r, last: (
-                    last[1] - r.lso >= 2 and self._prev_ok(b, day) and b != self.missing_broker
+                    last[1] - r.log_start >= 2 and self._prev_ok(b, day) and b != self.missing_broker
                 ),
                 "recovery-point-backwards",
             )
             before = self.last[(b, p.topic, p.partition)][1]
-            r.rp = rng.randint(r.lso, before - 1)
+            r.rp = rng.randint(r.log_start, before - 1)
             self.recovery_broker = b
             self._finding("KA803", day, b, p, f"{before} -> {r.rp}")
             self.events.append(
@@ -290,10 +290,10 @@ class Events(SimState):
         if day == self.day_of["restart-recovery-point"]:
             z = self.shutdown_broker
             p, b, r = self._pick(
-                day, lambda p, b, r, last: b == z and last[1] - r.lso >= 2, "restart-recovery-point"
+                day, lambda p, b, r, last: b == z and last[1] - r.log_start >= 2, "restart-recovery-point"
             )
             before = self.last[(b, p.topic, p.partition)][1]
-            r.rp = rng.randint(r.lso, before - 1)
+            r.rp = rng.randint(r.log_start, before - 1)
             self.events.append(
                 Event(
                     "restart-recovery-point",
@@ -329,7 +329,7 @@ class Events(SimState):
             b = rng.choice([b for b in sorted(m.brokers) if b != self.missing_broker])
             member = f"{m.brokers[b].log_dirs[0].path.strip('/')}/restored-0/leader-epoch-checkpoint"
             self.symlink[(day, b)] = (member, "/etc/shadow")
-            self._finding("KA813", day, None, note=member, cluster=None)  # in no dump: no cluster
+            self._finding("KA813", day, None, note=member, cluster=None)  # in no capture: no cluster
             self.events.append(
                 Event(
                     "refused-entry",

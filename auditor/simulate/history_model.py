@@ -1,4 +1,4 @@
-"""The state a month of nightly checkpoint dumps is drawn from: brokers, log dirs and replicas evolving by
+"""The state a month of nightly checkpoint captures is drawn from: brokers, log dirs and replicas evolving by
 Kafka's rules (``kafka-auditor simulate history``).
 
 Each replica keeps what its log dir's small files record: the high watermark
@@ -72,7 +72,7 @@ def epoch_at(epochs: Epochs, offset: int) -> int | None:
 
 @dataclass
 class LogDir:
-    name: str  # the dump's folder name ("data", "data-1")
+    name: str  # the capture's folder name ("data", "data-1")
     path: str  # the log dir as configured ("/var/lib/kafka/data-1")
     directory_id: str
     formatted_ms: int  # when meta.properties was last written (kafka-storage format, or the 3.7+ upgrade)
@@ -97,7 +97,7 @@ class Replica:
     leo: int
     hw: int
     rp: int
-    lso: int
+    log_start: int
     epochs: Epochs
     stuck: bool = False  # out of the ISR, not fetching
 
@@ -111,7 +111,7 @@ class Partition:
     epoch: int
     lineage: Epochs  # the leader's epoch cache from offset 0 (never truncated from the start)
     leo: int  # the leader's LEO
-    lso: int  # the partition's log start offset (the leader's)
+    log_start: int  # the partition's log start offset (the leader's)
     segment: int  # records per segment (the recovery point is a multiple of it)
     delete_records: bool  # DeleteRecords moves the log start offset (listed in log-start-offset-checkpoint)
     rate: tuple[int, int]  # records produced per day, low..high
@@ -220,7 +220,7 @@ class Model:
     def new_replica(self, p: Partition, broker: int, log_dir: int) -> Replica:
         """A replica created empty on ``broker`` (reassignment, reformatted log dir): it fetches from the
         leader's log start offset (``truncateFullyAndStartAt``)."""
-        r = Replica(broker, log_dir, leo=p.lso, hw=0, rp=p.lso, lso=p.lso, epochs=[])
+        r = Replica(broker, log_dir, leo=p.log_start, hw=0, rp=p.log_start, log_start=p.log_start, epochs=[])
         p.replicas[broker] = r
         return r
 
@@ -232,8 +232,8 @@ class Model:
         for b in self.in_sync(p):
             r = p.replicas[b]
             if b != p.leader:
-                if r.leo < p.lso:  # fell off the leader's log: start again at its log start offset
-                    r.leo, r.rp, r.lso, r.epochs = p.lso, p.lso, p.lso, []
+                if r.leo < p.log_start:  # fell off the leader's log: start again at its log start offset
+                    r.leo, r.rp, r.log_start, r.epochs = p.log_start, p.log_start, p.log_start, []
                 r.leo = min(p.leo, max(r.leo, p.leo - rng.randint(0, FOLLOWER_LAG)))
         isr_min = min(p.replicas[b].leo for b in self.in_sync(p))
         leader.hw = max(leader.hw, isr_min)
@@ -241,10 +241,10 @@ class Model:
             r = p.replicas[b]
             if b != p.leader:
                 r.hw = max(r.hw, min(leader.hw - rng.randint(0, HW_PROPAGATION), r.leo))
-            r.lso = max(r.lso, min(p.lso, r.hw))
-            r.rp = min(r.leo, max(r.rp, p.floor_segment(r.leo), r.lso))
+            r.log_start = max(r.log_start, min(p.log_start, r.hw))
+            r.rp = min(r.leo, max(r.rp, p.floor_segment(r.leo), r.log_start))
             self._refresh_epochs(p, r)
 
     def _refresh_epochs(self, p: Partition, r: Replica) -> None:
         limit = r.leo if r.broker == p.leader else r.leo - 1  # a follower has the entries it appended
-        r.epochs = truncate_from_start([e for e in p.lineage if e[1] <= limit], r.lso)
+        r.epochs = truncate_from_start([e for e in p.lineage if e[1] <= limit], r.log_start)

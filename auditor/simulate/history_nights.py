@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from datetime import datetime, timezone
 
-from auditor.layout.dumps import MANIFEST
+from auditor.layout.captures import MANIFEST
 from auditor.simulate.history_events import Events
 from auditor.simulate.history_model import LogDir, Partition
 from auditor.simulate.history_run import (
@@ -20,7 +20,7 @@ from auditor.simulate.history_run import (
     capture_ms,
 )
 from auditor.simulate.history_state import move_log_start
-from auditor.simulate.history_write import BrokerCapture, LogDirDump, iso
+from auditor.simulate.history_write import BrokerCapture, LogDirCapture, iso
 from parsers.checkpoints import format_leader_epoch_checkpoint, format_offset_checkpoint
 from parsers.dirfiles import format_meta_properties, format_partition_metadata
 
@@ -139,12 +139,12 @@ class Sim(Events):
                 if (b == self.renamed_broker and day == self.opts.days - 1)
                 else br.cluster_id
             )
-            dumps = []
+            log_dirs = []
             for i, ld in enumerate(br.log_dirs):
-                files = self._dump_files(b, i, ld, cluster, now, day, state)
-                dumps.append(LogDirDump(ld.name, ld.path, files))
+                files = self._capture_files(b, i, ld, cluster, now, day, state)
+                log_dirs.append(LogDirCapture(ld.name, ld.path, files))
             symlinks = [self.symlink[(day, b)]] if (day, b) in self.symlink else []
-            capture = BrokerCapture(b, now, dumps, symlinks)
+            capture = BrokerCapture(b, now, log_dirs, symlinks)
             if self.sink is not None:
                 self.sink(capture)
             else:
@@ -177,7 +177,9 @@ class Sim(Events):
                 )
             )
 
-    def _dump_files(self, b: int, i: int, ld: LogDir, cluster: str, now: int, day: int, state: dict) -> dict:
+    def _capture_files(
+        self, b: int, i: int, ld: LogDir, cluster: str, now: int, day: int, state: dict
+    ) -> dict:
         br = self.model.brokers[b]
         parts = self._replicas_in(b, i)
         files: dict[str, bytes] = {
@@ -185,21 +187,21 @@ class Sim(Events):
                 1, b, cluster, ld.directory_id, datetime.fromtimestamp(ld.formatted_ms / 1000, timezone.utc)
             )
         }
-        hw, rp, lso = [], [], []
+        hw, rp, log_start = [], [], []
         for p in parts:
             r = p.replicas[b]
             hw.append((p.topic, p.partition, r.hw))
             rp.append((p.topic, p.partition, r.rp))
-            if p.delete_records and r.lso > 0:
-                lso.append((p.topic, p.partition, r.lso))
+            if p.delete_records and r.log_start > 0:
+                log_start.append((p.topic, p.partition, r.log_start))
             pdir = f"{p.topic}-{p.partition}"
             files[f"{pdir}/leader-epoch-checkpoint"] = format_leader_epoch_checkpoint(r.epochs)
             files[f"{pdir}/partition.metadata"] = format_partition_metadata(p.topic_id)
-            state[(b, p.topic, p.partition)] = (r.leo, r.hw, r.rp, r.lso, list(r.epochs))
-            self.last[(b, p.topic, p.partition)] = (r.hw, r.rp, r.lso)
+            state[(b, p.topic, p.partition)] = (r.leo, r.hw, r.rp, r.log_start, list(r.epochs))
+            self.last[(b, p.topic, p.partition)] = (r.hw, r.rp, r.log_start)
         files["replication-offset-checkpoint"] = format_offset_checkpoint(hw)
         files["recovery-point-offset-checkpoint"] = format_offset_checkpoint(rp)
-        files["log-start-offset-checkpoint"] = format_offset_checkpoint(lso)
+        files["log-start-offset-checkpoint"] = format_offset_checkpoint(log_start)
         files["cleaner-offset-checkpoint"] = format_offset_checkpoint([])
         if self.torn.get((day, b)) == ld.name:
             files["recovery-point-offset-checkpoint"] = _torn(files["recovery-point-offset-checkpoint"])

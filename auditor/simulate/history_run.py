@@ -16,7 +16,7 @@ DAY_MS = 24 * HOUR_MS
 RF = 3
 MAX_RATE = 2500
 """Records per partition per day at most in benign traffic: three days of it stay below the lag threshold, so
-a broker whose dumps stop (KA811) does not look like a lagging replica within the run."""
+a broker whose captures stop (KA811) does not look like a lagging replica within the run."""
 LAG_RATE = 7000
 """Records per day on the partition of the sustained-lag event: above 10,000 behind from the second night."""
 BURST = 15000

@@ -80,7 +80,7 @@ def _fresh_partition(
         epoch=0,
         lineage=[(0, 0)],
         leo=0,
-        lso=0,
+        log_start=0,
         segment=model.rng.randint(1500, 6000),
         delete_records=delete_records,
         rate=(200, 1000),
@@ -88,7 +88,7 @@ def _fresh_partition(
     )
     for b in ids:
         jbod = len(model.brokers[b].log_dirs)
-        p.replicas[b] = Replica(b, g % jbod, leo=0, hw=0, rp=0, lso=0, epochs=[(0, 0)])
+        p.replicas[b] = Replica(b, g % jbod, leo=0, hw=0, rp=0, log_start=0, epochs=[(0, 0)])
     model.partitions[p.tp] = p
     return p
 
@@ -99,7 +99,7 @@ def move_log_start(p: Partition) -> None:
         target = p.hw_by_day[-RETENTION_DELETE_RECORDS]
     else:
         target = p.floor_segment(p.hw_by_day[-RETENTION_SEGMENTS])
-    p.lso = max(p.lso, min(target, p.replicas[p.leader].hw))
+    p.log_start = max(p.log_start, min(target, p.replicas[p.leader].hw))
 
 
 # ------------------------------------------------------------------------------------------- the run
@@ -122,7 +122,7 @@ class SimState:
         self.broker_days: dict[int, dict[int, tuple[int, bool]]] = {}
         self.reserved: dict[tuple[str, int], set[int]] = {}
         self.fragile: dict[tuple[str, int], set[int]] = {}
-        self.last: dict[tuple[int, str, int], tuple[int, int, int]] = {}  # last captured (hw, rp, lso)
+        self.last: dict[tuple[int, str, int], tuple[int, int, int]] = {}  # last captured (hw, rp, log_start)
         self.last_capture_of: dict[int, int] = {}
         self.torn: dict[tuple[int, int], str] = {}  # (day, broker) -> log dir name with a torn file
         self.symlink: dict[tuple[int, int], tuple[str, str]] = {}

@@ -1,4 +1,5 @@
-"""Write one night's dumps of ``kafka-auditor simulate history``: folders and/or ``tar -C /``-style archives.
+"""Write one night's captures of ``kafka-auditor simulate history``: folders and/or ``tar -C /``-style
+archives.
 
 Folders: ``OUT/dumps/<YYYY-MM-DDTHHMMSSZ>/broker-<id>/<logdir>/...``; archives:
 ``OUT/archives/broker-<id>-<YYYYMMDDTHHMMSSZ>.tgz`` whose members are named after the log dir path
@@ -37,7 +38,7 @@ def archive_stamp(ms: int) -> str:
 
 
 @dataclass
-class LogDirDump:
+class LogDirCapture:
     """One log dir's files at one capture: ``files`` maps names relative to the log dir to bytes."""
 
     name: str  # folder name of the log dir ("data-1")
@@ -51,7 +52,7 @@ class BrokerCapture:
 
     broker: int
     time_ms: int
-    log_dirs: list[LogDirDump]
+    log_dirs: list[LogDirCapture]
     symlinks: list[tuple[str, str]] = field(default_factory=list)  # (member name, link target): archives only
 
 

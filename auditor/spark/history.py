@@ -15,7 +15,7 @@ with Spark and runs every selected rule of the three history scopes:
 * ``fleet`` and ``ingest``: on the driver over ``captures``, ``brokers`` and ``problems`` (small tables).
 
 Spark actions: one, the ``collect`` of the rules' output (none when the warehouse has no per-partition
-table). The small tables (one row per dump, per meta.properties, per problem) are read on the driver with
+table). The small tables (one row per capture, per meta.properties, per problem) are read on the driver with
 pyarrow, which costs no Spark job; the driver and the executors must see the warehouse at the same path
 (local mode, or a shared mount), as for ``ingest``. Missing tables are empty.
 """
@@ -340,7 +340,7 @@ def _read(spark, tables: Mapping[str, str], name: str):
 
 
 def read_small(tables: Mapping[str, str], name: str):
-    """A small table (one row per dump or problem) read on the driver with pyarrow, no Spark job: the
+    """A small table (one row per capture or problem) read on the driver with pyarrow, no Spark job: the
     Hive partition columns from the directory names (percent-decoded), every column in its table's type."""
     import pyarrow.dataset as ds
 

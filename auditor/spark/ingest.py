@@ -1,35 +1,35 @@
-"""``kafka-auditor ingest`` on Spark: checkpoint dumps (directory trees and archives) parsed on the executors
-into the warehouse's Parquet tables (:mod:`auditor.layout.warehouse`, schemas in
+"""``kafka-auditor ingest`` on Spark: checkpoint captures (directory trees and archives) parsed on the
+executors into the warehouse's Parquet tables (:mod:`auditor.layout.warehouse`, schemas in
 :mod:`auditor.observe.history_rows`).
 
 The driver lists only the sources it is given; Spark lists the trees and reads the files:
 
 * Directory sources: Spark's ``binaryFile`` source with ``recursiveFileLookup`` and ``pathGlobFilter`` =
-  :data:`auditor.layout.dumps.DUMP_FILE_GLOB` lists the dumps' small files (path and mtime only: Spark
-  reads no content; a segment is never opened), with a small ``spark.sql.files.openCostInBytes`` so that
-  thousands of tiny files pack into few tasks. Each file is keyed by its dump root (a Spark expression on
+  :data:`auditor.layout.captures.CAPTURE_FILE_GLOB` lists the captures' small files (path and mtime only:
+  Spark reads no content; a segment is never opened), with a small ``spark.sql.files.openCostInBytes`` so that
+  thousands of tiny files pack into few tasks. Each file is keyed by its capture root (a Spark expression on
   its path: the folder of a top file, the folder above a partition directory); the rows are repartitioned
-  by that key and sorted, and a ``mapInArrow`` groups each dump's files, reads them (``lstat`` first: a
+  by that key and sorted, and a ``mapInArrow`` groups each capture's files, reads them (``lstat`` first: a
   symbolic link, on the way or the file itself, a special file or a file above
   ``ArchiveLimits.max_member_bytes`` is a refused ``problems`` row, never read; Hadoop's listing follows
-  links) and parses them with :func:`auditor.observe.dumps.parse_dump`. A failed job's task errors are
+  links) and parses them with :func:`auditor.observe.captures.parse_capture`. A failed job's task errors are
   not logged (the exception carries them; the CLI prints one line).
   Hadoop's listing skips every name starting with ``_`` or ``.``
   (``HadoopFSUtils.shouldFilterOutPathName``): partition directories of internal topics
-  (``__consumer_offsets-0``, ``_schemas-0``) and ``.kafka_cleanshutdown``; the executor that parses a dump
-  therefore reads those entries of the dump root itself (their dump files only; nothing is listed inside a
-  partition directory). A dump root *below* such a name (``SOURCE/_old/broker-1``) is not seen: pack it in
-  an archive or name it otherwise.
+  (``__consumer_offsets-0``, ``_schemas-0``) and ``.kafka_cleanshutdown``; the executor that parses a capture
+  therefore reads those entries of the capture root itself (their capture files only; nothing is listed inside
+  a partition directory). A capture root *below* such a name (``SOURCE/_old/broker-1``) is not seen: pack it
+  in an archive or name it otherwise.
 * Archive sources (``.tar``, ``.tar.gz``/``.tgz``, ``.zip``, given directly or found inside a directory
   source): one ``binaryFile`` row per archive; a ``mapInArrow`` reads each in memory with
-  :func:`auditor.layout.archives.read_archive` (never extracted to disk), groups its members by dump root and
-  parses each dump; refused entries become ``problems`` rows. An archive larger than the expansion cap
+  :func:`auditor.layout.archives.read_archive` (never extracted to disk), groups its members by capture root
+  and parses each capture; refused entries become ``problems`` rows. An archive larger than the expansion cap
   (``ArchiveLimits.max_total_bytes``, at most 2 GiB, Spark's binaryFile limit) is refused without being read.
 
 Each task writes its rows as Parquet (zstd) under the ingest's staging directory, one file per (table,
 cluster, captureDate), without the partition columns, and returns small summary rows (captureId, staged
-files, row counts). A dump whose captureId (the SHA-256 of its content) is already in the warehouse (a
-broadcast set) is skipped and counted as a duplicate; a dump met twice in one run is kept once (within a
+files, row counts). A capture whose captureId (the SHA-256 of its content) is already in the warehouse (a
+broadcast set) is skipped and counted as a duplicate; a capture met twice in one run is kept once (within a
 task the later copy is skipped; across tasks the driver removes the later copies' rows from the staged
 files before the commit). The driver then commits (:meth:`Warehouse.commit`: readers see all of the run or
 none of it) and records the run in state ``ingests``. A run that adds nothing leaves the version unchanged.
@@ -64,7 +64,7 @@ from auditor.spark.ingest_sources import (
     local_path,
     locate,
 )
-from auditor.spark.ingest_tasks import DumpParser, parquet_options, parse_archives, parse_dir_dumps
+from auditor.spark.ingest_tasks import CaptureParser, parquet_options, parse_archives, parse_dir_captures
 
 __all__ = [
     "ENTRY_TABLES",
@@ -78,7 +78,7 @@ __all__ = [
 ENTRY_TABLES = ("high_watermarks", "recovery_points", "log_start_offsets", "cleaner_offsets", "leader_epochs")
 """The tables of checkpoint entries (the entries/s of the benchmark)."""
 FILE_OPEN_COST = 8192
-"""``spark.sql.files.openCostInBytes`` while listing dumps: a tiny file weighs ~its size, not 4 MB, so
+"""``spark.sql.files.openCostInBytes`` while listing captures: a tiny file weighs ~its size, not 4 MB, so
 thousands of them share a task."""
 RECORDS_PER_BATCH = 16
 """``spark.sql.execution.arrow.maxRecordsPerBatch`` of the job: few archives in a task's memory at once
@@ -95,8 +95,8 @@ TOO_LARGE = "too-large"
 
 @dataclass(frozen=True)
 class IngestResult:
-    """What one ingest run did (``files``/``bytes``: dump files read, duplicates included; ``entries``: rows
-    of the checkpoint-entry tables added; ``version``: the warehouse version after the run)."""
+    """What one ingest run did (``files``/``bytes``: capture files read, duplicates included; ``entries``:
+    rows of the checkpoint-entry tables added; ``version``: the warehouse version after the run)."""
 
     ingest_id: str
     captures_added: int
@@ -168,29 +168,29 @@ def _quiet_task_errors(spark) -> Iterator[None]:
 
 
 def _directory_frame(spark, run: IngestRun, dirs: list[str], known):
-    """Summary rows (a DataFrame) of the dumps found in the directory sources."""
+    """Summary rows (a DataFrame) of the captures found in the directory sources."""
     from pyspark.sql import functions as F
 
-    from auditor.layout.dumps import DUMP_FILE_GLOB, TOP_FILES
+    from auditor.layout.captures import CAPTURE_FILE_GLOB, TOP_FILES
 
     files = (
         spark.read.format("binaryFile")
         .option("recursiveFileLookup", "true")
-        .option("pathGlobFilter", DUMP_FILE_GLOB)
+        .option("pathGlobFilter", CAPTURE_FILE_GLOB)
         .load([glob_escape(d) for d in dirs])
     )
-    # the dump root of each file by name alone (top files: their folder; partition files: the folder
-    # above), so that each dump's files meet in one task, in a row; the parser checks each name again
+    # the capture root of each file by name alone (top files: their folder; partition files: the folder
+    # above), so that each capture's files meet in one task, in a row; the parser checks each name again
     name = F.element_at(F.split("path", "/"), -1)
     root = F.when(name.isin(*sorted(TOP_FILES)), F.regexp_extract("path", r"^(.*)/[^/]*$", 1)).otherwise(
         F.regexp_extract("path", r"^(.*)/[^/]*/[^/]*$", 1)
     )
     grouped = (
-        files.select("path", "modificationTime", root.alias("dumpRoot"))  # content: read by the parser
-        .repartition(max(1, spark.sparkContext.defaultParallelism), "dumpRoot")
-        .sortWithinPartitions("dumpRoot", "path")
+        files.select("path", "modificationTime", root.alias("captureRoot"))  # content: read by the parser
+        .repartition(max(1, spark.sparkContext.defaultParallelism), "captureRoot")
+        .sortWithinPartitions("captureRoot", "path")
     )
-    return grouped.mapInArrow(partial(parse_dir_dumps, run=run, known_ids=known), SUMMARY_DDL)
+    return grouped.mapInArrow(partial(parse_dir_captures, run=run, known_ids=known), SUMMARY_DDL)
 
 
 def _archive_frame(spark, run: IngestRun, paths: list[str], known):
@@ -235,7 +235,7 @@ def _drop_rows(path: str, capture_ids: set[str]) -> int:
 
 
 def _settle(summaries: list[dict[str, Any]]) -> tuple[list[dict], list[dict], list[str]]:
-    """(kept captures and refusals, duplicates, staged files to commit): of the copies of one dump parsed
+    """(kept captures and refusals, duplicates, staged files to commit): of the copies of one capture parsed
     by several tasks, the first (source order, root) is kept and the others' rows leave the staged files."""
     parsed = [s for s in summaries if s["kind"] in ("capture", "refusal")]
     duplicates = [s for s in summaries if s["kind"] == "duplicate"]
@@ -268,7 +268,7 @@ def ingest(
     cluster: str | None = None,
     limits: ArchiveLimits = ArchiveLimits(),
 ) -> IngestResult:
-    """Ingest ``sources`` (directories and archives of checkpoint dumps) into ``warehouse`` (see the module
+    """Ingest ``sources`` (directories and archives of checkpoint captures) into ``warehouse`` (see the module
     docstring); holds the warehouse lock for the whole run. :class:`IngestError` for a bad source; Spark
     errors propagate (the run's staged files are then removed and nothing is committed)."""
     started = time.time()
@@ -347,7 +347,7 @@ def _refuse_large(run: IngestRun, too_large: list, known: frozenset[str]) -> lis
     """Problems rows (written by the driver) for archives too large to read."""
     if not too_large:
         return []
-    parser = DumpParser(run, known, "driver")
+    parser = CaptureParser(run, known, "driver")
     out = []
     for uri, length in too_large:
         path = local_path(uri)

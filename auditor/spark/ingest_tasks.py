@@ -1,4 +1,4 @@
-"""The executor side of ``kafka-auditor ingest``: the ``mapInArrow`` tasks that read the dumps (files of a
+"""The executor side of ``kafka-auditor ingest``: the ``mapInArrow`` tasks that read the captures (files of a
 directory tree, or the members of an archive), parse them and stage their rows as Parquet, returning
 summary rows to the driver (:mod:`auditor.spark.ingest`)."""
 
@@ -26,7 +26,7 @@ SUMMARY = pa.schema(
         pa.field("source", pa.string()),
         pa.field("root", pa.string()),
         pa.field("order", pa.int64()),  # the source's position among the sources (keeps the first copy)
-        pa.field("files", pa.int64()),  # dump files read (kind file: rows written)
+        pa.field("files", pa.int64()),  # capture files read (kind file: rows written)
         pa.field("bytes", pa.int64()),  # their size (kind file: the Parquet file's size)
         pa.field("rows", pa.string()),  # JSON {table: rows}
         pa.field("paths", pa.list_(pa.string())),  # staged files holding the capture's rows
@@ -119,7 +119,7 @@ def parquet_options(schema: pa.Schema) -> dict[str, Any]:
 
 
 def _by_partition(data: pa.Table) -> list[tuple[tuple[str, str], pa.Table]]:
-    """``data`` split by (cluster, captureDate); one dump's rows all share one."""
+    """``data`` split by (cluster, captureDate); one capture's rows all share one."""
     import pyarrow.compute as pc
 
     clusters, dates = data.column("cluster"), data.column("captureDate")
@@ -158,17 +158,19 @@ def _summary(
     }
 
 
-class DumpParser:
-    """Parses dumps in one task: skips those already in the warehouse or already met in this task."""
+class CaptureParser:
+    """Parses captures in one task: skips those already in the warehouse or already met in this task."""
 
     def __init__(self, run: IngestRun, known: frozenset[str], tag: str) -> None:
         self.run, self.known = run, known
         self.seen: set[str] = set()
         self.stager = _Stager(run, tag)
 
-    def dump(self, order: int, label: str, root: str, files: list, archive: bool = False) -> dict[str, Any]:
-        from auditor.observe.dumps import capture_id as capture_id_of
-        from auditor.observe.dumps import parse_dump
+    def capture(
+        self, order: int, label: str, root: str, files: list, archive: bool = False
+    ) -> dict[str, Any]:
+        from auditor.observe.captures import capture_id as capture_id_of
+        from auditor.observe.captures import parse_capture
 
         capture_id = capture_id_of(label, root, files, archive=archive)
         size = sum(len(f.data) for f in files)
@@ -177,7 +179,7 @@ class DumpParser:
             return _summary("duplicate", files=len(files), size=size, **common)
         self.seen.add(capture_id)
         try:
-            tables = parse_dump(
+            tables = parse_capture(
                 label,
                 root,
                 files,
@@ -186,17 +188,17 @@ class DumpParser:
                 cluster=self.run.cluster,
                 archive=archive,
             )
-        except Exception as exc:  # noqa: BLE001 - one dump the parser cannot take must not fail the night
+        except Exception as exc:  # noqa: BLE001 - one capture the parser cannot take must not fail the night
             from auditor.errors import describe_error
 
-            reason = f"dump not ingested: {describe_error(exc)}"
+            reason = f"capture not ingested: {describe_error(exc)}"
             when = max((f.mtime_ms for f in files), default=self.run.ingested_at_ms)
             return self.refusals(order, label, [Refusal(root or ".", reason)], when) or _summary("seen")
         rows, paths = self.stager.add(tables)
         return _summary("capture", files=len(files), size=size, rows=rows, paths=paths, **common)
 
     def refusals(self, order: int, label: str, refusals: list[Refusal], capture_time_ms: int) -> dict | None:
-        from auditor.observe.dumps import refusal_rows
+        from auditor.observe.captures import refusal_rows
 
         if not refusals:
             return None
@@ -285,7 +287,7 @@ def _read_regular(
         if not stat.S_ISREG(st.st_mode):
             return "not a regular file; not read"
         if st.st_size > cap:
-            return f"{st.st_size} bytes, larger than the {_cap_text(cap)} cap of a dump file; not read"
+            return f"{st.st_size} bytes, larger than the {_cap_text(cap)} cap of a capture file; not read"
         flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
         fd = os.open(path, flags | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
@@ -305,15 +307,15 @@ def _read_regular(
     finally:
         os.close(fd)
     if size > cap:  # grew since the check
-        return f"more than {size - 1} bytes, larger than the {_cap_text(cap)} cap of a dump file; not read"
+        return f"more than {size - 1} bytes, larger than the {_cap_text(cap)} cap of a capture file; not read"
     return st.st_mtime_ns // 1_000_000, b"".join(chunks)
 
 
 def _hidden_files(run: IngestRun, order: int, root: str) -> tuple[list, list[Refusal]]:
-    """The dump files of ``root`` whose names Hadoop's listing skips (``.kafka_cleanshutdown``, partition
+    """The capture files of ``root`` whose names Hadoop's listing skips (``.kafka_cleanshutdown``, partition
     directories starting with ``_`` or ``.``), read here as :func:`_read_regular` reads them."""
-    from auditor.layout.dumps import PARTITION_FILES, dump_location
-    from auditor.observe.dumps import DumpFile
+    from auditor.layout.captures import PARTITION_FILES, capture_location
+    from auditor.observe.captures import CaptureFile
 
     source = run.sources[order][1]
     base = os.path.join(source, root)
@@ -332,29 +334,29 @@ def _hidden_files(run: IngestRun, order: int, root: str) -> tuple[list, list[Ref
     dirs: dict[str, str | None] = {}
     for name in sorted(candidates):
         rel = f"{root}/{name}" if root else name
-        loc = dump_location(rel)
+        loc = capture_location(rel)
         if loc is None or loc[0] != root:
             continue
         got = _read_regular(source, rel, run.limits.max_member_bytes, dirs)
         if isinstance(got, str):
             refusals.append(Refusal(rel, got))
         elif got is not None:
-            files.append(DumpFile(name, *got))
+            files.append(CaptureFile(name, *got))
     return files, refusals
 
 
-def parse_dir_dumps(
+def parse_dir_captures(
     batches: Iterator[pa.RecordBatch], run: IngestRun, known_ids: Any
 ) -> Iterator[pa.RecordBatch]:
-    """mapInArrow over the listing of the directory sources (path, modificationTime), sorted by (dump root,
-    path): one dump per run of equal roots; files that are not dump files
-    (:func:`auditor.layout.dumps.dump_location`) are dropped; each dump file is read here by
+    """mapInArrow over the listing of the directory sources (path, modificationTime), sorted by (capture root,
+    path): one capture per run of equal roots; files that are not capture files
+    (:func:`auditor.layout.captures.capture_location`) are dropped; each capture file is read here by
     :func:`_read_regular` (links, special files and files above ``max_member_bytes`` become ``problems``
     rows, their content never read)."""
-    from auditor.layout.dumps import dump_location
-    from auditor.observe.dumps import DumpFile
+    from auditor.layout.captures import capture_location
+    from auditor.observe.captures import CaptureFile
 
-    parser = DumpParser(run, known_ids.value, _task_tag("d"))
+    parser = CaptureParser(run, known_ids.value, _task_tag("d"))
     key: tuple[int, str] | None = None
     files: list = []
     refused: list[Refusal] = []
@@ -369,7 +371,7 @@ def parse_dir_dumps(
         label = run.sources[order][0]
         listed_names = {f.name for f in files}  # a hidden entry Spark's listing did show is read once
         found = files + [f for f in hidden if f.name not in listed_names]
-        out = [parser.dump(order, label, root, found)] if found else []
+        out = [parser.capture(order, label, root, found)] if found else []
         when = min((f.mtime_ms for f in files), default=min(listed, default=0))
         summary = parser.refusals(order, label, refused + refusals, when)
         return out + ([summary] if summary else [])
@@ -379,7 +381,7 @@ def parse_dir_dumps(
         paths, mtimes = batch.column("path").to_pylist(), _mtime_ms(batch.column("modificationTime"))
         for i, uri in enumerate(paths):
             where = locate(run, local_path(uri))
-            loc = dump_location(where[2]) if where is not None else None
+            loc = capture_location(where[2]) if where is not None else None
             if where is None or loc is None:
                 continue
             if (where[0], loc[0]) != key:
@@ -390,7 +392,7 @@ def parse_dir_dumps(
             if isinstance(got, str):
                 refused.append(Refusal(where[2], got))
             elif got is not None:
-                files.append(DumpFile(loc[1], *got))
+                files.append(CaptureFile(loc[1], *got))
         if out:
             yield _batch(out)
     tail = finish() + parser.close()
@@ -401,12 +403,12 @@ def parse_dir_dumps(
 def parse_archives(
     batches: Iterator[pa.RecordBatch], run: IngestRun, known_ids: Any
 ) -> Iterator[pa.RecordBatch]:
-    """mapInArrow over binaryFile rows of archives: each read in memory, its dumps parsed."""
+    """mapInArrow over binaryFile rows of archives: each read in memory, its captures parsed."""
     from auditor.layout.archives import Member, read_archive
-    from auditor.layout.dumps import dump_location, is_dump_file, time_from_name
-    from auditor.observe.dumps import DumpFile
+    from auditor.layout.captures import capture_location, is_capture_file, time_from_name
+    from auditor.observe.captures import CaptureFile
 
-    parser = DumpParser(run, known_ids.value, _task_tag("a"))
+    parser = CaptureParser(run, known_ids.value, _task_tag("a"))
     for batch in batches:
         out: list[dict[str, Any]] = []
         paths = batch.column("path").to_pylist()
@@ -420,21 +422,21 @@ def parse_archives(
             order, label, rel = where
             if rel:  # found inside a directory source
                 label = f"{label.rstrip('/')}/{rel}"
-            dumps: dict[str, list] = defaultdict(list)
+            captures: dict[str, list] = defaultdict(list)
             refusals: list[Refusal] = []
             data = content[i].as_py()
-            for item in read_archive(label, data, is_dump_file, run.limits):
+            for item in read_archive(label, data, is_capture_file, run.limits):
                 if isinstance(item, Member):
-                    loc = dump_location(item.name)
+                    loc = capture_location(item.name)
                     if loc is not None:
-                        dumps[loc[0]].append(DumpFile(loc[1], item.mtime_ms, item.data))
+                        captures[loc[0]].append(CaptureFile(loc[1], item.mtime_ms, item.data))
                 else:
                     refusals.append(item)
-            members = sum(len(files) for files in dumps.values())
+            members = sum(len(files) for files in captures.values())
             out.append(_summary("archive", source=label, order=order, files=members, size=len(data)))
             del data
-            for root in sorted(dumps):
-                out.append(parser.dump(order, label, root, dumps.pop(root), archive=True))
+            for root in sorted(captures):
+                out.append(parser.capture(order, label, root, captures.pop(root), archive=True))
             when = time_from_name(os.path.basename(path)) or mtimes[i]
             refused = parser.refusals(order, label, refusals, when)
             if refused:

@@ -1,6 +1,6 @@
 """`simulate history` -> `ingest` -> `report --warehouse`: the report finds exactly the ground truth's
 findings (code, broker, topic, partition, capture time; nothing else), and a second ingest and report of the
-same dumps add nothing."""
+same captures add nothing."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ def findings(path: Path) -> list[tuple]:
 
 @pytest.fixture(scope="module")
 def runs(spark, tmp_path_factory) -> dict:
-    """Ten nights of dumps as folders and archives; ingest the archives, report, ingest the same dumps
+    """Ten nights of captures as folders and archives; ingest the archives, report, ingest the same captures
     again (the folders and the archives), report, then report --all: each command once, through the CLI, in
     this order."""
     root = tmp_path_factory.mktemp("history-truth")
@@ -69,7 +69,7 @@ def test_ingest_and_report_twice_report_each_finding_once(runs):
     assert again.exit_code == 0, again.output
     text = again.stdout
     summary = json.loads(text[text.index("{") :])
-    dumps = runs["truth"]["summary"]["dumps"]
-    assert summary["capturesAdded"] == 0 and summary["duplicates"] == 2 * dumps  # each in a folder and a .tgz
+    nightly = runs["truth"]["summary"]["dumps"]
+    assert summary["capturesAdded"] == 0 and summary["duplicates"] == 2 * nightly  # in a folder and a .tgz
     assert runs["second"].exit_code == 0, runs["second"].output
     assert findings(runs["root"] / "second.json") == []

@@ -39,7 +39,7 @@ def invoke(*args: str | Path):
     return CliRunner().invoke(app, [str(a) for a in args], env={"NO_COLOR": "1", "COLUMNS": "200"})
 
 
-def dump(broker: int, hw: int, epochs: list[tuple[int, int]]) -> dict[str, bytes]:
+def capture_files(broker: int, hw: int, epochs: list[tuple[int, int]]) -> dict[str, bytes]:
     """A broker's small files with one partition, ``orders-0``, at high watermark ``hw``."""
     return {
         "meta.properties": format_meta_properties(1, broker, CLUSTER, DIRECTORY_ID, date=FORMATTED),
@@ -70,8 +70,8 @@ def copies(spark, tmp_path_factory) -> dict:
     from both folders, then reported as JSON, text and HTML."""
     root = tmp_path_factory.mktemp("copies")
     for b in (1, 2, 3):
-        write(root / "copy-a" / f"broker-{b}", dump(b, 1500, [(0, 0)]), COPIED_MS)
-        write(root / "copy-b" / f"broker-{b}", dump(b, 0, [(0, 0)]), COPIED_MS + 38)
+        write(root / "copy-a" / f"broker-{b}", capture_files(b, 1500, [(0, 0)]), COPIED_MS)
+        write(root / "copy-b" / f"broker-{b}", capture_files(b, 0, [(0, 0)]), COPIED_MS + 38)
     warehouse = root / "warehouse"
     out = {"root": root}
     out["ingest"] = invoke("ingest", root / "copy-a", root / "copy-b", "--into", warehouse, *MASTER)
@@ -129,7 +129,7 @@ def textfile(spark, tmp_path_factory) -> dict:
         for b in (1, 2, 3):
             if b == 3 and night > 2:
                 continue
-            write(root / "captures" / stamp / f"broker-{b}", dump(b, 1000 * (night + 1), [(0, 0)]))
+            write(root / "captures" / stamp / f"broker-{b}", capture_files(b, 1000 * (night + 1), [(0, 0)]))
     warehouse = root / "warehouse"
     out = {"root": root, "newest": night0 + 5 * 24 * HOUR}
     out["ingest"] = invoke("ingest", root / "captures", "--into", warehouse, *MASTER)

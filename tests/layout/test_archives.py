@@ -1,4 +1,4 @@
-"""Reading dump archives in memory (auditor.layout.archives): members, every kind of refusal, corrupt and
+"""Reading capture archives in memory (auditor.layout.archives): members, every kind of refusal, corrupt and
 truncated archives, and bombs bounded in memory and time (measured on a subprocess)."""
 
 from __future__ import annotations

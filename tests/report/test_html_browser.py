@@ -272,8 +272,8 @@ def month_page(browser, spark, tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("html-browser-month")
     runner = CliRunner()
     steps = [
-        ["simulate", "history", "--out", str(root / "dumps"), "--days", "30", "--seed", "7"],
-        ["ingest", str(root / "dumps" / "archives"), "--into", str(root / "wh"), "--master", "local[2]"],
+        ["simulate", "history", "--out", str(root / "captures"), "--days", "30", "--seed", "7"],
+        ["ingest", str(root / "captures" / "archives"), "--into", str(root / "wh"), "--master", "local[2]"],
         ["report", "--warehouse", str(root / "wh"), "--all", "--format", "html"]
         + ["--output", str(root / "month.html"), "--exit-zero", "--master", "local[2]"],
     ]

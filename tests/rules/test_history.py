@@ -266,7 +266,7 @@ def test_chunks_of_whole_partitions_find_what_the_whole_finds():
 def test_one_fork_finding_per_diverged_replica_and_epochs():
     """Later captures of the new leader, truncated from the start, show the same fork at higher offsets:
     still one finding, at the earliest pair of captures and the first offset (the simulator's case)."""
-    later = [part(1, d, 1600 + d, [(2, 1100 + d)], lso=1100 + d) for d in (2, 3)]
+    later = [part(1, d, 1600 + d, [(2, 1100 + d)], log_start=1100 + d) for d in (2, 3)]
     forks = [f for f in Story(unclean_election() + later).findings() if f.code == "KA804"]
     assert [(f.broker, f.offset_start, f.epoch, f.time) for f in forks] == [(3, 1000, 0, iso(T0))]
 

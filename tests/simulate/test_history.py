@@ -1,5 +1,5 @@
-"""`simulate history`: deterministic nightly dumps that parse, keep Kafka's invariants on benign nights, and
-whose ground truth is what the simulated states show (an independent reading of KA801-KA808, KA814)."""
+"""`simulate history`: deterministic nightly captures that parse, keep Kafka's invariants on benign nights,
+and whose ground truth is what the simulated states show (an independent reading of KA801-KA808, KA814)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from auditor.layout.dumps import MANIFEST, parse_manifest, time_from_name
+from auditor.layout.captures import MANIFEST, parse_manifest, time_from_name
 from auditor.simulate.history import HistoryOptions, ground_truth, run_history, simulate_history
 from auditor.simulate.history_model import truncate_from_start
 from auditor.simulate.history_run import DAY_MS, capture_ms
@@ -106,7 +106,7 @@ def test_every_file_parses_and_carries_the_capture_time(written):
     assert torn[0]["file"].endswith(malformed[0][2]) and torn[0]["line"] == malformed[0][3]
 
 
-def test_archives_hold_the_same_dumps_under_the_log_dir_path(written):
+def test_archives_hold_the_same_captures_under_the_log_dir_path(written):
     out, truth = written
     refused = [e for e in truth["events"] if e["kind"] == "refused-entry"]
     links = []
@@ -184,11 +184,11 @@ def _recreated(truth) -> tuple[str, str]:
 def test_every_capture_keeps_kafkas_invariants(simulated):
     run, _, _ = simulated
     for day, state in run.states.items():
-        for (b, topic, part), (leo, hw, rp, lso, cache) in state.items():
+        for (b, topic, part), (leo, hw, rp, log_start, cache) in state.items():
             where = (day, b, topic, part)
-            assert 0 <= lso <= hw <= leo and lso <= rp <= leo, where
+            assert 0 <= log_start <= hw <= leo and log_start <= rp <= leo, where
             assert all(x[0] < y[0] and x[1] < y[1] for x, y in zip(cache, cache[1:], strict=False)), where
-            assert cache and cache[0][1] <= max(lso, cache[0][1]) and cache[-1][1] <= leo, where
+            assert cache and cache[0][1] <= max(log_start, cache[0][1]) and cache[-1][1] <= leo, where
 
 
 def test_consecutive_captures_change_only_where_the_truth_says(simulated):

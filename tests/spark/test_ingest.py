@@ -1,4 +1,4 @@
-"""``kafka-auditor ingest`` on Spark (auditor.spark.ingest): dumps from a folder and from archives into the
+"""``kafka-auditor ingest`` on Spark (auditor.spark.ingest): captures from a folder and from archives into the
 warehouse, read back by Spark, pandas and DuckDB; re-ingesting adds nothing; a failed commit changes nothing
 readers see; the lock serialises runs; the CLI's refusals."""
 
@@ -34,7 +34,7 @@ CHECKPOINTS = {
 }
 
 
-def dump_files(broker: int, night: int, *, malformed: bool = False) -> dict[str, bytes]:
+def capture_files(broker: int, night: int, *, malformed: bool = False) -> dict[str, bytes]:
     """One broker log dir's small files (plus a segment that must never be read), relative to its root."""
     files = {"meta.properties": format_meta_properties(1, node_id=broker, cluster_id=CLUSTER_ID)}
     for name, delta in CHECKPOINTS.items():
@@ -50,7 +50,7 @@ def dump_files(broker: int, night: int, *, malformed: bool = False) -> dict[str,
             [(0, 0), (night, 100 * night)]
         )
         files[f"{t}-{p}/partition.metadata"] = format_partition_metadata(TOPIC_ID)
-        files[f"{t}-{p}/00000000000000000000.log"] = b"\xff" * 64  # not a dump file
+        files[f"{t}-{p}/00000000000000000000.log"] = b"\xff" * 64  # not a capture file
     return files
 
 
@@ -82,7 +82,7 @@ def nightly(night: int, brokers=(1, 2), **kw) -> dict[str, bytes]:
     return {
         f"2026-01-0{night}T020000Z/broker-{b}/data/{name}": data
         for b in brokers
-        for name, data in dump_files(b, night, **kw).items()
+        for name, data in capture_files(b, night, **kw).items()
     }
 
 
@@ -93,18 +93,22 @@ def row_counts(warehouse: Warehouse) -> dict[str, int]:
 @pytest.fixture(scope="module")
 def sources(tmp_path_factory) -> dict[str, Path]:
     base = tmp_path_factory.mktemp("ingest")
-    folder = base / "dumps"
+    folder = base / "captures"
     for b in (1, 2):
-        write_tree(folder / "2026-01-05T020000Z" / f"broker-{b}", dump_files(b, 5, malformed=b == 2))
+        write_tree(folder / "2026-01-05T020000Z" / f"broker-{b}", capture_files(b, 5, malformed=b == 2))
     # a hidden name, skipped by Hadoop's listing, read by the executor
     (folder / "2026-01-05T020000Z" / "broker-2" / ".kafka_cleanshutdown").write_bytes(b'{"version":0}')
     link = tarfile.TarInfo("2026-01-06T020000Z/broker-1/data/evil")
     link.type, link.linkname = tarfile.SYMTYPE, "/etc/passwd"
     archive = write_archive(base / "fleet-2026-01-06.tgz", nightly(6), [link])
-    # the same dump as the folder's broker 1, under another root: met twice in one run, kept once
+    # the same capture as the folder's broker 1, under another root: met twice in one run, kept once
     copy = write_archive(
         base / "copy.zip",
-        {f"again/2026-01-05T020000Z/{n}": d for n, d in dump_files(1, 5).items() if not n.endswith(".log")},
+        {
+            f"again/2026-01-05T020000Z/{n}": d
+            for n, d in capture_files(1, 5).items()
+            if not n.endswith(".log")
+        },
     )
     later = write_archive(base / "fleet-2026-01-07.tgz", nightly(7))
     latest = write_archive(base / "fleet-2026-01-08.tgz", nightly(8))
@@ -122,7 +126,7 @@ def sources(tmp_path_factory) -> dict[str, Path]:
 
 @pytest.fixture(scope="module")
 def first(spark, sources, tmp_path_factory):
-    """A warehouse after ingesting the folder (2 dumps), the archive (2 dumps) and the copy (1 repeat)."""
+    """A warehouse after ingesting the folder (2 captures), the archive (2 captures), the copy (1 repeat)."""
     warehouse = Warehouse.open(tmp_path_factory.mktemp("wh") / "w", create=True)
     result = ingest(spark, [sources["folder"], sources["archive"], sources["copy"]], warehouse)
     return warehouse, result
@@ -142,7 +146,7 @@ def test_first_ingest_adds_four_captures(first, sources):
     assert set(epochs["topic"]) == {"orders", "__consumer_offsets"}
     assert {k: v for k, v in result.rows.items() if v} == counts
     assert result.entries == sum(counts[t] for t in CHECKPOINTS_TABLES)
-    # per dump: meta.properties, 4 checkpoints, 2 files per partition directory; 5 dumps read, and one
+    # per capture: meta.properties, 4 checkpoints, 2 files per partition directory; 5 captures read, and one
     # .kafka_cleanshutdown
     assert result.files == 5 * (1 + 4 + 2 * len(PARTITIONS)) + 1 and result.archives == 2
     captures = pd.read_parquet(warehouse.table_path("captures"))
@@ -224,7 +228,7 @@ def test_failed_commit_leaves_current_and_readers_see_the_old_data(first, spark,
     monkeypatch.undo()
     assert warehouse.current_version() == version and row_counts(warehouse) == before
     assert not any((warehouse.path / "_staging").iterdir())
-    # the unreferenced version it built is removed by the next run, which then adds the dumps; an archive
+    # the unreferenced version it built is removed by the next run, which then adds the captures; an archive
     # above the expansion cap is refused without being read
     cap = ArchiveLimits(max_total_bytes=200_000)
     result = ingest(spark, [sources["later"], sources["huge"]], warehouse, limits=cap)
@@ -256,7 +260,7 @@ def test_a_second_run_waits_for_the_lock(first, spark, sources, capfd):
 @pytest.mark.spark
 def test_cli_ingests_a_folder_with_glob_characters_and_an_archive_inside(spark, sources, tmp_path):
     folder = tmp_path / "odd [1]{a,b}*"
-    write_tree(folder / "2026-01-09T020000Z" / "broker-3", dump_files(3, 9))
+    write_tree(folder / "2026-01-09T020000Z" / "broker-3", capture_files(3, 9))
     (folder / "nested").mkdir()
     (folder / "nested" / "fleet.tgz").write_bytes(sources["later"].read_bytes())
     into = tmp_path / "w"
@@ -279,7 +283,7 @@ def test_cli_ingests_a_folder_with_glob_characters_and_an_archive_inside(spark, 
         (lambda s, t: ["ingest", str(s["folder"]), "--into", str(s["folder"] / "w")], "is inside the source"),
         (lambda s, t: ["ingest", str(t / "w" / "x"), "--into", str(t / "w")], "does not exist"),
         (
-            lambda s, t: ["ingest", str(s["base"]), "--into", str(s["base"] / "dumps" / "w")],
+            lambda s, t: ["ingest", str(s["base"]), "--into", str(s["base"] / "captures" / "w")],
             "inside the source",
         ),
         (lambda s, t: ["ingest", str(s["folder"])], "missing --into"),
@@ -320,25 +324,25 @@ def test_sources_are_classified_without_reading_them(sources, tmp_path):
     assert archive_glob().startswith("{*.[tT][aA][rR],")
 
 
-def test_a_dump_the_parser_cannot_take_becomes_a_problem(tmp_path, monkeypatch):
+def test_a_capture_the_parser_cannot_take_becomes_a_problem(tmp_path, monkeypatch):
     import pyarrow.parquet as pq
 
-    import auditor.observe.dumps as dumps
+    import auditor.observe.captures as captures
     from auditor.spark.ingest_sources import IngestRun
-    from auditor.spark.ingest_tasks import DumpParser
+    from auditor.spark.ingest_tasks import CaptureParser
 
     def broken(*args, **kwargs):
         raise RuntimeError("unexpected\nsecond line")
 
-    monkeypatch.setattr(dumps, "parse_dump", broken)
+    monkeypatch.setattr(captures, "parse_capture", broken)
     run = IngestRun("r1", 1_767_578_400_000, str(tmp_path), None, ArchiveLimits(), (("src", str(tmp_path)),))
-    parser = DumpParser(run, frozenset(), "t0")
-    files = [dumps.DumpFile("meta.properties", 1_767_578_400_000, b"node.id=1\n")]
-    summary = parser.dump(0, "src", "broker-1", files)
+    parser = CaptureParser(run, frozenset(), "t0")
+    files = [captures.CaptureFile("meta.properties", 1_767_578_400_000, b"node.id=1\n")]
+    summary = parser.capture(0, "src", "broker-1", files)
     written = parser.close()
     assert summary["kind"] == "refusal" and summary["paths"] == [written[0]["paths"][0]]
     rows = pq.read_table(written[0]["paths"][0]).to_pylist()
-    assert len(rows) == 1 and rows[0]["message"] == "dump not ingested: RuntimeError: unexpected"
+    assert len(rows) == 1 and rows[0]["message"] == "capture not ingested: RuntimeError: unexpected"
     assert rows[0]["file"] == "src!broker-1"
 
 
@@ -349,11 +353,11 @@ def test_links_special_and_oversize_files_of_a_folder_are_refused_never_read(spa
     secret.write_text(f"0\n1\n{marker} 0 1\n")
     (tmp_path / "elsewhere").mkdir()
     (tmp_path / "elsewhere" / "leader-epoch-checkpoint").write_text(f"0\n1\n0 {marker}\n")
-    folder = tmp_path / "dumps"
+    folder = tmp_path / "captures"
     b1 = folder / "2026-01-10T020000Z" / "broker-1"
     b2 = folder / "2026-01-10T020000Z" / "broker-2"
-    write_tree(b1, {n: d for n, d in dump_files(1, 10).items() if not n.endswith(".log")})
-    write_tree(b2, {n: d for n, d in dump_files(2, 10).items() if not n.endswith(".log")})
+    write_tree(b1, {n: d for n, d in capture_files(1, 10).items() if not n.endswith(".log")})
+    write_tree(b2, {n: d for n, d in capture_files(2, 10).items() if not n.endswith(".log")})
     (b1 / "recovery-point-offset-checkpoint").unlink()
     (b1 / "recovery-point-offset-checkpoint").symlink_to(secret)
     (b1 / "orders-7").symlink_to(tmp_path / "elsewhere", target_is_directory=True)  # a linked folder
@@ -367,15 +371,15 @@ def test_links_special_and_oversize_files_of_a_folder_are_refused_never_read(spa
     problems = pd.read_parquet(warehouse.table_path("problems")).sort_values("file")
     assert list(problems["kind"]) == ["refused"] * 4
     names = [".kafka_cleanshutdown", "orders-7/leader-epoch-checkpoint", "recovery-point-offset-checkpoint"]
-    assert list(problems["file"]) == [f"dumps!2026-01-10T020000Z/broker-1/{name}" for name in names] + [
-        "dumps!2026-01-10T020000Z/broker-2/replication-offset-checkpoint"
+    assert list(problems["file"]) == [f"captures!2026-01-10T020000Z/broker-1/{name}" for name in names] + [
+        "captures!2026-01-10T020000Z/broker-2/replication-offset-checkpoint"
     ]
     messages = list(problems["message"])
     assert "symbolic link (not followed)" in messages[0] and messages[0] == messages[2]
     assert messages[1] == "folder orders-7 on its path is a symbolic link (not followed); not read"
-    assert messages[3] == "5004 bytes, larger than the 4096 bytes cap of a dump file; not read"
+    assert messages[3] == "5004 bytes, larger than the 4096 bytes cap of a capture file; not read"
     assert sorted(pd.read_parquet(warehouse.table_path("log_start_offsets"))["broker"].unique()) == [2]
-    # the rest of both dumps is in
+    # the rest of both captures is in
     recovery = pd.read_parquet(warehouse.table_path("recovery_points"))
     assert sorted(recovery["broker"].unique()) == [2]
     hw = pd.read_parquet(warehouse.table_path("high_watermarks"))

@@ -233,7 +233,7 @@ def broker_missing(h: History) -> Iterator[Violation]:
 # ------------------------------------------------------------------------------------------ ingest
 
 MALFORMED_KINDS = ("malformed", "unreadable", "unidentified")
-"""Problem kinds of KA812: a file of a dump Kafka could not load, or a dump without a broker identity."""
+"""Problem kinds of KA812: a file of a capture Kafka could not load, or a capture without a broker id."""
 REFUSED_KINDS = ("refused", "corrupt")
 """Problem kinds of KA813: an archive entry ingest would not read, or an archive it could not read."""
 
@@ -265,14 +265,14 @@ def _int(value) -> int | None:
     "KA812",
     "history.malformed-file",
     Severity.ERROR,
-    "A checkpoint, meta.properties, partition.metadata or manifest file of a dump was malformed",
+    "A checkpoint, meta.properties, partition.metadata or manifest file of a capture was malformed",
     scope="ingest",
 )
 def malformed_file(h: History) -> Iterator[Violation]:
     """
-    What it finds: a file of an ingested dump that Kafka's reader would refuse (a malformed offset or
+    What it finds: a file of an ingested capture that Kafka's reader would refuse (a malformed offset or
     leader-epoch checkpoint, meta.properties, partition.metadata) or a malformed capture manifest, as
-    ingest recorded it with the file, line and byte offset; also a dump ingest could not identify (no
+    ingest recorded it with the file, line and byte offset; also a capture ingest could not identify (no
     broker id in meta.properties or the manifest), whose entries were left out. Open (evidence open: true)
     when the file is in the broker's newest capture.
     Why it matters: Kafka takes a log dir offline when one of its checkpoints cannot be read
@@ -317,11 +317,11 @@ def refused_entry(h: History) -> Iterator[Violation]:
     read at all (corrupt or truncated), with the archive and the entry.
     Why it matters: a nightly collection is a tar of plain files: links, absolute names and .. escapes are
     how a crafted archive writes outside the place it is unpacked, and a bomb exhausts memory; none of
-    them come from the collection command. The dump's files behind a refused entry are missing from the
+    them come from the collection command. The capture's files behind a refused entry are missing from the
     history.
     What to do: check how the archive was made (the collection command of the README, nothing else) and
     who could write to where archives are collected; recollect the broker's files.
-    References: CVE-2007-4559 (tarfile path traversal: archive hygiene); the files a dump holds are read as
+    References: CVE-2007-4559 (tarfile path traversal: archive hygiene); the files a capture holds are read as
     ``OffsetCheckpointFile`` and ``LeaderEpochCheckpointFile`` read them.
     """
     for r, t in _problems(h, REFUSED_KINDS):

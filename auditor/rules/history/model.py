@@ -183,8 +183,8 @@ def broker_captures(h: History) -> pd.DataFrame:
     """One row per capture of a broker: ``cluster, broker, t`` (capture time, ms) with ``clean`` (any log
     dir captured after a clean shutdown), ``started`` (the broker start time, ms, or -1), ``logDirs``,
     ``captureIds``, ``timeSources`` (where the times came from, ``captures.timeSource``; sorted lists) and
-    the broker's previous and next capture times ``prevT``/``nextT`` (-1 when none). The dumps of a
-    broker's log dirs taken together share one capture time (one manifest, one archive name); dumps without
+    the broker's previous and next capture times ``prevT``/``nextT`` (-1 when none). The captures of a
+    broker's log dirs taken together share one capture time (one manifest, one archive name); captures without
     an identified broker are left out."""
     cached = h._views.get("broker_captures")
     if cached is not None:
@@ -371,8 +371,8 @@ def incarnations(h: History, rows: pd.DataFrame) -> pd.Series:
 
 def presence(h: History) -> pd.DataFrame:
     """``cluster, topic, partition, broker, t, logDir``: the partition is on the broker at that capture (a
-    partition directory in a dump of the broker, or an entry of its replication-offset-checkpoint; the first
-    log dir when two hold it)."""
+    partition directory in a capture of the broker, or an entry of its replication-offset-checkpoint; the
+    first log dir when two hold it)."""
     cached = h._views.get("presence")
     if cached is not None:
         return cached

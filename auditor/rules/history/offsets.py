@@ -32,7 +32,7 @@ from auditor.rules.history.model import (
 from auditor.rules.registry import Violation, rule
 
 HW_FILE = "replication-offset-checkpoint"
-LSO_FILE = "log-start-offset-checkpoint"
+LOG_START_FILE = "log-start-offset-checkpoint"
 RP_FILE = "recovery-point-offset-checkpoint"
 
 
@@ -134,7 +134,7 @@ def log_start_backwards(h: History) -> Iterator[Violation]:
             r,
             f"log start offset of {r.topic}-{r.partition} on broker {r.broker} went back from "
             f"{r.prevOffset} to {r.offset} between the captures of {iso(r.prevT)} and {iso(r.t)}",
-            LSO_FILE,
+            LOG_START_FILE,
             "logStartOffset",
         )
 
@@ -375,7 +375,7 @@ def _captured_dir(h: History, rows: pd.DataFrame, other: str) -> pd.DataFrame:
 )
 def partition_vanished(h: History) -> Iterator[Violation]:
     """
-    What it finds: a partition that a broker held at one capture (a partition directory in the dump, or an
+    What it finds: a partition that a broker held at one capture (a partition directory in the capture, or an
     entry of the log dir's replication-offset-checkpoint) and that is absent from the broker's next capture,
     although that capture holds the log dir the partition was in (a log dir missing from a capture says
     nothing about its partitions).

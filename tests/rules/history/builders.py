@@ -39,14 +39,14 @@ Cache = list[tuple[int, int]]
 
 @dataclass
 class Capture:
-    """One dump: broker ``broker``'s log dir at ``T0 + day * DAY``; per partition its high watermark,
+    """One capture: broker ``broker``'s log dir at ``T0 + day * DAY``; per partition its high watermark,
     recovery point, log start offset (only when given), leader-epoch cache and topic id."""
 
     broker: int
     day: float
     hw: dict[tuple[str, int], int] = field(default_factory=dict)
     rp: dict[tuple[str, int], int] = field(default_factory=dict)
-    lso: dict[tuple[str, int], int] = field(default_factory=dict)
+    log_start: dict[tuple[str, int], int] = field(default_factory=dict)
     epochs: dict[tuple[str, int], Cache] = field(default_factory=dict)
     topic_ids: dict[tuple[str, int], str] = field(default_factory=dict)
     clean: bool = False
@@ -77,16 +77,16 @@ class Capture:
 
 
 def part(broker: int, day: float, hw: int, cache: Cache | None = None, **kw) -> Capture:
-    """A capture of the one partition ``ule-0`` (HW, cache, topic id; ``rp=``/``lso=`` optional)."""
+    """A capture of the one partition ``ule-0`` (HW, cache, topic id; ``rp=``/``log_start=`` optional)."""
     rp = kw.pop("rp", None)
-    lso = kw.pop("lso", None)
+    log_start = kw.pop("log_start", None)
     topic_id = kw.pop("topic_id", TOPIC_ID)
     return Capture(
         broker,
         day,
         hw={TP: hw},
         rp={} if rp is None else {TP: rp},
-        lso={} if lso is None else {TP: lso},
+        log_start={} if log_start is None else {TP: log_start},
         epochs={TP: cache if cache is not None else [(0, 0)]},
         topic_ids={TP: topic_id},
         **kw,
@@ -125,7 +125,7 @@ class Story:
             for table, values in (
                 (OFFSET_TABLES["replication-offset-checkpoint"], c.hw),
                 (OFFSET_TABLES["recovery-point-offset-checkpoint"], c.rp),
-                (OFFSET_TABLES["log-start-offset-checkpoint"], c.lso),
+                (OFFSET_TABLES["log-start-offset-checkpoint"], c.log_start),
             ):
                 for line, ((topic, p), offset) in enumerate(sorted(values.items()), start=3):
                     rows[table].append(

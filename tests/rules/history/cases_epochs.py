@@ -50,10 +50,10 @@ def truncated_from_start_differently(tmp, mp) -> Story:
     by truncateFromStart), the lineage is the same."""
     return Story(
         [
-            part(1, 0, 5000, [(3, 2500), (4, 4000)], lso=2500),
-            part(2, 0, 5000, [(2, 1200), (3, 2000), (4, 4000)], lso=1200),
-            part(1, 1, 6000, [(4, 4500)], lso=4500),
-            part(2, 1, 6000, [(3, 3000), (4, 4000)], lso=3000),
+            part(1, 0, 5000, [(3, 2500), (4, 4000)], log_start=2500),
+            part(2, 0, 5000, [(2, 1200), (3, 2000), (4, 4000)], log_start=1200),
+            part(1, 1, 6000, [(4, 4500)], log_start=4500),
+            part(2, 1, 6000, [(3, 3000), (4, 4000)], log_start=3000),
         ]
     )
 

@@ -18,15 +18,21 @@ def quiet_month(tmp, mp) -> Story:
     restart (clean shutdown) lowering nothing."""
     caps = []
     for d in range(6):
-        lso = 500 * d
+        log_start = 500 * d
         for b in (1, 2, 3):
             cache = [(0, 0)] if d < 3 else [(0, 0), (1, 3000)]
-            if lso:
+            if log_start:
                 cache = (
-                    [(e, s) for e, s in cache if s > lso] if any(s <= lso for _e, s in cache[1:]) else cache
+                    [(e, s) for e, s in cache if s > log_start]
+                    if any(s <= log_start for _e, s in cache[1:])
+                    else cache
                 )
-                cache = [(cache[0][0], max(cache[0][1], lso)), *cache[1:]]
-            caps.append(part(b, d, 1000 * (d + 1), cache, rp=1000 * (d + 1), lso=lso or None, clean=d == 2))
+                cache = [(cache[0][0], max(cache[0][1], log_start)), *cache[1:]]
+            caps.append(
+                part(
+                    b, d, 1000 * (d + 1), cache, rp=1000 * (d + 1), log_start=log_start or None, clean=d == 2
+                )
+            )
     return Story(caps)
 
 
@@ -43,7 +49,9 @@ def topic_recreated_restarts_offsets(tmp, mp) -> Story:
     """The topic was deleted and recreated between two captures: a new log, HW and recovery point restart
     low, with another topic id (KA814's, not a regression)."""
     caps = steady(days=2)
-    caps += [part(b, 2, 10, [(0, 0)], rp=10, lso=0, topic_id="bmV3LXRvcGljLWlkLTAwMDAwMA") for b in (1, 2, 3)]
+    caps += [
+        part(b, 2, 10, [(0, 0)], rp=10, log_start=0, topic_id="bmV3LXRvcGljLWlkLTAwMDAwMA") for b in (1, 2, 3)
+    ]
     return Story(caps)
 
 
@@ -58,8 +66,8 @@ def hw_back_across_a_gap(tmp, mp) -> Story:
 
 @fire("KA802")
 def log_start_went_back(tmp, mp) -> Story:
-    caps = steady(days=2, lso=800)
-    caps += [part(b, 2, 3000, rp=3000, lso=300 if b == 2 else 900) for b in (1, 2, 3)]
+    caps = steady(days=2, log_start=800)
+    caps += [part(b, 2, 3000, rp=3000, log_start=300 if b == 2 else 900) for b in (1, 2, 3)]
     return Story(caps)
 
 
@@ -67,13 +75,13 @@ def log_start_went_back(tmp, mp) -> Story:
 def log_start_absent_then_lower(tmp, mp) -> Story:
     """Broker 2's log-start-offset-checkpoint lost the partition at one capture (its log start became a
     segment base offset); no two consecutive captures to compare."""
-    caps = steady(days=2, lso=800)
+    caps = steady(days=2, log_start=800)
     caps += [
-        part(1, 2, 3000, rp=3000, lso=900),
+        part(1, 2, 3000, rp=3000, log_start=900),
         part(2, 2, 3000, rp=3000),
-        part(3, 2, 3000, rp=3000, lso=900),
+        part(3, 2, 3000, rp=3000, log_start=900),
     ]
-    caps += [part(b, 3, 4000, rp=4000, lso=950) for b in (1, 2, 3)]
+    caps += [part(b, 3, 4000, rp=4000, log_start=950) for b in (1, 2, 3)]
     return Story(caps)
 
 
@@ -116,16 +124,18 @@ def recovery_point_back_when_another_log_dir_was_formatted(tmp, mp) -> Story:
     return Story(caps)
 
 
-def jbod_move(rp_after: int, hw_after: int, lso_after: int = 400) -> list[Capture]:
+def jbod_move(rp_after: int, hw_after: int, log_start_after: int = 400) -> list[Capture]:
     """Broker 1 has two log dirs (distinct directory.ids); ``ule-0`` lives in /d1 (log start offset 400),
     and by the third capture it was moved to /d2 (the promoted -future log), holding HW ``hw_after``,
-    recovery point ``rp_after`` and log start offset ``lso_after`` there; brokers 2 and 3 keep it in their
-    one log dir."""
+    recovery point ``rp_after`` and log start offset ``log_start_after`` there; brokers 2 and 3 keep it in
+    their one log dir."""
     caps = [c for c in steady(days=3) if c.broker != 1]
     for d in range(3):
         moved = d == 2
-        hw, rp, lso = (hw_after, rp_after, lso_after) if moved else (1000 * (d + 1), 1000 * (d + 1), 400)
-        held = part(1, d, hw, rp=rp, lso=lso, log_dir="/d2" if moved else "/d1")
+        hw, rp, log_start = (
+            (hw_after, rp_after, log_start_after) if moved else (1000 * (d + 1), 1000 * (d + 1), 400)
+        )
+        held = part(1, d, hw, rp=rp, log_start=log_start, log_dir="/d2" if moved else "/d1")
         held = replace(held, directory_id="d2-id" if moved else "d1-id")
         empty = Capture(1, d, log_dir="/d1" if moved else "/d2", directory_id="d1-id" if moved else "d2-id")
         caps += [held, empty]
@@ -137,7 +147,7 @@ def jbod_move_lowers_the_recovery_point(tmp, mp) -> Story:
     """A recovery point (and log start offset) belong to one log: the promoted -future log in /d2 has a
     lower recovery point and log start offset than the log /d1 held; the partition's high watermark goes
     on."""
-    return Story(jbod_move(rp_after=1500, hw_after=3000, lso_after=300))
+    return Story(jbod_move(rp_after=1500, hw_after=3000, log_start_after=300))
 
 
 @fire("KA801")

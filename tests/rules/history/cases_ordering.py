@@ -57,9 +57,9 @@ def log_dir_restored_from_a_backup(tmp, mp) -> Story:
     """Broker 1 was stopped (.kafka_cleanshutdown) and its log dir restored from an older backup: every
     partition went back, with a restart in between: a regression, not a wrong order."""
     first = copied(1, 0, 3000, "name", clean=False)
-    first.lso = {TP: 900, TP2: 900}
+    first.log_start = {TP: 900, TP2: 900}
     restored = copied(1, DAY, 1000, "name", clean=True)
-    restored.lso = {TP: 500, TP2: 500}
+    restored.log_start = {TP: 500, TP2: 500}
     return Story([first, restored])
 
 

@@ -1,5 +1,5 @@
-"""Dump layout (auditor.layout.dumps): which files belong to a dump and where its root is, times in names,
-the capture manifest."""
+"""Capture layout (auditor.layout.captures): which files belong to a capture and where its root is, times in
+names, the capture manifest."""
 
 from __future__ import annotations
 
@@ -8,15 +8,15 @@ from datetime import datetime, timezone
 
 import pytest
 
-from auditor.layout.dumps import (
-    DUMP_FILE_GLOB,
+from auditor.layout.captures import (
+    CAPTURE_FILE_GLOB,
     MANIFEST,
     PARTITION_FILES,
     TIME_FORMS,
     TOP_FILES,
     Manifest,
-    dump_location,
-    is_dump_file,
+    capture_location,
+    is_capture_file,
     parse_manifest,
     parse_time,
     time_from_name,
@@ -60,13 +60,13 @@ def ms(text: str) -> int:
         ("d/orders-3/replication-offset-checkpoint/x", None),
     ],
 )
-def test_dump_location(path: str, location: tuple[str, str] | None) -> None:
-    assert dump_location(path) == location
-    assert is_dump_file(path) is (location is not None)
+def test_capture_location(path: str, location: tuple[str, str] | None) -> None:
+    assert capture_location(path) == location
+    assert is_capture_file(path) is (location is not None)
 
 
-def test_glob_covers_every_dump_file_name() -> None:
-    alternatives = DUMP_FILE_GLOB.strip("{}").split(",")
+def test_glob_covers_every_capture_file_name() -> None:
+    alternatives = CAPTURE_FILE_GLOB.strip("{}").split(",")
     for name in TOP_FILES | PARTITION_FILES:
         assert any(fnmatch.fnmatchcase(name, pattern) for pattern in alternatives), name
     assert not any(fnmatch.fnmatchcase("00000000000000000000.log", p) for p in alternatives)
@@ -86,7 +86,7 @@ def test_glob_covers_every_dump_file_name() -> None:
         ("2026-01-05", "2026-01-05T00:00:00"),
         ("1767578400000", "2026-01-05T02:00:00"),
         ("broker-1-20260105T020000Z.tgz", "2026-01-05T02:00:00"),
-        ("kafka-1767578400000-dump", "2026-01-05T02:00:00"),
+        ("kafka-1767578400000-capture", "2026-01-05T02:00:00"),
         ("nightly-2026-01-05.tar.gz", "2026-01-05T00:00:00"),
         ("2026-01-04_x_2026-01-05", "2026-01-04T00:00:00"),  # the first one wins
         ("2026-13-05_1767578400000", "2026-01-05T02:00:00"),  # not a date: the epoch ms is next

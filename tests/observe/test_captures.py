@@ -1,6 +1,6 @@
-"""One dump parsed into the warehouse's rows (auditor.observe.dumps): round trips through Kafka's own file
-formats, capture identity and its precedence, malformed files as problems, the fast offset-checkpoint path
-against the reference parser, dump ids, refusal rows, and the speed of parse_dump."""
+"""One capture parsed into the warehouse's rows (auditor.observe.captures): round trips through Kafka's own
+file formats, capture identity and its precedence, malformed files as problems, the fast offset-checkpoint
+path against the reference parser, capture digests, refusal rows, and the speed of parse_capture."""
 
 from __future__ import annotations
 
@@ -15,13 +15,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from auditor.layout.archives import Refusal
-from auditor.observe.dumps import (
-    DumpFile,
+from auditor.observe.captures import (
+    CaptureFile,
     _fast_offset_columns,
+    capture_digest,
     capture_id,
-    dump_id,
     offset_checkpoint_columns,
-    parse_dump,
+    parse_capture,
     refusal_rows,
 )
 from auditor.observe.history_rows import TABLES
@@ -55,8 +55,8 @@ def meta(node: int | None = 1, version: int = 1, cluster: str | None = CLUSTER) 
     )
 
 
-def standard_dump(**replace: bytes | None) -> dict[str, bytes]:
-    """A broker's dump: meta.properties, the four offset checkpoints, two partition directories and a
+def standard_capture(**replace: bytes | None) -> dict[str, bytes]:
+    """A broker's capture: meta.properties, the four offset checkpoints, two partition directories and a
     future replica's directory, a clean-shutdown marker; ``replace`` changes (None: removes) files."""
     files = {
         "meta.properties": meta(),
@@ -78,18 +78,18 @@ def standard_dump(**replace: bytes | None) -> dict[str, bytes]:
     return files
 
 
-def as_files(files: dict[str, bytes], mtime: int = MTIME) -> list[DumpFile]:
-    return [DumpFile(name, mtime + i, data) for i, (name, data) in enumerate(files.items())]
+def as_files(files: dict[str, bytes], mtime: int = MTIME) -> list[CaptureFile]:
+    return [CaptureFile(name, mtime + i, data) for i, (name, data) in enumerate(files.items())]
 
 
 def parse(
-    files: dict[str, bytes] | list[DumpFile],
-    source: str = f"/srv/dumps/{NIGHT}",
+    files: dict[str, bytes] | list[CaptureFile],
+    source: str = f"/srv/captures/{NIGHT}",
     root: str = "broker-1/data",
     **kw,
 ) -> dict[str, pa.Table]:
     listed = as_files(files) if isinstance(files, dict) else files
-    return parse_dump(source, root, listed, ingest_id="run-1", ingested_at_ms=INGESTED, **kw)
+    return parse_capture(source, root, listed, ingest_id="run-1", ingested_at_ms=INGESTED, **kw)
 
 
 def rows(table: pa.Table, *columns: str) -> list[tuple]:
@@ -109,7 +109,7 @@ def ms_of(value: datetime) -> int:
 
 
 def test_round_trip_of_every_file() -> None:
-    files = standard_dump()
+    files = standard_capture()
     tables = parse(files)
     assert set(tables) == set(TABLES)
     for name, table in tables.items():
@@ -139,12 +139,14 @@ def test_round_trip_of_every_file() -> None:
     assert tables["problems"].num_rows == 0
     row = capture(tables)
     assert {k: v for k, v in row.items() if k not in ("captureTime", "ingestedAt")} == {
-        "captureId": dump_id(as_files(files), ms_of(row["captureTime"])),  # the time is in the source's name
+        "captureId": capture_digest(
+            as_files(files), ms_of(row["captureTime"])
+        ),  # the time is in the source's name
         "cluster": CLUSTER,
         "broker": 1,
         "logDir": "broker-1/data",
         "captureDate": "2026-01-05",
-        "source": f"/srv/dumps/{NIGHT}",
+        "source": f"/srv/captures/{NIGHT}",
         "root": "broker-1/data",
         "timeSource": "name",
         "files": len(files),
@@ -165,7 +167,7 @@ def test_round_trip_of_every_file() -> None:
 
 def test_offset_entries_without_a_partition_directory_and_duplicates_are_kept() -> None:
     hw = [("gone", 0, 9), ("orders", 0, 5), ("orders", 0, 7)]  # Kafka keeps the last of a duplicate
-    tables = parse(standard_dump(**{"replication-offset-checkpoint": format_offset_checkpoint(hw)}))
+    tables = parse(standard_capture(**{"replication-offset-checkpoint": format_offset_checkpoint(hw)}))
     assert rows(tables["high_watermarks"], "topic", "partition", "offset", "line") == [
         ("gone", 0, 9, 3),
         ("orders", 0, 5, 4),
@@ -173,17 +175,19 @@ def test_offset_entries_without_a_partition_directory_and_duplicates_are_kept() 
     ]
 
 
-def test_files_outside_the_dump_are_ignored_and_the_later_copy_wins() -> None:
-    files = as_files(standard_dump())
+def test_files_outside_the_capture_are_ignored_and_the_later_copy_wins() -> None:
+    files = as_files(standard_capture())
     files += [
-        DumpFile("orders-0/00000000000000000000.log", MTIME, b"segment"),
-        DumpFile("orders-0.0123456789abcdef0123456789abcdef-delete/leader-epoch-checkpoint", MTIME, b"junk"),
-        DumpFile("nested/orders-0/leader-epoch-checkpoint", MTIME, b"junk"),
-        DumpFile("cleaner-offset-checkpoint", MTIME, format_offset_checkpoint([("x", 0, 1)])),
+        CaptureFile("orders-0/00000000000000000000.log", MTIME, b"segment"),
+        CaptureFile(
+            "orders-0.0123456789abcdef0123456789abcdef-delete/leader-epoch-checkpoint", MTIME, b"junk"
+        ),
+        CaptureFile("nested/orders-0/leader-epoch-checkpoint", MTIME, b"junk"),
+        CaptureFile("cleaner-offset-checkpoint", MTIME, format_offset_checkpoint([("x", 0, 1)])),
     ]
     tables = parse(files)
     assert rows(tables["cleaner_offsets"], "topic", "partition", "offset") == [("x", 0, 1)]
-    assert capture(tables)["files"] == len(standard_dump())
+    assert capture(tables)["files"] == len(standard_capture())
     assert capture(tables)["partitionDirs"] == 3
     assert tables["problems"].num_rows == 0
 
@@ -209,11 +213,11 @@ def manifest(**keys) -> bytes:
         ("/d/2026-01-01", f"{NIGHT}/broker-1/data", {}, NIGHT_MS, "name"),
         ("/d/broker-1-20260105T020000Z.tgz", "var/lib/kafka/data", {}, NIGHT_MS, "name"),
         ("/d/1767578400000/", "", {}, NIGHT_MS, "name"),
-        ("/d/nightly", "broker-1/data", {}, MTIME + len(standard_dump()) - 1, "mtime"),  # the newest file
+        ("/d/nightly", "broker-1/data", {}, MTIME + len(standard_capture()) - 1, "mtime"),  # the newest file
     ],
 )
 def test_capture_time_precedence(source: str, root: str, extra: dict, expected: int, how: str) -> None:
-    files = standard_dump()
+    files = standard_capture()
     if extra:
         files["kafka-auditor-capture.json"] = manifest(**extra)
     row = capture(parse(files, source, root))
@@ -225,7 +229,7 @@ def test_an_archive_member_time_is_told_from_a_copied_file_time() -> None:
     """Without a manifest or a time in a name, the newest mtime is the capture time: an archive's members
     keep the time the files had on the broker (``archive``), a directory's files may have the time of a
     copy (``mtime``); the captureId is the same either way (existing warehouses keep their ids)."""
-    files = as_files(standard_dump())
+    files = as_files(standard_capture())
     newest = MTIME + len(files) - 1
     from_archive = capture(parse(files, "/d/nightly.tgz", "var/lib/kafka/data", archive=True))
     from_folder = capture(parse(files, "/d/nightly", "var/lib/kafka/data"))
@@ -237,13 +241,13 @@ def test_an_archive_member_time_is_told_from_a_copied_file_time() -> None:
 
 
 def test_broker_cluster_and_log_dir_precedence() -> None:
-    both = standard_dump(
+    both = standard_capture(
         **{"kafka-auditor-capture.json": manifest(broker=9, cluster="label", logDir="/kafka/d1")}
     )
     row = capture(parse(both))
     assert (row["broker"], row["cluster"], row["logDir"]) == (1, CLUSTER, "/kafka/d1")
     assert capture(parse(both, cluster="prod"))["cluster"] == "prod"
-    zk_no_ids = standard_dump(
+    zk_no_ids = standard_capture(
         **{
             "meta.properties": meta(None, version=0, cluster=None),
             "kafka-auditor-capture.json": manifest(broker=9),
@@ -251,12 +255,12 @@ def test_broker_cluster_and_log_dir_precedence() -> None:
     )
     row = capture(parse(zk_no_ids))
     assert (row["broker"], row["cluster"], row["logDir"]) == (9, "unknown", "broker-1/data")
-    no_meta = standard_dump(
+    no_meta = standard_capture(
         **{"meta.properties": None, "kafka-auditor-capture.json": manifest(broker=4, cluster="c")}
     )
     assert (capture(parse(no_meta))["broker"], capture(parse(no_meta))["cluster"]) == (4, "c")
-    assert capture(parse(standard_dump(), root=f"{NIGHT}/2026-01-05"))["logDir"] == "."
-    assert capture(parse(standard_dump(), root=f"{NIGHT}/broker-2/data"))["logDir"] == "broker-2/data"
+    assert capture(parse(standard_capture(), root=f"{NIGHT}/2026-01-05"))["logDir"] == "."
+    assert capture(parse(standard_capture(), root=f"{NIGHT}/broker-2/data"))["logDir"] == "broker-2/data"
 
 
 @pytest.mark.parametrize(
@@ -267,8 +271,8 @@ def test_broker_cluster_and_log_dir_precedence() -> None:
         (b"version=1\ncluster.id=x\n", "meta.properties is malformed", 2),
     ],
 )
-def test_unidentified_dump_keeps_only_captures_and_problems(meta_file, why: str, problems: int) -> None:
-    tables = parse(standard_dump(**{"meta.properties": meta_file}))
+def test_unidentified_capture_keeps_only_captures_and_problems(meta_file, why: str, problems: int) -> None:
+    tables = parse(standard_capture(**{"meta.properties": meta_file}))
     row = capture(tables)
     assert row["broker"] is None and row["problems"] == problems
     assert rows(tables["problems"], "kind", "file")[-1] == ("unidentified", "broker-1/data/meta.properties")
@@ -278,7 +282,9 @@ def test_unidentified_dump_keeps_only_captures_and_problems(meta_file, why: str,
 
 
 def test_manifest_broker_start_time() -> None:
-    files = standard_dump(**{"kafka-auditor-capture.json": manifest(brokerStartTime="2026-01-04T23:00:00Z")})
+    files = standard_capture(
+        **{"kafka-auditor-capture.json": manifest(brokerStartTime="2026-01-04T23:00:00Z")}
+    )
     assert ms_of(capture(parse(files))["brokerStartTime"]) == NIGHT_MS - 3 * 3600 * 1000
 
 
@@ -291,7 +297,7 @@ def problem_rows(tables: dict[str, pa.Table]) -> list[tuple]:
 
 def test_malformed_offset_checkpoint_is_a_problem_at_its_line() -> None:
     body = b"0\n3\norders 0 5\norders 1 6\norders two 7\n"
-    tables = parse(standard_dump(**{"replication-offset-checkpoint": body}))
+    tables = parse(standard_capture(**{"replication-offset-checkpoint": body}))
     assert problem_rows(tables) == [
         (
             "malformed",
@@ -329,7 +335,7 @@ def test_malformed_offset_checkpoint_is_a_problem_at_its_line() -> None:
     ],
 )
 def test_malformed_files_give_line_and_message(name: str, data: bytes, line: int, start: str) -> None:
-    tables = parse(standard_dump(**{name: data}))
+    tables = parse(standard_capture(**{name: data}))
     ((kind, file, got_line, offset, message),) = problem_rows(tables)
     assert (kind, file, got_line) == ("malformed", f"broker-1/data/{name}", line)
     assert message.startswith(start) and "\n" not in message
@@ -344,7 +350,7 @@ def test_malformed_files_give_line_and_message(name: str, data: bytes, line: int
 
 
 def test_malformed_meta_properties_and_manifest() -> None:
-    files = standard_dump(
+    files = standard_capture(
         **{
             "meta.properties": b"version=7\n",
             "kafka-auditor-capture.json": b'{"broker": 5, "captureTime": 17}',
@@ -361,19 +367,19 @@ def test_malformed_meta_properties_and_manifest() -> None:
     assert tables["brokers"].num_rows == 0
 
 
-def test_dump_at_the_source_top() -> None:
+def test_capture_at_the_source_top() -> None:
     row = capture(
-        parse(standard_dump(**{"replication-offset-checkpoint": b"x"}), source=f"/d/{NIGHT}", root="")
+        parse(standard_capture(**{"replication-offset-checkpoint": b"x"}), source=f"/d/{NIGHT}", root="")
     )
     assert (row["root"], row["logDir"]) == ("", ".")
     assert rows(
-        parse(standard_dump(**{"replication-offset-checkpoint": b"x"}), root="")["problems"], "file"
+        parse(standard_capture(**{"replication-offset-checkpoint": b"x"}), root="")["problems"], "file"
     ) == [("replication-offset-checkpoint",)]
 
 
 def test_names_that_are_not_utf8_do_not_break_the_tables() -> None:
     """Tar names are decoded with surrogateescape, JSON may hold a lone surrogate: rows keep them escaped."""
-    files = standard_dump(
+    files = standard_capture(
         **{
             "caf\udce9-0/partition.metadata": format_partition_metadata(TOPIC_ID),
             "kafka-auditor-capture.json": b'{"logDir": "/data/\\ud800"}',
@@ -397,7 +403,7 @@ def test_names_that_are_not_utf8_do_not_break_the_tables() -> None:
 
 @pytest.mark.parametrize("mtime", [0, -5, 10**16])
 def test_implausible_mtimes_give_the_ingest_time(mtime: int) -> None:
-    row = capture(parse(as_files(standard_dump(), mtime=mtime), source="/d/nightly", root="broker-1"))
+    row = capture(parse(as_files(standard_capture(), mtime=mtime), source="/d/nightly", root="broker-1"))
     assert (ms_of(row["captureTime"]), row["timeSource"]) == (INGESTED, "ingest")
 
 
@@ -560,17 +566,17 @@ def test_fast_path_on_what_kafka_writes(entries: list[tuple[str, int, int]]) -> 
 # -------------------------------------------------------------------------------------------- ids
 
 
-def test_dump_id_ignores_order_mtime_and_source_but_not_content() -> None:
-    files = as_files(standard_dump())
-    same = [DumpFile(f.name, f.mtime_ms + 86_400_000, f.data) for f in reversed(files)]
-    assert dump_id(files) == dump_id(same)
+def test_capture_digest_ignores_order_mtime_and_source_but_not_content() -> None:
+    files = as_files(standard_capture())
+    same = [CaptureFile(f.name, f.mtime_ms + 86_400_000, f.data) for f in reversed(files)]
+    assert capture_digest(files) == capture_digest(same)
     elsewhere = parse(same, source=f"/elsewhere/{NIGHT}", root="x")
     assert capture(parse(files))["captureId"] == capture(elsewhere)["captureId"]
-    changed = files[:-1] + [DumpFile(files[-1].name, 0, files[-1].data + b"\n")]
-    renamed = files[:-1] + [DumpFile("orders-9/partition.metadata", 0, files[-1].data)]
-    assert len({dump_id(files), dump_id(changed), dump_id(renamed)}) == 3
+    changed = files[:-1] + [CaptureFile(files[-1].name, 0, files[-1].data + b"\n")]
+    renamed = files[:-1] + [CaptureFile("orders-9/partition.metadata", 0, files[-1].data)]
+    assert len({capture_digest(files), capture_digest(changed), capture_digest(renamed)}) == 3
     # length prefixes: moving bytes between a name and its data changes the id
-    assert dump_id([DumpFile("ab", 0, b"c")]) != dump_id([DumpFile("a", 0, b"bc")])
+    assert capture_digest([CaptureFile("ab", 0, b"c")]) != capture_digest([CaptureFile("a", 0, b"bc")])
 
 
 def test_refusal_rows() -> None:
@@ -580,7 +586,7 @@ def test_refusal_rows() -> None:
         Refusal("", "corrupt archive: truncated gzip stream"),
     ]
     table = refusal_rows(
-        "/srv/dumps/broker-1-20260105T020000Z.tgz",
+        "/srv/captures/broker-1-20260105T020000Z.tgz",
         found,
         ingest_id="run-1",
         ingested_at_ms=INGESTED,
@@ -637,7 +643,7 @@ def _best_of(runs: int, call) -> float:
 
 
 def test_speed() -> None:
-    """parse_dump's entries/s (20,000 partitions, full offset checkpoints) and files/s (2,000 partition
+    """parse_capture's entries/s (20,000 partitions, full offset checkpoints) and files/s (2,000 partition
     directories); the module docstring states the figures. The bounds leave room for a busy machine."""
     rng = random.Random(1)
     entries = [(f"topic-{i % 200:03d}", i // 200, rng.randrange(10**12)) for i in range(20_000)]
@@ -666,26 +672,26 @@ def test_speed() -> None:
     dir_files = as_files(dirs)
     seconds = _best_of(3, lambda: parse(dir_files))
     files_per_second = len(dir_files) / seconds
-    print(f"parse_dump: {entries_per_second / 1e6:.2f} M entries/s, {files_per_second:,.0f} files/s")
+    print(f"parse_capture: {entries_per_second / 1e6:.2f} M entries/s, {files_per_second:,.0f} files/s")
     assert entries_per_second > 1_500_000
     assert files_per_second > 10_000
 
 
 def test_capture_time_from_a_name_makes_identical_nights_two_captures() -> None:
     """An idle broker's files do not change from one night to the next: the time in the folder name keeps
-    the two captures apart, while the same dump ingested twice keeps one id."""
-    from auditor.observe.dumps import capture_id
+    the two captures apart, while the same capture ingested twice keeps one id."""
+    from auditor.observe.captures import capture_id
 
-    files = [DumpFile("meta.properties", 0, b"version=1\nnode.id=1\ncluster.id=c\n")]
+    files = [CaptureFile("meta.properties", 0, b"version=1\nnode.id=1\ncluster.id=c\n")]
     night1 = capture_id("src", "2026-01-05T020000Z/broker-1", files)
     night2 = capture_id("src", "2026-01-06T020000Z/broker-1", files)
     assert night1 != night2
     assert night1 == capture_id("elsewhere", "2026-01-05T020000Z/broker-1", files)
-    tables = parse_dump("src", "2026-01-05T020000Z/broker-1", files, ingest_id="i", ingested_at_ms=0)
+    tables = parse_capture("src", "2026-01-05T020000Z/broker-1", files, ingest_id="i", ingested_at_ms=0)
     assert tables["captures"].column("captureId").to_pylist() == [night1]
 
 
 def test_a_file_met_twice_counts_once_in_the_id() -> None:
-    """A listing that shows a file twice (a hidden entry read again by the executor) is the same dump."""
-    files = as_files(standard_dump())
-    assert dump_id(files + files[:1]) == dump_id(files)
+    """A listing that shows a file twice (a hidden entry read again by the executor) is the same capture."""
+    files = as_files(standard_capture())
+    assert capture_digest(files + files[:1]) == capture_digest(files)

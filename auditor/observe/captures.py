@@ -1,14 +1,14 @@
-"""One checkpoint dump parsed into the warehouse's rows (:mod:`auditor.observe.history_rows`), in memory and
-without Spark: what ``ingest`` runs on the executors for each dump.
+"""One checkpoint capture parsed into the warehouse's rows (:mod:`auditor.observe.history_rows`), in memory
+and without Spark: what ``ingest`` runs on the executors for each capture.
 
-:func:`parse_dump` turns a dump's files (names relative to its root, see :mod:`auditor.layout.dumps`) into
-one Arrow table per warehouse table, built column-wise. Identity of the capture:
+:func:`parse_capture` turns a capture's files (names relative to its root, see :mod:`auditor.layout.captures`)
+into one Arrow table per warehouse table, built column-wise. Identity of the capture:
 
-* ``captureId``: :func:`dump_id`, the SHA-256 of the files' names and contents and of the capture time when
-  it comes from a name or the mtimes (the source plays no part, so the same dump ingested twice, from
+* ``captureId``: :func:`capture_digest`, the SHA-256 of the files' names and contents and of the capture time
+  when it comes from a name or the mtimes (the source plays no part, so the same capture ingested twice, from
   anywhere, has one id, and two nights of an idle broker whose files did not change are two captures);
-* ``captureTime``: the manifest's ``captureTime``, else a time in the dump root's folder names (innermost
-  first) or in the source's base name (:func:`auditor.layout.dumps.time_from_name`), else the newest
+* ``captureTime``: the manifest's ``captureTime``, else a time in the capture root's folder names (innermost
+  first) or in the source's base name (:func:`auditor.layout.captures.time_from_name`), else the newest
   modification time of its files: an archive member's (``archive``: ``tar`` and ``zip`` record the time the
   file had on the broker) or a file's in a directory (``mtime``: a copy that did not keep the times, e.g. a
   plain ``cp``, has the time of the copy), else, when no mtime lies in 2000..2100 (an archive's zero
@@ -21,19 +21,20 @@ one Arrow table per warehouse table, built column-wise. Identity of the capture:
 
 A file Kafka would not load (a ParseError of its parser, invalid UTF-8, a negative leader epoch or start
 offset, a bad manifest) becomes a ``problems`` row of kind ``malformed`` with its line and byte offset and
-contributes no entries; a dump naming no broker gets a problem of kind ``unidentified`` and keeps only its
+contributes no entries; a capture naming no broker gets a problem of kind ``unidentified`` and keeps only its
 ``captures`` and ``problems`` rows. Entries are kept as the file holds them (duplicates, and entries of
-partitions without a directory in the dump: the offset checkpoints are per log dir); ``line`` is each
+partitions without a directory in the capture: the offset checkpoints are per log dir); ``line`` is each
 entry's 1-based line in its file.
 
-Speed, measured by ``tests/observe/test_dumps.py::test_speed`` (CPU time of one core, Python 3.11 on
-the development machine while other jobs shared its two cores): a dump of 20,000 partitions with the four
-offset checkpoints full (80,000 entries) parses at 3.4-4.5 M entries/s; a dump of 2,000 partition directories
-(4,002 files: leader-epoch-checkpoint and partition.metadata each, meta.properties, one offset checkpoint) at
-23,000-37,000 files/s. The reference parser (:func:`parsers.checkpoints.parse_offset_checkpoint`) alone does
-~0.6 M entries/s, so offset checkpoints in the shape Kafka writes are split by Arrow's CSV reader after an
-exact check of that shape (:func:`offset_checkpoint_columns`, proved equal on generated files); anything else
-takes the reference parser.
+Speed, measured by ``tests/observe/test_captures.py::test_speed`` (CPU time of one core, Python 3.11 on
+the development machine while other jobs shared its two cores): a capture of 20,000 partitions with the four
+offset checkpoints full (80,000 entries) parses at 3.4-4.5 M entries/s; a capture of 2,000 partition
+directories (4,002 files: leader-epoch-checkpoint and partition.metadata each, meta.properties, one offset
+checkpoint) at 23,000-37,000 files/s. The reference parser
+(:func:`parsers.checkpoints.parse_offset_checkpoint`) alone does ~0.6 M entries/s, so offset checkpoints in
+the shape Kafka writes are split by Arrow's CSV reader after an exact check of that shape
+(:func:`offset_checkpoint_columns`, proved equal on generated files); anything else takes the reference
+parser.
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 from auditor.layout.archives import Refusal
-from auditor.layout.dumps import (
+from auditor.layout.captures import (
     CLEAN_SHUTDOWN,
     EARLIEST_MS,
     LATEST_MS,
@@ -63,7 +64,7 @@ from auditor.layout.dumps import (
     PARTITION_METADATA,
     TOP_FILES,
     Manifest,
-    dump_location,
+    capture_location,
     parse_manifest,
     time_from_name,
 )
@@ -79,8 +80,8 @@ from parsers.errors import ParseError
 
 
 @dataclass(frozen=True)
-class DumpFile:
-    """One file of a dump: ``name`` relative to the dump's root (``meta.properties``,
+class CaptureFile:
+    """One file of a capture: ``name`` relative to the capture's root (``meta.properties``,
     ``orders-3/leader-epoch-checkpoint``), its mtime (UTC epoch ms) and its bytes."""
 
     name: str
@@ -88,15 +89,15 @@ class DumpFile:
     data: bytes
 
 
-def dump_id(files: Sequence[DumpFile], capture_time_ms: int | None = None) -> str:
+def capture_digest(files: Sequence[CaptureFile], capture_time_ms: int | None = None) -> str:
     """SHA-256 (hex) over the files' (name, bytes) pairs in sorted order, each length-prefixed, and the
     capture time when it does not come from the files themselves (a folder or archive name, the mtimes): the
-    same dump gives the same id whatever its files' order or source, and two nights of an idle broker whose
+    same capture gives the same id whatever its files' order or source, and two nights of an idle broker whose
     files did not change are still two captures."""
     digest = hashlib.sha256(b"kafka-auditor dump\x00")
     if capture_time_ms is not None:
         digest.update(b"time\x00" + capture_time_ms.to_bytes(8, "big", signed=True))
-    latest = {f.name: f.data for f in files}  # a name met twice: the later copy, as parse_dump reads it
+    latest = {f.name: f.data for f in files}  # a name met twice: the later copy, as parse_capture reads it
     for name, data in sorted(latest.items()):
         encoded = name.encode("utf-8", "surrogatepass")
         digest.update(len(encoded).to_bytes(8, "big"))
@@ -150,7 +151,7 @@ def _fast_offset_columns(data: bytes, min_entries: int) -> OffsetColumns | None:
     fails ``ascii_is_decimal``. Under this shape Java's ``\\s+`` split, ``Integer.parseInt`` and
     ``Long.parseLong`` give what the CSV split and Arrow's casts give (a leading space: an empty topic in
     both), so the result equals :func:`parsers.checkpoints.parse_offset_checkpoint`'s
-    (``tests/observe/test_dumps.py`` checks it on generated files); anything else returns None.
+    (``tests/observe/test_captures.py`` checks it on generated files); anything else returns None.
     """
     header = _HEADER.match(data)
     if header is None:
@@ -236,7 +237,7 @@ def _array(values: pa.Array | Sequence, type_: pa.DataType) -> pa.Array:
 
 @functools.cache
 def _empty_tables() -> dict[str, pa.Table]:
-    """An empty table of every warehouse table (Arrow tables are immutable: shared by every dump)."""
+    """An empty table of every warehouse table (Arrow tables are immutable: shared by every capture)."""
     return {name: schema.empty_table() for name, schema in TABLES.items()}
 
 
@@ -307,16 +308,16 @@ class _Epochs:
         self.position.extend(range(count))
 
 
-class _DumpParser:
-    """The state of one :func:`parse_dump` call."""
+class _CaptureParser:
+    """The state of one :func:`parse_capture` call."""
 
-    def __init__(self, source: str, root: str, files: Sequence[DumpFile], archive: bool = False) -> None:
+    def __init__(self, source: str, root: str, files: Sequence[CaptureFile], archive: bool = False) -> None:
         self.source, self.root, self.archive = source, root, archive
         self.problems: list[_Problem] = []
-        self.files: dict[str, DumpFile] = {}
+        self.files: dict[str, CaptureFile] = {}
         self.dirs: dict[str, tuple[str, int]] = {}
-        """Partition directory name -> (topic, partition), for every directory holding a dump file."""
-        checked: dict[str, bool] = {}  # directory -> a partition directory of a dump
+        """Partition directory name -> (topic, partition), for every directory holding a capture file."""
+        checked: dict[str, bool] = {}  # directory -> a partition directory of a capture
         for f in files:  # the later of two files of one name wins (an archive appended to)
             directory, slash, base = f.name.rpartition("/")
             if not slash:
@@ -326,14 +327,14 @@ class _DumpParser:
             if base not in PARTITION_FILES or "/" in directory:
                 continue
             if directory not in checked:
-                checked[directory] = dump_location(f.name) == ("", f.name)
+                checked[directory] = capture_location(f.name) == ("", f.name)
                 if checked[directory]:
                     self.dirs[directory] = parse_partition_dir_name(directory)[:2]
             if checked[directory]:
                 self.files[f.name] = f
 
     def path(self, name: str) -> str:
-        """A file of the dump relative to the source."""
+        """A file of the capture relative to the source."""
         return f"{self.root}/{name}" if self.root else name
 
     def malformed(self, name: str, data: bytes, exc: ParseError) -> None:
@@ -421,66 +422,66 @@ class _DumpParser:
 
 def _id_time(capture_ms: int, time_source: str) -> int | None:
     """The capture time that enters the captureId: a time from a name or the mtimes (a manifest's time is in
-    the files already; the ingest time is no property of the dump)."""
+    the files already; the ingest time is no property of the capture)."""
     return capture_ms if time_source in ("name", "archive", "mtime") else None
 
 
-def capture_id(source: str, root: str, files: Sequence[DumpFile], *, archive: bool = False) -> str:
-    """The ``captureId`` :func:`parse_dump` gives this dump, computed without parsing its checkpoints (ingest
-    skips the dumps already in the warehouse with it)."""
-    dump = _DumpParser(source, root, files, archive)
-    capture_ms, time_source = dump.capture_time(dump.manifest(), 0)
-    return dump_id(files, _id_time(capture_ms, time_source))
+def capture_id(source: str, root: str, files: Sequence[CaptureFile], *, archive: bool = False) -> str:
+    """The ``captureId`` :func:`parse_capture` gives this capture, computed without parsing its checkpoints
+    (ingest skips the captures already in the warehouse with it)."""
+    capture = _CaptureParser(source, root, files, archive)
+    capture_ms, time_source = capture.capture_time(capture.manifest(), 0)
+    return capture_digest(files, _id_time(capture_ms, time_source))
 
 
-def parse_dump(
+def parse_capture(
     source: str,
     root: str,
-    files: Sequence[DumpFile],
+    files: Sequence[CaptureFile],
     *,
     ingest_id: str,
     ingested_at_ms: int,
     cluster: str | None = None,
     archive: bool = False,
 ) -> dict[str, pa.Table]:
-    """The rows of one dump (module docstring): one table per name of ``history_rows.TABLES``, each with that
-    table's full schema. ``source`` is the directory or archive given to ingest, ``root`` the dump's
-    directory inside it ("" for the source itself), ``files`` the dump's files (names relative to ``root``;
+    """The rows of one capture (module docstring): one table per name of ``history_rows.TABLES``, each with
+    that table's full schema. ``source`` is the directory or archive given to ingest, ``root`` the capture's
+    directory inside it ("" for the source itself), ``files`` the capture's files (names relative to ``root``;
     other names are ignored), ``archive`` whether they are members of an archive (their mtimes are the
     ones the archive recorded)."""
-    dump = _DumpParser(source, root, files, archive)
-    manifest = dump.manifest()
-    meta = dump.meta()
-    capture_ms, time_source = dump.capture_time(manifest, ingested_at_ms)
+    capture = _CaptureParser(source, root, files, archive)
+    manifest = capture.manifest()
+    meta = capture.meta()
+    capture_ms, time_source = capture.capture_time(manifest, ingested_at_ms)
     broker = meta.node_id if meta is not None and meta.node_id is not None else manifest.broker
     key = _Key(
-        capture_id=dump_id(files, _id_time(capture_ms, time_source)),
+        capture_id=capture_digest(files, _id_time(capture_ms, time_source)),
         cluster=cluster or (meta.cluster_id if meta is not None else None) or manifest.cluster or "unknown",
         broker=broker,
-        log_dir=dump.log_dir(manifest),
+        log_dir=capture.log_dir(manifest),
         capture_time_ms=capture_ms,
     )
     tables = dict(_empty_tables())
-    dirs = dump.dirs
+    dirs = capture.dirs
     if broker is None:
-        if META_PROPERTIES not in dump.files:
+        if META_PROPERTIES not in capture.files:
             why = "no meta.properties"
         elif meta is None:
             why = "meta.properties is malformed"
         else:
             why = "meta.properties names no node"
-        dump.problems.append(
+        capture.problems.append(
             _Problem(
                 "unidentified",
-                dump.path(META_PROPERTIES),
+                capture.path(META_PROPERTIES),
                 None,
                 None,
-                f"{why} and no capture manifest gives a broker: the dump's entries are not kept",
+                f"{why} and no capture manifest gives a broker: the capture's entries are not kept",
             )
         )
     else:
         for file_name, table in OFFSET_TABLES.items():
-            columns = dump.offsets(file_name)
+            columns = capture.offsets(file_name)
             if columns is not None and len(columns):
                 lines = pa.array(np.arange(3, len(columns) + 3, dtype=np.int32))
                 tables[table] = key.table(
@@ -489,8 +490,8 @@ def parse_dump(
         epochs = _Epochs()
         topic_ids: list[str | None] = []
         for directory, (topic, partition) in dirs.items():
-            dump.epochs(directory, topic, partition, epochs)
-            topic_ids.append(dump.topic_id(directory))
+            capture.epochs(directory, topic, partition, epochs)
+            topic_ids.append(capture.topic_id(directory))
         if epochs.topic:
             positions = np.asarray(epochs.position, dtype=np.int32)
             tables["leader_epochs"] = key.table(
@@ -520,7 +521,7 @@ def parse_dump(
             tables["brokers"] = key.table(
                 "brokers", 1, [[meta.version], [meta.node_id], [meta.cluster_id], [meta.directory_id]]
             )
-    problems = dump.problems
+    problems = capture.problems
     if problems:
         tables["problems"] = key.table(
             "problems",
@@ -541,11 +542,11 @@ def parse_dump(
             [source],
             [root],
             [time_source],
-            [len(dump.files)],
-            [sum(len(f.data) for f in dump.files.values())],
+            [len(capture.files)],
+            [sum(len(f.data) for f in capture.files.values())],
             [len(dirs)],
             [len(problems)],
-            [CLEAN_SHUTDOWN in dump.files],
+            [CLEAN_SHUTDOWN in capture.files],
             pa.array([manifest.broker_start_time_ms], TIMESTAMP),
             [ingest_id],
             pa.array([ingested_at_ms], TIMESTAMP),

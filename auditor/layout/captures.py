@@ -1,14 +1,14 @@
-"""Checkpoint dumps: which files of a tree or archive belong to a dump, where each dump's root is, the capture
-time a folder or archive name carries, and the optional capture manifest.
+"""Checkpoint captures: which files of a tree or archive belong to a capture, where each capture's root is,
+the capture time a folder or archive name carries, and the optional capture manifest.
 
-A *dump* is one broker log dir's small files at one capture time, laid out as in the log dir: at its root
+A *capture* is one broker log dir's small files at one capture time, laid out as in the log dir: at its root
 :data:`TOP_FILES` (``meta.properties``, the four offset checkpoints, ``.kafka_cleanshutdown`` and the
 manifest), and in each partition directory (``<topic>-<partition>``, or a ``-future`` directory of a replica
 being moved between log dirs) :data:`PARTITION_FILES` (``leader-epoch-checkpoint``, ``partition.metadata``).
 Nothing else is ever read: segments, indexes, snapshots, ``-delete`` and ``-stray`` directories are skipped
 by name.
 
-The capture manifest, ``kafka-auditor-capture.json`` at a dump's root, is optional. It is one JSON object;
+The capture manifest, ``kafka-auditor-capture.json`` at a capture's root, is optional. It is one JSON object;
 every key is optional, unknown keys are ignored, ``null`` counts as absent::
 
     {
@@ -37,33 +37,33 @@ from parsers.dirfiles import parse_partition_dir_name
 from parsers.errors import ParseError
 
 MANIFEST = "kafka-auditor-capture.json"
-"""The optional capture manifest at a dump's root (module docstring)."""
+"""The optional capture manifest at a capture's root (module docstring)."""
 META_PROPERTIES = "meta.properties"
 CLEAN_SHUTDOWN = ".kafka_cleanshutdown"
 LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
 PARTITION_METADATA = "partition.metadata"
 
 TOP_FILES = frozenset({META_PROPERTIES, CLEAN_SHUTDOWN, MANIFEST, *OFFSET_CHECKPOINT_FILES})
-"""Files of a dump's root."""
+"""Files of a capture's root."""
 PARTITION_FILES = frozenset({LEADER_EPOCH_CHECKPOINT, PARTITION_METADATA})
-"""Files of a dump's partition directories."""
+"""Files of a capture's partition directories."""
 PARTITION_DIR_KINDS = frozenset({"live", "future"})
-"""Kinds of partition directory (``parse_partition_dir_name``) whose files belong to a dump."""
+"""Kinds of partition directory (``parse_partition_dir_name``) whose files belong to a capture."""
 
-DUMP_FILE_GLOB = (
+CAPTURE_FILE_GLOB = (
     "{meta.properties,*-checkpoint,partition.metadata,.kafka_cleanshutdown,kafka-auditor-capture.json}"
 )
-"""A Hadoop glob of the base names of dump files: a superset (``*-checkpoint``) that :func:`is_dump_file`
-narrows down."""
+"""A Hadoop glob of the base names of capture files: a superset (``*-checkpoint``) that
+:func:`is_capture_file` narrows down."""
 
 EARLIEST_MS = 946_684_800_000  # 2000-01-01T00:00:00Z
 LATEST_MS = 4_102_444_800_000  # 2100-01-01T00:00:00Z
 
 
-def dump_location(path: str) -> tuple[str, str] | None:
-    """(dump root, name relative to the root) of a dump file, from its POSIX path relative to the source; None
-    for any other file. ``"a/b/orders-3/leader-epoch-checkpoint"`` -> ``("a/b", "orders-3/leader-epoch-
-    checkpoint")``; ``"meta.properties"`` -> ``("", "meta.properties")``."""
+def capture_location(path: str) -> tuple[str, str] | None:
+    """(capture root, name relative to the root) of a capture file, from its POSIX path relative to the
+    source; None for any other file. ``"a/b/orders-3/leader-epoch-checkpoint"`` -> ``("a/b",
+    "orders-3/leader-epoch-checkpoint")``; ``"meta.properties"`` -> ``("", "meta.properties")``."""
     head, _, base = path.rpartition("/")
     if base in TOP_FILES:
         return head, base
@@ -79,12 +79,12 @@ def dump_location(path: str) -> tuple[str, str] | None:
     return root, f"{directory}/{base}"
 
 
-def is_dump_file(path: str) -> bool:
-    """Whether ``path`` (POSIX, relative to the source) is a dump file (:func:`dump_location`)."""
+def is_capture_file(path: str) -> bool:
+    """Whether ``path`` (POSIX, relative to the source) is a capture file (:func:`capture_location`)."""
     base = path.rpartition("/")[2]
     if base in TOP_FILES:
         return True
-    return base in PARTITION_FILES and dump_location(path) is not None
+    return base in PARTITION_FILES and capture_location(path) is not None
 
 
 # ------------------------------------------------------------------------------------------------ times
