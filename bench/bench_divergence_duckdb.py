@@ -34,7 +34,9 @@ Measured, each in the same run of this script, on the same files:
 Checked: both DuckDB answers, the Spark divergence comparison and the full audit's KA601 findings hold the
 same divergent pairs (cluster, topic, partition, broker a, broker b) with the same first offset.
 
-Printed: seconds and batch rows/s of every run (first run and warm = second run in the process), the ratios
+Printed: seconds and batch rows/s of the first run and warm (the best of the later runs in the same process
+or connection, ``--runs``, default 3: a JVM still compiles the job's code during its second run), every
+run's seconds, the ratios
 audit / DuckDB two-pass (full audit; divergence comparison) first run and warm, and the same per master
 with the speed-up over one core. No assertion on timings.
 
@@ -166,22 +168,24 @@ def duckdb_run(con, query: str) -> dict[Pair, int]:
     return {(c, t, int(p), int(a), int(b)): int(o) for c, t, p, a, b, o in con.execute(query).fetchall()}
 
 
-def run_duckdb(files: list[Path], threads: int) -> dict[str, dict]:
-    """Each query twice in a fresh connection: seconds of the first and second run, and the answer."""
+def run_duckdb(files: list[Path], threads: int, runs: int = 3) -> dict[str, dict]:
+    """Each query ``runs`` times in a fresh connection: seconds of the first run and warm (the best of the
+    later ones), every run's seconds, and the answer."""
     out = {}
     for name, query in (("pairwise", PAIRWISE), ("two-pass", TWO_PASS)):
         con = duckdb_connect(files, threads)
         times, answers = [], []
-        for _run in range(2):
+        for _run in range(runs):
             t0 = time.perf_counter()
             answers.append(duckdb_run(con, query))
             times.append(time.perf_counter() - t0)
         con.close()
         out[name] = {
             "first": times[0],
-            "warm": times[1],
-            "pairs": answers[1],
-            "stable": answers[0] == answers[1],
+            "warm": min(times[1:]),
+            "runs": times,
+            "pairs": answers[-1],
+            "stable": all(a == answers[0] for a in answers),
         }
     return out
 
@@ -214,8 +218,8 @@ def audit_pairs(result) -> dict[Pair, int]:
 
 
 def spark_child(args: argparse.Namespace) -> None:
-    """One fresh process on one master: ``--child audit`` (the full audit twice) or ``--child divergence``
-    (the divergence comparison twice); the figures go to ``--child-out`` as JSON."""
+    """One fresh process on one master: ``--child audit`` (the full audit) or ``--child divergence``
+    (the divergence comparison), each ``--runs`` times; the figures go to ``--child-out`` as JSON."""
     from auditor.spark.audit import run_audit
     from auditor.spark.inputs import discover
     from auditor.spark.session import get_spark
@@ -233,7 +237,7 @@ def spark_child(args: argparse.Namespace) -> None:
     times, answers, extra = [], [], {}
     sc = spark.sparkContext
     tracker = sc.statusTracker()
-    for run in range(2):
+    for run in range(args.runs):
         group = f"bench-{run}"
         sc.setJobGroup(group, group)
         t0 = time.perf_counter()
@@ -256,9 +260,10 @@ def spark_child(args: argparse.Namespace) -> None:
         "startup": startup,
         "master": spark.sparkContext.master,
         "first": times[0],
-        "warm": times[1],
-        "stable": answers[0] == answers[1],
-        "pairs": [[*k, v] for k, v in sorted(answers[1].items())],
+        "warm": min(times[1:]),
+        "runs": times,
+        "stable": all(a == answers[0] for a in answers),
+        "pairs": [[*k, v] for k, v in sorted(answers[-1].items())],
         **extra,
     }
     spark.stop()
@@ -280,6 +285,8 @@ def run_spark(args: argparse.Namespace, master: str, kind: str, env: dict[str, s
             str(args.data),
             "--master",
             master,
+            "--runs",
+            str(args.runs),
         ]
         if args.driver_memory:
             cmd += ["--driver-memory", args.driver_memory]
@@ -406,8 +413,10 @@ def _rate(rows: int, seconds: float) -> str:
     return f"{rows / seconds / 1e6:6.2f} M rows/s"
 
 
-def _line(name: str, first: float, warm: float, rows: int) -> str:
-    return f"  {name:<38} first {first:7.2f} s {_rate(rows, first)}   warm {warm:7.2f} s {_rate(rows, warm)}"
+def _line(name: str, first: float, warm: float, rows: int, runs: list[float] | None = None) -> str:
+    every = f"   (runs: {', '.join(f'{t:.2f}' for t in runs)} s)" if runs else ""
+    timed = f"first {first:7.2f} s {_rate(rows, first)}   warm {warm:7.2f} s {_rate(rows, warm)}"
+    return f"  {name:<38} {timed}{every}"
 
 
 def _masters(args: argparse.Namespace) -> list[str]:
@@ -434,11 +443,13 @@ def _record(args, rows: int, two: dict, run: tuple, previous: dict | None, ok: b
         f"`audit` from Parquet extracts, {rows:,} batch rows ({args.partitions} partitions x 3 brokers x "
         f"{args.batches:,} batches), {master}, against a two-pass DuckDB query on {args.threads} threads",
         "python bench/bench_divergence_duckdb.py" + (" --previous DIR" if previous else "") + " --record",
+        f"warm: the best of runs 2-{args.runs} in one process; "
         f"DuckDB two-pass {two['first']:.1f} s first, **{two['warm']:.1f} s** warm; the full audit "
         f"{audit['first']:.1f} s first, {audit['warm']:.1f} s warm = **{audit['warm'] / two['warm']:.2f}x** "
         f"DuckDB warm ({audit['first'] / two['first']:.2f}x first; {sp.get('jobs')} jobs, {sp.get('stages')} "
         f"stages, {sp.get('tasks')} tasks); the divergence comparison alone {div['first']:.1f} s first, "
-        f"{div['warm']:.1f} s warm = **{div['warm'] / two['warm']:.2f}x**{prev}; every answer agrees: {ok}",
+        f"{div['warm']:.1f} s warm = **{div['warm'] / two['warm']:.2f}x** (runs: "
+        f"{', '.join(f'{t:.1f}' for t in div.get('runs', []))} s){prev}; every answer agrees: {ok}",
     )
 
 
@@ -471,6 +482,12 @@ def main() -> None:
     parser.add_argument("--executor-memory", default=None, help="spark.executor.memory (standalone workers)")
     parser.add_argument("--threads", type=int, default=2, help="DuckDB threads (default 2)")
     parser.add_argument(
+        "--runs",
+        type=int,
+        default=3,
+        help="runs of each engine in one process (default 3; warm: the best after the first)",
+    )
+    parser.add_argument(
         "--previous",
         type=Path,
         default=None,
@@ -499,11 +516,14 @@ def main() -> None:
 
     print(f"machine: {os.cpu_count()} cores; DuckDB {duckdb.__version__}, {args.threads} threads")
 
-    duck = run_duckdb(files, args.threads)
-    print("DuckDB (each query twice in a fresh connection, reading the Parquet extracts):")
+    duck = run_duckdb(files, args.threads, args.runs)
+    print(f"DuckDB (each query {args.runs} times in a fresh connection, reading the Parquet extracts):")
     for name in ("pairwise", "two-pass"):
         d = duck[name]
-        print(_line(name, d["first"], d["warm"], rows) + f"   {len(d['pairs'])} divergent pairs", flush=True)
+        print(
+            _line(name, d["first"], d["warm"], rows, d["runs"]) + f"   {len(d['pairs'])} divergent pairs",
+            flush=True,
+        )
     two = duck["two-pass"]
 
     reference = two["pairs"]
@@ -522,10 +542,10 @@ def main() -> None:
         runs.append((label, audit, div))
         print(f"Spark {label} (start-up {audit['startup']:.1f} s, not counted):")
         print(
-            _line("full audit (run_audit)", audit["first"], audit["warm"], rows)
+            _line("full audit (run_audit)", audit["first"], audit["warm"], rows, audit.get("runs"))
             + f"   {audit['findings']} findings"
         )
-        print(_line("divergence comparison alone", div["first"], div["warm"], rows))
+        print(_line("divergence comparison alone", div["first"], div["warm"], rows, div.get("runs")))
         agree_div = div["pairs"] == reference and div["stable"]
         agree_audit = audit["pairs"] == reference and audit["stable"]
         ok = ok and agree_div and agree_audit
