@@ -163,9 +163,11 @@ def test_export_from_extracts_whose_segments_are_elsewhere_is_refused_in_one_lin
     assert not export.exists()
 
 
-def test_segments_root_maps_the_recorded_log_dirs_and_the_export_is_the_same(tmp_path):
+@pytest.mark.spark
+def test_segments_root_maps_the_recorded_log_dirs_and_the_export_is_the_same(spark, tmp_path):
     """The log dirs moved after extraction: ``--segments-root`` per broker finds them, and the export equals
-    the one made while they were in place."""
+    the one made while they were in place (both audits through the CLI, in-process on the session's Spark)."""
+    from auditor.observe.extract import extract_log_dir
     from auditor.simulate import SimOptions, run_scenario
 
     root = tmp_path / "c"
@@ -173,31 +175,24 @@ def test_segments_root_maps_the_recorded_log_dirs_and_the_export_is_the_same(tmp
     extracts = []
     for broker in ("broker-1", "broker-2", "broker-3"):
         out = tmp_path / "extracts" / broker
-        res = subprocess.run([EXE, "extract", str(root / broker), "--out", str(out)], capture_output=True)
-        assert res.returncode == 0, res.stderr
+        extract_log_dir(root / broker, out)
         extracts.append(str(out))
-    before = tmp_path / "lost-before"
-    res = subprocess.run(
-        [EXE, "audit", *extracts, "--export-lost", str(before), "--exit-zero", "-q"],
-        capture_output=True,
-        text=True,
-    )
-    assert res.returncode == 0, res.stderr
+
+    def export(to: Path, *more: str) -> list[str]:
+        args = ["audit", *extracts, "--export-lost", str(to), *more, "--exit-zero", "-q"]
+        done = CliRunner().invoke(app, args)
+        assert done.exit_code == 0, done.output
+        return (to / "lost-records.jsonl").read_text().splitlines()
+
+    before = export(tmp_path / "lost-before")
     moved = tmp_path / "moved"
     root.rename(moved)
-    after = tmp_path / "lost-after"
     mappings = [
         a for b in (1, 2, 3) for a in ("--segments-root", f"{b}:{root}/broker-{b}={moved}/broker-{b}")
     ]
-    res = subprocess.run(
-        [EXE, "audit", *extracts, "--export-lost", str(after), *mappings, "--exit-zero", "-q"],
-        capture_output=True,
-        text=True,
-    )
-    assert res.returncode == 0, res.stderr
-    lines = (after / "lost-records.jsonl").read_text().splitlines()
-    assert lines and lines == (before / "lost-records.jsonl").read_text().splitlines()
-    assert '"error": null' in lines[0]
+    after = export(tmp_path / "lost-after", *mappings)
+    assert after and after == before
+    assert '"error": null' in after[0]
 
 
 def test_segments_root_malformed_or_without_export_is_one_line(tmp_path):
