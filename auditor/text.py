@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import datetime as _dt
 import functools
 import re
 from typing import Any
@@ -84,6 +85,26 @@ def encode_bytes(data: bytes | bytearray | memoryview, force_base64: bool = Fals
     return base64.b64encode(data).decode("ascii"), "base64"
 
 
+def decode_bytes(text: str, encoding: str) -> bytes:
+    """The bytes :func:`encode_bytes` wrote as ``(text, encoding)``; a ValueError saying what is wrong
+    (words to follow the field's name) when ``encoding`` is not one of :data:`BYTE_ENCODINGS` or ``text``
+    is not what it names."""
+    if encoding == "utf8":
+        try:
+            return text.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ValueError("holds a lone surrogate, which utf8 text cannot") from None
+    if encoding == "base64":
+        import base64
+        import binascii
+
+        try:
+            return base64.b64decode(text, validate=True)
+        except (binascii.Error, ValueError):
+            raise ValueError("is not valid base64") from None
+    raise ValueError(f"names the encoding {encoding!r}, not one of {', '.join(BYTE_ENCODINGS)}")
+
+
 _SNAKE = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)+")
 """A snake_case name (``committed_hw``, ``hash_a``): the only keys :func:`camel` rewrites."""
 
@@ -111,3 +132,16 @@ def iso_ms(ms: int | None, timespec: str = "seconds") -> str | None:
     except (OverflowError, OSError, ValueError):
         return None
     return moment.isoformat(timespec=timespec).replace("+00:00", "Z")
+
+
+_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+
+
+def iso_time(ms: int) -> str:
+    """Milliseconds since the epoch as ISO 8601 UTC with a ``Z``, to the second, with the milliseconds only
+    when there are some (``2026-01-01T02:00:00Z``, ``2026-01-01T02:00:00.250Z``: the form of
+    ``Finding.time``); exact (integer arithmetic, no float)."""
+    moment = _EPOCH + _dt.timedelta(milliseconds=int(ms))
+    text = moment.strftime("%Y-%m-%dT%H:%M:%S")
+    millis = int(ms) % 1000
+    return f"{text}.{millis:03d}Z" if millis else f"{text}Z"

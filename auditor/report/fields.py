@@ -11,10 +11,11 @@ any value outside years 1970-9999 stay as stored.
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from auditor.text import iso_time as iso
 
 MAX_EPOCH_MS = 253_402_300_799_999
 """9999-12-31T23:59:59.999Z: a larger number in a time field is shown as stored."""
@@ -51,13 +52,6 @@ def words(key: str) -> str:
 def is_time_key(key: str) -> bool:
     """Whether ``key`` names a point in time kept as ms since the epoch."""
     return key.lower().endswith(("timestamp", "timestamps")) or bool(POINT_IN_TIME.search(key))
-
-
-def iso(ms: int) -> str:
-    """ms since the epoch as ISO-8601 UTC: to the second, or to the ms when it has some."""
-    seconds, millis = divmod(ms, 1000)
-    text = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds))
-    return f"{text}.{millis:03d}Z" if millis else f"{text}Z"
 
 
 def _epoch_ms(value: Any) -> bool:

@@ -4,8 +4,6 @@ against the schema, and the fingerprint header that marks a record once it is pr
 
 from __future__ import annotations
 
-import base64
-import binascii
 import hashlib
 import json
 import os
@@ -13,6 +11,8 @@ import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
+
+from auditor.text import BYTE_ENCODINGS, decode_bytes
 
 FILE_NAME = "lost-records.jsonl"
 """The file ``audit --export-lost DIR`` writes under DIR."""
@@ -47,7 +47,6 @@ REQUIRED = (
 """Every field of a row, in the order of the schema's ``required`` (no other field is allowed)."""
 
 TIMESTAMP_TYPES = ("CreateTime", "LogAppendTime")
-ENCODINGS = ("utf8", "base64")
 
 
 class ReproduceError(Exception):
@@ -229,14 +228,9 @@ def _bytes(holder: dict, field: str, name: str) -> bytes | None:
             raise _Invalid(f"{name} is null but its encoding is {json.dumps(encoding)}")
         return None
     _want(name, text, isinstance(text, str), "a string or null")
-    if encoding not in ENCODINGS:
+    if encoding not in BYTE_ENCODINGS:
         raise _Invalid(f"{name}'s encoding must be utf8 or base64, not {json.dumps(encoding)}")
-    if encoding == "utf8":
-        try:
-            return text.encode("utf-8")
-        except UnicodeEncodeError:
-            raise _Invalid(f"{name} holds a lone surrogate, which utf8 text cannot") from None
     try:
-        return base64.b64decode(text, validate=True)
-    except (binascii.Error, ValueError):
-        raise _Invalid(f"{name} is not valid base64") from None
+        return decode_bytes(text, encoding)
+    except ValueError as exc:
+        raise _Invalid(f"{name} {exc}") from None

@@ -43,7 +43,8 @@ from auditor.simulate.history_run import (
     HistoryRun,
     capture_ms,
 )
-from auditor.simulate.history_write import BrokerCapture, iso, write_archive, write_folders
+from auditor.simulate.history_write import BrokerCapture, write_archive, write_folders
+from auditor.text import iso_time as iso
 
 __all__ = [
     "HISTORY_DESCRIPTION",

@@ -15,7 +15,7 @@ from auditor.simulate.history_run import (
     capture_ms,
 )
 from auditor.simulate.history_state import SimState
-from auditor.simulate.history_write import iso
+from auditor.text import iso_time as iso
 
 
 class Events(SimState):

@@ -20,7 +20,8 @@ from auditor.simulate.history_run import (
     capture_ms,
 )
 from auditor.simulate.history_state import move_log_start
-from auditor.simulate.history_write import BrokerCapture, LogDirCapture, iso
+from auditor.simulate.history_write import BrokerCapture, LogDirCapture
+from auditor.text import iso_time as iso
 from parsers.checkpoints import format_leader_epoch_checkpoint, format_offset_checkpoint
 from parsers.dirfiles import format_meta_properties, format_partition_metadata
 

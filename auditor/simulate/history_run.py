@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
 from auditor.simulate.history_model import Model
-from auditor.simulate.history_write import FORMATS, BrokerCapture, iso
+from auditor.simulate.history_write import FORMATS, BrokerCapture
+from auditor.text import iso_time as iso
 
 GROUND_TRUTH_VERSION = 1
 START_MS = int(datetime(2026, 1, 1, 2, 0, 0, tzinfo=timezone.utc).timestamp() * 1000)

@@ -20,15 +20,6 @@ from pathlib import Path
 FORMATS = ("folders", "archives", "both")
 
 
-def iso(ms: int) -> str:
-    """ISO-8601 UTC with a ``Z`` (seconds precision when whole)."""
-    moment = datetime.fromtimestamp(ms / 1000, timezone.utc)
-    text = moment.strftime("%Y-%m-%dT%H:%M:%S")
-    if ms % 1000:
-        text += f".{ms % 1000:03d}"
-    return text + "Z"
-
-
 def folder_stamp(ms: int) -> str:
     return datetime.fromtimestamp(ms / 1000, timezone.utc).strftime("%Y-%m-%dT%H%M%SZ")
 

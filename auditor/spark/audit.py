@@ -458,9 +458,10 @@ def decode_lost_rows(rows_: list[dict[str, Any]], roots: SegmentRoots | None = N
     from parsers.errors import ParseError
 
     names = [n for n, _ in LOST_FIELDS]
+    roots = roots or SegmentRoots()
     out: list[dict[str, Any]] = []
     for row in rows_:
-        log_dir = (roots or SegmentRoots()).locate(row["log_dir"], row["broker"])
+        log_dir = roots.locate(row["log_dir"], row["broker"])
         path = os.path.join(log_dir, f"{row['topic']}-{row['partition']}", f"{row['segment']:020d}.log")
         base = {
             "cluster": row["cluster"],

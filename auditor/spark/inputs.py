@@ -239,6 +239,7 @@ def unreadable_segments(inputs: Inputs, roots: SegmentRoots | None = None) -> li
 
     from auditor.observe.extract_files import kind_path
 
+    roots = roots or SegmentRoots()
     missing: dict[tuple[str, int | None], str] = {}
     seen: set[tuple[str, int | None]] = set()
     for source in inputs.parquet:
@@ -252,7 +253,7 @@ def unreadable_segments(inputs: Inputs, roots: SegmentRoots | None = None) -> li
             if not log_dir or key in seen:
                 continue
             seen.add(key)
-            here = (roots or SegmentRoots()).locate(log_dir, row.get("broker"))
+            here = roots.locate(log_dir, row.get("broker"))
             if not (os.path.isdir(here) and os.access(here, os.R_OK | os.X_OK)):
                 where = f", looked for at {here}" if here != log_dir else ""
                 missing[key] = f"{log_dir} (broker {row.get('broker')}, recorded in {source.path}{where})"

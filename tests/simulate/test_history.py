@@ -16,7 +16,7 @@ from auditor.layout.captures import MANIFEST, parse_manifest, time_from_name
 from auditor.simulate.history import HistoryOptions, ground_truth, run_history, simulate_history
 from auditor.simulate.history_model import truncate_from_start
 from auditor.simulate.history_run import DAY_MS, capture_ms
-from auditor.simulate.history_write import iso
+from auditor.text import iso_time as iso
 from parsers.checkpoints import parse_leader_epoch_checkpoint, parse_offset_checkpoint
 from parsers.dirfiles import parse_clean_shutdown, parse_meta_properties, parse_partition_metadata
 from parsers.errors import ParseError

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from auditor.findings import Finding, Location
+from auditor.text import iso_time as iso
 
 
 class _OnFirstUse:
@@ -169,14 +170,6 @@ def ms(values: pd.Series) -> pd.Series:
     if pd.api.types.is_integer_dtype(values.dtype):
         return values.astype("int64")
     return values.dt.as_unit("ms").astype("int64")
-
-
-def iso(time_ms: int) -> str:
-    """ISO-8601 UTC with a ``Z`` (milliseconds only when not zero), the form of Finding.time."""
-    stamp = pd.Timestamp(int(time_ms), unit="ms", tz="UTC")
-    text = stamp.strftime("%Y-%m-%dT%H:%M:%S")
-    millis = int(time_ms) % 1000
-    return f"{text}.{millis:03d}Z" if millis else f"{text}Z"
 
 
 def broker_captures(h: History) -> pd.DataFrame:
