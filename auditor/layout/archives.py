@@ -36,12 +36,15 @@ import zipfile
 import zlib
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 ARCHIVE_SUFFIXES = (".tar", ".tar.gz", ".tgz", ".zip")
 """Names read as archives (case-insensitive)."""
 
 MiB = 1 << 20
 GiB = 1 << 30
+
+_T = TypeVar("_T")
 
 
 def is_archive(name: str) -> bool:
@@ -115,6 +118,19 @@ def _expands(limits: ArchiveLimits) -> str:
 def _one_line(text: object, limit: int = 300) -> str:
     line = " ".join(str(text).split())
     return line if len(line) <= limit else line[:limit] + "..."
+
+
+def _attempt(
+    step: Callable[..., _T], *args: Any, name: str = "", what: str = "corrupt archive", where: str = ""
+) -> _T | Refusal:
+    """``step(*args)``, or the refusal it ends in: a :class:`_Stop`'s own, else ``Refusal(name, "<what>:
+    <the error><where>")`` (``where``: e.g. `` (in x.log)``)."""
+    try:
+        return step(*args)
+    except _Stop as stop:
+        return stop.refusal
+    except Exception as exc:
+        return Refusal(name, f"{what}: {_one_line(exc)}{where}")
 
 
 def _unsafe_name(name: str) -> str | None:
@@ -295,15 +311,14 @@ def _read_tar(
 ) -> Iterator[Member | Refusal]:
     last = [""]
     ending: list[str] = []
-    try:
+
+    def opened() -> tarfile.TarFile:  # opened here to report a failure as a refusal; closed by the ``with``
         stream = _Inflating(data, limits, 4 * tarfile.RECORDSIZE, lambda: last[0])
-        # opened here to report a failure as a refusal; closed by the ``with`` below
-        archive = tarfile.open(fileobj=stream, mode="r|", tarinfo=_guarded_tarinfo(limits, ending))  # noqa: SIM115
-    except _Stop as stop:
-        yield stop.refusal
-        return
-    except Exception as exc:
-        yield Refusal("", f"corrupt archive: {_one_line(exc)}")
+        return tarfile.open(fileobj=stream, mode="r|", tarinfo=_guarded_tarinfo(limits, ending))
+
+    archive = _attempt(opened)
+    if isinstance(archive, Refusal):
+        yield archive
         return
     with archive:
         yield from _tar_entries(archive, wanted, limits, last, ending)
@@ -348,14 +363,9 @@ def _tar_entries(
     inflating reader; ``ending``: how the header sequence ended, see :func:`_guarded_tarinfo`)."""
     count = 0
     while True:
-        try:
-            info = archive.next()
-            archive.members.clear()  # a stream is read once: keep no TarInfo per entry
-        except _Stop as stop:
-            yield stop.refusal
-            return
-        except Exception as exc:
-            yield Refusal("", f"corrupt archive: {_one_line(exc)} (after {last[0] or 'the start'})")
+        info = _attempt(_next_entry, archive, where=f" (after {last[0] or 'the start'})")
+        if isinstance(info, Refusal):
+            yield info
             return
         if info is None:
             if ending and ending[-1] != "end-of-archive block":
@@ -373,15 +383,17 @@ def _tar_entries(
         path = yield from _picked(info.name, _tar_refusal(info), wanted, info.size, limits, _TAR_TOO_LARGE)
         if path is None:
             continue
-        try:
-            content = _read_tar_member(archive, info)
-        except _Stop as stop:
-            yield stop.refusal
-            return
-        except Exception as exc:
-            yield Refusal("", f"corrupt archive: {_one_line(exc)} (in {info.name})")
+        content = _attempt(_read_tar_member, archive, info, where=f" (in {info.name})")
+        if isinstance(content, Refusal):
+            yield content
             return
         yield Member(path, int(info.mtime * 1000), content)
+
+
+def _next_entry(archive: tarfile.TarFile) -> tarfile.TarInfo | None:
+    info = archive.next()
+    archive.members.clear()  # a stream is read once: keep no TarInfo per entry
+    return info
 
 
 def _tar_refusal(info: tarfile.TarInfo) -> Refusal | None:
@@ -460,10 +472,9 @@ def _zip_refusal(info: zipfile.ZipInfo) -> Refusal | None:
 def _read_zip(
     data: bytes, wanted: Callable[[str], bool], limits: ArchiveLimits
 ) -> Iterator[Member | Refusal]:
-    try:
-        archive = zipfile.ZipFile(io.BytesIO(data))  # noqa: SIM115 - closed by the ``with`` below
-    except Exception as exc:
-        yield Refusal("", f"corrupt archive: {_one_line(exc)}")
+    archive = _attempt(zipfile.ZipFile, io.BytesIO(data))  # closed by the ``with`` below
+    if isinstance(archive, Refusal):
+        yield archive
         return
     with archive:
         yield from _zip_entries(archive, wanted, limits)
@@ -486,13 +497,9 @@ def _zip_entries(
         if total + info.file_size > limits.max_total_bytes:
             yield Refusal(info.filename, _expands(limits))
             return
-        try:
-            content = _read_zip_member(archive, info, limits)
-        except _Stop as stop:
-            yield stop.refusal
-            continue
-        except Exception as exc:
-            yield Refusal(info.filename, f"corrupt entry: {_one_line(exc)}")
+        content = _attempt(_read_zip_member, archive, info, limits, name=info.filename, what="corrupt entry")
+        if isinstance(content, Refusal):
+            yield content
             continue
         total += len(content)
         yield Member(path, _zip_mtime_ms(info), content)

@@ -43,9 +43,10 @@ import functools
 import hashlib
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from typing import TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -69,7 +70,11 @@ from auditor.layout.captures import (
     time_from_name,
 )
 from auditor.observe.history_rows import CAPTURE_KEY, OFFSET_TABLES, TABLES, TIMESTAMP
-from parsers.checkpoints import parse_leader_epoch_checkpoint, parse_offset_checkpoint
+from parsers.checkpoints import (
+    LeaderEpochCheckpoint,
+    parse_leader_epoch_checkpoint,
+    parse_offset_checkpoint,
+)
 from parsers.dirfiles import (
     MetaProperties,
     parse_meta_properties,
@@ -77,6 +82,8 @@ from parsers.dirfiles import (
     parse_partition_metadata,
 )
 from parsers.errors import ParseError
+
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True)
@@ -344,25 +351,24 @@ class _CaptureParser:
             )
         )
 
-    def manifest(self) -> Manifest:
-        f = self.files.get(MANIFEST)
+    def parsed(self, name: str, parse: Callable[[bytes, str], _T]) -> _T | None:
+        """``parse(data, path)`` of the capture file ``name``: None when the capture has no such file or
+        when its parser fails (then a ``malformed`` problem)."""
+        f = self.files.get(name)
         if f is None:
-            return Manifest()
+            return None
         try:
-            return parse_manifest(f.data, self.path(MANIFEST))
+            return parse(f.data, self.path(name))
         except ParseError as exc:
-            self.malformed(MANIFEST, f.data, exc)
-            return Manifest()
+            self.malformed(name, f.data, exc)
+            return None
+
+    def manifest(self) -> Manifest:
+        manifest = self.parsed(MANIFEST, parse_manifest)
+        return manifest if manifest is not None else Manifest()
 
     def meta(self) -> MetaProperties | None:
-        f = self.files.get(META_PROPERTIES)
-        if f is None:
-            return None
-        try:
-            return parse_meta_properties(f.data, self.path(META_PROPERTIES))
-        except ParseError as exc:
-            self.malformed(META_PROPERTIES, f.data, exc)
-            return None
+        return self.parsed(META_PROPERTIES, parse_meta_properties)
 
     def capture_time(self, manifest: Manifest, ingested_at_ms: int) -> tuple[int, str]:
         if manifest.capture_time_ms is not None:
@@ -385,39 +391,25 @@ class _CaptureParser:
         return "/".join(kept) or "."
 
     def offsets(self, name: str) -> OffsetColumns | None:
-        f = self.files.get(name)
-        if f is None:
-            return None
-        try:
-            return offset_checkpoint_columns(f.data, self.path(name))
-        except ParseError as exc:
-            self.malformed(name, f.data, exc)
-            return None
+        return self.parsed(name, offset_checkpoint_columns)
 
     def epochs(self, directory: str, topic: str, partition: int, out: _Epochs) -> None:
-        name = f"{directory}/{LEADER_EPOCH_CHECKPOINT}"
-        f = self.files.get(name)
-        if f is None:
-            return
-        try:
-            checkpoint = parse_leader_epoch_checkpoint(f.data, self.path(name))
-            if checkpoint.entries and min(min(e) for e in checkpoint.entries) < 0:
-                checkpoint.normalized()  # Kafka's load-time check: raises at the first negative entry
-        except ParseError as exc:
-            self.malformed(name, f.data, exc)
-            return
-        out.add(topic, partition, checkpoint.entries)
+        checkpoint = self.parsed(f"{directory}/{LEADER_EPOCH_CHECKPOINT}", _leader_epochs)
+        if checkpoint is not None:
+            out.add(topic, partition, checkpoint.entries)
 
     def topic_id(self, directory: str) -> str | None:
-        name = f"{directory}/{PARTITION_METADATA}"
-        f = self.files.get(name)
-        if f is None:
-            return None
-        try:
-            return parse_partition_metadata(f.data, self.path(name)).topic_id
-        except ParseError as exc:
-            self.malformed(name, f.data, exc)
-            return None
+        metadata = self.parsed(f"{directory}/{PARTITION_METADATA}", parse_partition_metadata)
+        return metadata.topic_id if metadata is not None else None
+
+
+def _leader_epochs(data: bytes, path: str) -> LeaderEpochCheckpoint:
+    """A leader-epoch checkpoint as Kafka loads it: a negative epoch or start offset fails its load-time
+    check (ParseError at the first one)."""
+    checkpoint = parse_leader_epoch_checkpoint(data, path)
+    if checkpoint.entries and min(min(e) for e in checkpoint.entries) < 0:
+        checkpoint.normalized()  # Kafka's load-time check: raises at the first negative entry
+    return checkpoint
 
 
 def _id_time(capture_ms: int, time_source: str) -> int | None:
