@@ -10,10 +10,9 @@ import typer
 from auditor.cli.listing import (
     ListingFormat,
     format_option,
-    gathered,
-    listed_log_dirs,
     output_option,
     paths_argument,
+    read_listing,
     replica_warnings,
     write_listing,
 )
@@ -37,22 +36,18 @@ def groups_command(
 
     Exit status: 0 listed, 2 for usage errors or input that cannot be read.
     """
-    log_dirs = listed_log_dirs(roots, output, "give at least one broker log directory (ROOT...)")
-    view, summaries, problems = gathered(lambda: _collect(log_dirs, group))
+    view, summaries, problems = read_listing(
+        roots, output, "give at least one broker log directory (ROOT...)", lambda dirs: _collect(dirs, group)
+    )
+    from auditor.report import groups as render
 
-    def write(stream, color):
-        from auditor.report import groups as render
-
-        if fmt is ListingFormat.json:
-            render.write_json(view, stream, problems, summaries)
-        elif fmt is ListingFormat.jsonl:
-            render.write_jsonl(view, stream)
-        else:
-            from auditor.report.terminal import make_console
-
-            render.render_groups(view, make_console(stream, color=color), summaries)
-
-    write_listing(write, output)
+    write_listing(
+        fmt,
+        output,
+        json=lambda stream: render.write_json(view, stream, problems, summaries),
+        jsonl=lambda stream: render.write_jsonl(view, stream),
+        text=lambda console: render.render_groups(view, console, summaries),
+    )
 
 
 def _collect(log_dirs: list[str], group: str | None) -> tuple[list[dict], list[dict], list[str]]:

@@ -64,10 +64,13 @@ def replica_warnings(path: str, row: dict[str, Any]) -> list[str]:
     return out
 
 
-def listed_log_dirs(roots: list[Path], output: Path | None, missing: str) -> list:
-    """The log dirs under ``roots`` for a listing command (``groups``, ``timeline``): one error line and
-    exit 2 when none is given or one is refused, skipped folders as warnings, and an ``--output`` inside the
-    evidence refused."""
+def read_listing(
+    roots: list[Path], output: Path | None, missing: str, collect: Callable[[list[str]], tuple]
+) -> tuple:
+    """What a listing command (``groups``, ``timeline``) reads: ``collect(log_dirs)`` of the log dirs under
+    ``roots``, its last element the problems met, printed as warnings (one line each). One error line and
+    exit 2 (``missing`` when no root is given) when a root is refused, an ``--output`` lies inside the
+    evidence or an OS error stops the reading; skipped folders are warnings."""
     from auditor.layout.discover import discover
     from auditor.report.output import check_output_path
 
@@ -81,14 +84,8 @@ def listed_log_dirs(roots: list[Path], output: Path | None, missing: str) -> lis
     problem = check_output_path(output, found.log_dirs)
     if problem:
         raise fail(problem)
-    return found.log_dirs
-
-
-def gathered(collect: Callable[[], tuple]) -> tuple:
-    """What a listing command read, ``collect()``: its last element, the problems met, printed as warnings
-    (one line each); an OS error reading the inputs is one error line and exit 2."""
     try:
-        result = collect()
+        result = collect(found.log_dirs)
     except OSError as exc:
         raise fail(f"{getattr(exc, 'filename', None) or ''}: {exc.strerror or exc}") from None
     for line in result[-1]:
@@ -96,10 +93,28 @@ def gathered(collect: Callable[[], tuple]) -> tuple:
     return result
 
 
-def write_listing(write: Callable[[Any, bool | None], None], output: Path | None) -> None:
-    """``write(stream, color)`` to stdout or ``output`` (written whole, :func:`auditor.report.output.emit`);
-    exit 2 with one line when it cannot be written."""
+def write_listing(
+    fmt: ListingFormat,
+    output: Path | None,
+    *,
+    json: Callable[[Any], None],
+    jsonl: Callable[[Any], None],
+    text: Callable[[Any], None],
+) -> None:
+    """A listing in ``fmt`` to stdout or ``output`` (written whole, :func:`auditor.report.output.emit`):
+    ``json(stream)``, ``jsonl(stream)`` or ``text(console)`` (a Rich console on the stream); exit 2 with one
+    line when it cannot be written."""
     from auditor.report.output import emit
+
+    def write(stream: Any, color: bool | None) -> None:
+        if fmt is ListingFormat.json:
+            json(stream)
+        elif fmt is ListingFormat.jsonl:
+            jsonl(stream)
+        else:
+            from auditor.report.terminal import make_console
+
+            text(make_console(stream, color=color))
 
     try:
         emit(write, output)

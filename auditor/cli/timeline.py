@@ -11,10 +11,9 @@ import typer
 from auditor.cli.listing import (
     ListingFormat,
     format_option,
-    gathered,
-    listed_log_dirs,
     output_option,
     paths_argument,
+    read_listing,
     replica_warnings,
     write_listing,
 )
@@ -42,24 +41,25 @@ def timeline_command(
     """
     if roots and partition is not None and partition < 0:
         raise fail(f"--partition must be 0 or more, not {partition}")
-    log_dirs = listed_log_dirs(roots, output, "give at least one log directory (ROOT...)")
-    timelines, problems = gathered(lambda: collect(log_dirs, topic, partition))
+    timelines, problems = read_listing(
+        roots,
+        output,
+        "give at least one log directory (ROOT...)",
+        lambda dirs: collect(dirs, topic, partition),
+    )
+    from auditor.report import timeline as render
 
-    def write(stream, color):
-        from auditor.report import timeline as render
+    def text(console) -> None:
+        for cluster, t in timelines.items():
+            console.print(render.timeline_renderable(t, cluster if len(timelines) > 1 else None))
 
-        if fmt is ListingFormat.json:
-            render.write_json(timelines, stream, problems)
-        elif fmt is ListingFormat.jsonl:
-            render.write_jsonl(timelines, stream)
-        else:
-            from auditor.report.terminal import make_console
-
-            console = make_console(stream, color=color)
-            for cluster, t in timelines.items():
-                console.print(render.timeline_renderable(t, cluster if len(timelines) > 1 else None))
-
-    write_listing(write, output)
+    write_listing(
+        fmt,
+        output,
+        json=lambda stream: render.write_json(timelines, stream, problems),
+        jsonl=lambda stream: render.write_jsonl(timelines, stream),
+        text=text,
+    )
 
 
 def collect(log_dirs: list[str], topic: str | None, partition: int | None):
