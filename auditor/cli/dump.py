@@ -6,6 +6,7 @@ import os
 import sys
 from enum import Enum
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -31,6 +32,11 @@ class Decoder(str, Enum):
     none = "none"
 
 
+def _flag(*names: str, help: str) -> Any:
+    """An option that is off unless given."""
+    return typer.Option(False, *names, help=help)
+
+
 def dump_command(
     files: list[Path] | None = typer.Argument(
         None,
@@ -41,14 +47,9 @@ def dump_command(
     listed: str | None = typer.Option(
         None, "--files", help="Comma-separated files, as kafka-dump-log.sh takes them (added to FILES)."
     ),
-    deep: bool = typer.Option(
-        False, "--deep", "--deep-iteration", help="Decode the records inside each batch."
-    ),
-    print_values: bool = typer.Option(
-        False,
-        "--print-values",
-        "--print-data-log",
-        help="Print keys, values and headers (implies --deep).",
+    deep: bool = _flag("--deep", "--deep-iteration", help="Decode the records inside each batch."),
+    print_values: bool = _flag(
+        "--print-values", "--print-data-log", help="Print keys, values and headers (implies --deep)."
     ),
     encoding: Encoding = typer.Option(
         Encoding.auto,
@@ -62,24 +63,20 @@ def dump_command(
         help="Payload decoder: auto picks metadata for __cluster_metadata and KRaft "
         "snapshots, offsets for __consumer_offsets, transaction-log for __transaction_state.",
     ),
-    transaction_log_decoder: bool = typer.Option(
-        False,
+    transaction_log_decoder: bool = _flag(
         "--transaction-log-decoder",
         help="Decode __transaction_state records (transaction coordinator state), like "
         "kafka-dump-log.sh --transaction-log-decoder: same as --decoder transaction-log --print-values.",
     ),
-    offsets_decoder: bool = typer.Option(
-        False,
+    offsets_decoder: bool = _flag(
         "--offsets-decoder",
         help="kafka-dump-log.sh's name for --decoder offsets --print-values (__consumer_offsets).",
     ),
-    metadata_decoder: bool = typer.Option(
-        False,
+    metadata_decoder: bool = _flag(
         "--cluster-metadata-decoder",
         help="kafka-dump-log.sh's name for --decoder metadata --print-values (__cluster_metadata).",
     ),
-    index_sanity_check: bool = typer.Option(
-        False,
+    index_sanity_check: bool = _flag(
         "--index-sanity-check",
         help="Check the files (indexes: Kafka's sanity checks) without printing their entries: one line "
         "per file, as kafka-dump-log.sh --index-sanity-check.",

@@ -43,8 +43,9 @@ _UNITS = {"s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000, "w": 7 * 86_4
 _DEFAULTS = HistorySettings()
 
 
-def _hours(ms: int) -> str:
-    return f"{ms // 3_600_000}h"
+def _duration_option(name: str, default_ms: int, help: str) -> Any:
+    """An option taking a duration (:func:`parse_duration`), its default ``default_ms`` shown in hours."""
+    return typer.Option(f"{default_ms // 3_600_000}h", name, metavar="DURATION", help=help)
 
 
 def parse_duration(text: str, option: str) -> int:
@@ -201,23 +202,18 @@ def report_command(
         min=0,
         help="KA806: the high-watermark spread across a partition's replicas that counts as lag.",
     ),
-    lag_duration: str = typer.Option(
-        _hours(_DEFAULTS.lag_duration_ms),
-        "--lag-duration",
-        metavar="DURATION",
-        help="KA806: how long the spread must last.",
+    lag_duration: str = _duration_option(
+        "--lag-duration", _DEFAULTS.lag_duration_ms, "KA806: how long the spread must last."
     ),
-    missing_after: str = typer.Option(
-        _hours(_DEFAULTS.missing_after_ms),
+    missing_after: str = _duration_option(
         "--missing-after",
-        metavar="DURATION",
-        help="KA811: a broker whose newest capture is this much older than its cluster's is missing.",
+        _DEFAULTS.missing_after_ms,
+        "KA811: a broker whose newest capture is this much older than its cluster's is missing.",
     ),
-    capture_skew: str = typer.Option(
-        _hours(_DEFAULTS.capture_skew_ms),
+    capture_skew: str = _duration_option(
         "--capture-skew",
-        metavar="DURATION",
-        help="KA806: captures of one night's brokers this close together are compared as one round.",
+        _DEFAULTS.capture_skew_ms,
+        "KA806: captures of one night's brokers this close together are compared as one round.",
     ),
     master: str | None = master_option(),
 ) -> None:
