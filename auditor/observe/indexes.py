@@ -4,7 +4,7 @@ the arrays the segment walk joins against its batches."""
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -16,6 +16,7 @@ from parsers.indexes import (
     OFFSET_INDEX,
     TIME_INDEX,
     AbortedTxnEntry,
+    IndexArrays,
     IndexScan,
     TxnIndex,
     index_arrays,
@@ -52,6 +53,10 @@ class IndexFileFacts:
     sanity: str | None = None
     truncated_read: bool = False
     """More real entries than :data:`MAX_INDEX_ENTRIES`: only the first ones were loaded."""
+    _order: np.ndarray | None = None
+    """The entries in the order of the key the batches are joined on (a position, an offset)."""
+    _sorted: np.ndarray | None = None
+    """That key, in that order."""
 
     def __len__(self) -> int:
         return len(self.offsets)
@@ -66,11 +71,13 @@ class OffsetIndexFacts(IndexFileFacts):
     """
 
     positions: np.ndarray
-    at_batch: np.ndarray
-    batch_base: np.ndarray
-    batch_last: np.ndarray
-    _order: np.ndarray | None = None
-    _sorted_pos: np.ndarray | None = None
+    at_batch: np.ndarray = field(init=False)
+    batch_base: np.ndarray = field(init=False)
+    batch_last: np.ndarray = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.at_batch = np.zeros(len(self), dtype=bool)
+        self.batch_base, self.batch_last = _unmatched(len(self)), _unmatched(len(self))
 
 
 @dataclass(kw_only=True)
@@ -80,11 +87,18 @@ class TimeIndexFacts(IndexFileFacts):
     right after the real prefix, (timestamp, offset), when there is one (evidence of disorder)."""
 
     timestamps: np.ndarray
-    found: np.ndarray
-    batch_max_ts: np.ndarray
+    found: np.ndarray = field(init=False)
+    batch_max_ts: np.ndarray = field(init=False)
     next_slot: tuple[int, int] | None = None
-    _order: np.ndarray | None = None
-    _sorted_off: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        self.found = np.zeros(len(self), dtype=bool)
+        self.batch_max_ts = _unmatched(len(self))
+
+
+def _unmatched(n: int) -> np.ndarray:
+    """A join column before the join: -1 for each of ``n`` entries (no batch)."""
+    return np.full(n, -1, dtype=np.int64)
 
 
 @dataclass
@@ -102,62 +116,40 @@ class TxnIndexFacts:
     """More entries than :data:`MAX_TXN_ENTRIES`: only the first ones are in ``entries``."""
 
 
-def _scan_file(info: FileInfo, kind, base_offset: int, order_by: str) -> tuple[dict, np.ndarray]:
+def _scan_file(info: FileInfo, kind, base_offset: int, key: str) -> tuple[dict, IndexArrays]:
     """Scan an index file in windows (never read or mapped whole): the :class:`IndexFileFacts` fields (at
-    most :data:`MAX_INDEX_ENTRIES` entries, Kafka's sanity check message) and the entry order by the column
-    ``order_by`` (for the join with the batches)."""
+    most :data:`MAX_INDEX_ENTRIES` entries, Kafka's sanity check message, the entry order by the column
+    ``key`` the batches are joined on) and the scan's arrays."""
     fd = open_regular(info.path)
     try:
         idx = index_arrays(IndexScan.of_fd(kind, fd), base_offset, MAX_INDEX_ENTRIES)
     finally:
         os.close(fd)
-    n = len(idx.columns["offset"])
-    shape = {
-        "path": info.path,
-        "size": idx.size,
-        "slots": idx.slots,
-        "trailing_bytes": idx.trailing_bytes,
-        "padding_slots": idx.padding_slots,
-        "garbage_after_padding": idx.garbage_after_padding,
-        "preallocated": idx.preallocated,
-        "sanity": sanity_check_index_shape(idx, kind, base_offset, info.path),
-        "truncated_read": idx.truncated,
-        "next_entry": idx.next_entry,
-        **idx.columns,
-        "unmatched": np.full(n, -1, dtype=np.int64),
-    }
-    return shape, np.argsort(idx.columns[order_by], kind="stable")
+    order = np.argsort(idx.columns[key], kind="stable")
+    facts = {name: getattr(idx, name) for name in _SHAPE}
+    facts.update(
+        path=info.path,
+        offsets=idx.columns["offset"],
+        sanity=sanity_check_index_shape(idx, kind, base_offset, info.path),
+        truncated_read=idx.truncated,
+        _order=order,
+        _sorted=idx.columns[key][order],
+    )
+    return facts, idx
 
 
 def load_offset_index(info: FileInfo, base_offset: int) -> OffsetIndexFacts:
-    f, order = _scan_file(info, OFFSET_INDEX, base_offset, "position")
-    return OffsetIndexFacts(
-        **{k: f[k] for k in _SHAPE},
-        offsets=f["offset"],
-        positions=f["position"],
-        at_batch=np.zeros(len(order), dtype=bool),
-        batch_base=f["unmatched"],
-        batch_last=f["unmatched"].copy(),
-        _order=order,
-        _sorted_pos=f["position"][order],
-    )
+    facts, idx = _scan_file(info, OFFSET_INDEX, base_offset, "position")
+    return OffsetIndexFacts(**facts, positions=idx.columns["position"])
 
 
 def load_time_index(info: FileInfo, base_offset: int) -> TimeIndexFacts:
-    f, order = _scan_file(info, TIME_INDEX, base_offset, "offset")
-    return TimeIndexFacts(
-        **{k: f[k] for k in _SHAPE},
-        offsets=f["offset"],
-        timestamps=f["timestamp"],
-        found=np.zeros(len(order), dtype=bool),
-        batch_max_ts=f["unmatched"],
-        next_slot=f["next_entry"],
-        _order=order,
-        _sorted_off=f["offset"][order],
-    )
+    facts, idx = _scan_file(info, TIME_INDEX, base_offset, "offset")
+    return TimeIndexFacts(**facts, timestamps=idx.columns["timestamp"], next_slot=idx.next_entry)
 
 
-_SHAPE = tuple(f.name for f in fields(IndexFileFacts) if f.name != "offsets")
+_SHAPE = ("size", "slots", "trailing_bytes", "padding_slots", "garbage_after_padding", "preallocated")
+"""The :class:`IndexFileFacts` fields that are the scan's own (``parsers.indexes.IndexShape``)."""
 
 
 def load_txn_index(info: FileInfo, base_offset: int) -> TxnIndexFacts:

@@ -391,9 +391,9 @@ class _Collector:
 
     def _join_offset_index(self, pos: np.ndarray, base: np.ndarray, last: np.ndarray) -> None:
         oi = self.f.offset_index
-        if oi is None or not len(oi) or oi._sorted_pos is None:
+        if oi is None or not len(oi) or oi._sorted is None:
             return
-        sp = oi._sorted_pos
+        sp = oi._sorted
         lo = int(np.searchsorted(sp, pos[0], "left"))
         hi = int(np.searchsorted(sp, pos[-1], "right"))
         if hi <= lo:
@@ -409,9 +409,9 @@ class _Collector:
 
     def _join_time_index(self, vl: np.ndarray, mt: np.ndarray) -> None:
         ti = self.f.time_index
-        if ti is None or not len(ti) or ti._sorted_off is None:
+        if ti is None or not len(ti) or ti._sorted is None:
             return
-        so = ti._sorted_off
+        so = ti._sorted
         lo = int(np.searchsorted(so, vl.min(), "left"))
         hi = int(np.searchsorted(so, vl.max(), "right"))
         if hi <= lo:
