@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa
@@ -24,34 +23,9 @@ from auditor.kafka.topics import METADATA_TOPIC
 from auditor.layout.inventory import complete_kraft_snapshots, segment_logs
 from auditor.observe import rows
 
-
-@dataclass
-class _MetaRow:
-    seq: int
-    offset: int
-    from_snapshot: bool
-    timestamp: int
-    record_type: str
-    topic: str | None = None
-    topic_id: str | None = None
-    partition: int | None = None
-    leader: int = -2
-    leader_epoch: int = -1
-    isr: list[int] | None = None
-    replicas: list[int] | None = None
-    leader_recovery_state: int = -1
-    config_name: str | None = None
-    config_value: str | None = None
-    partition_epoch: int = -1
-    elr: list[int] | None = None
-    last_known_elr: list[int] | None = None
-    directories: list[str] | None = None
-    config_resource_type: int | None = None
-    config_resource: str | None = None
-    broker_id: int | None = None
-    broker_epoch: int | None = None
-    fenced: bool | None = None
-    in_controlled_shutdown: bool | None = None
+_NOT_NULL = {"leader": -2, "leader_epoch": -1, "leader_recovery_state": -1, "partition_epoch": -1}
+"""The ``rows.METADATA`` columns a record that does not set them holds other than null (see their comments
+there); every other column is null unless set."""
 
 
 METADATA_KEYS = (
@@ -67,57 +41,64 @@ def extract_metadata(log_dir: str, node: int, cluster: str) -> pa.Table:
     records below the latest snapshot's end offset, the snapshot, then the log from its end offset)."""
     part_dir = Path(log_dir) / f"{METADATA_TOPIC}-0"
     replay = MetadataReplay(segment_logs(part_dir), complete_kraft_snapshots(part_dir), METADATA_KEYS)
-    out: list[_MetaRow] = []
+    out: list[dict] = []
     names: dict[str, str] = {}
     for entry in replay.entries(history=True):
         row = _meta_row(len(out), entry, names)
         if row is not None:
             out.append(row)
     n = len(out)
-    columns = {f.name: [getattr(r, f.name, None) for r in out] for f in rows.METADATA}
+    columns = {f.name: [r.get(f.name) for r in out] for f in rows.METADATA}
     end = replay.end_offset
     columns.update(cluster=[cluster] * n, node=[node] * n, log_dir=[log_dir] * n, end_offset=[end] * n)
     return pa.Table.from_pydict(columns, schema=rows.METADATA)
 
 
-def _meta_row(seq: int, entry: MetadataEntry, names: dict[str, str]) -> _MetaRow | None:
+def _meta_row(seq: int, entry: MetadataEntry, names: dict[str, str]) -> dict | None:
     """The ``rows.METADATA`` row of one record (``names``: topic ID -> name so far, updated)."""
     d = entry.data
     kind = entry.type_name
-    row = _MetaRow(seq, entry.offset, entry.from_snapshot, entry.timestamp, kind)
+    row = {
+        "seq": seq,
+        "offset": entry.offset,
+        "from_snapshot": entry.from_snapshot,
+        "timestamp": entry.timestamp,
+        "record_type": kind,
+        **_NOT_NULL,
+    }
     if kind == "TOPIC_RECORD":
         names[d["topicId"]] = d["name"]
-        row.topic, row.topic_id = d["name"], d["topicId"]
+        row["topic"], row["topic_id"] = d["name"], d["topicId"]
     elif kind == "REMOVE_TOPIC_RECORD":
-        row.topic_id = d["topicId"]
-        row.topic = names.get(d["topicId"])
+        row["topic_id"] = d["topicId"]
+        row["topic"] = names.get(d["topicId"])
     elif kind == "CONFIG_RECORD":
         rtype = d.get("resourceType")
         if rtype not in (TOPIC_RESOURCE, BROKER_RESOURCE):
             return None
-        row.config_resource_type, row.config_resource = rtype, d.get("resourceName")
+        row["config_resource_type"], row["config_resource"] = rtype, d.get("resourceName")
         if rtype == TOPIC_RESOURCE:
-            row.topic = d.get("resourceName")
-        row.config_name, row.config_value = d.get("name"), d.get("value")
+            row["topic"] = d.get("resourceName")
+        row["config_name"], row["config_value"] = d.get("name"), d.get("value")
     elif kind in _BROKER_RECORDS:
         _broker_fields(row, kind, d)
     else:
-        row.topic_id = d["topicId"]
-        row.topic = names.get(d["topicId"])
-        row.partition = d.get("partitionId")
-        row.leader = d.get("leader", -2 if kind == "PARTITION_CHANGE_RECORD" else -1)
-        row.isr = d.get("isr")
-        row.replicas = d.get("replicas")
-        row.elr = d.get("eligibleLeaderReplicas")
-        row.last_known_elr = d.get("lastKnownElr")
+        row["topic_id"] = d["topicId"]
+        row["topic"] = names.get(d["topicId"])
+        row["partition"] = d.get("partitionId")
+        row["leader"] = d.get("leader", -2 if kind == "PARTITION_CHANGE_RECORD" else -1)
+        row["isr"] = d.get("isr")
+        row["replicas"] = d.get("replicas")
+        row["elr"] = d.get("eligibleLeaderReplicas")
+        row["last_known_elr"] = d.get("lastKnownElr")
         dirs = d.get("directories")
-        row.directories = [str(x) for x in dirs] if dirs is not None else None
+        row["directories"] = [str(x) for x in dirs] if dirs is not None else None
         if kind == "PARTITION_RECORD":
-            row.leader_epoch = d.get("leaderEpoch", -1)
-            row.partition_epoch = d.get("partitionEpoch", -1)
-            row.leader_recovery_state = d.get("leaderRecoveryState", 0)
+            row["leader_epoch"] = d.get("leaderEpoch", -1)
+            row["partition_epoch"] = d.get("partitionEpoch", -1)
+            row["leader_recovery_state"] = d.get("leaderRecoveryState", 0)
         else:
-            row.leader_recovery_state = d.get("leaderRecoveryState", -1)
+            row["leader_recovery_state"] = d.get("leaderRecoveryState", -1)
     return row
 
 
@@ -132,15 +113,15 @@ _BROKER_RECORDS = frozenset(
 )
 
 
-def _broker_fields(row: _MetaRow, kind: str, d: dict) -> None:
+def _broker_fields(row: dict, kind: str, d: dict) -> None:
     """Broker id, epoch, fencing and controlled shutdown of a broker record (Fence/Unfence name them ``id``
     and ``epoch``; a ``BrokerRegistrationChangeRecord`` carries changes: fenced 1 fence, -1 unfence, 0 none;
     inControlledShutdown 1 entering it, 0 none)."""
-    row.broker_id = d.get("brokerId", d.get("id"))
-    row.broker_epoch = d.get("brokerEpoch", d.get("epoch"))
+    row["broker_id"] = d.get("brokerId", d.get("id"))
+    row["broker_epoch"] = d.get("brokerEpoch", d.get("epoch"))
     if kind == "REGISTER_BROKER_RECORD":
-        row.fenced = bool(d.get("fenced", True))
-        row.in_controlled_shutdown = bool(d.get("inControlledShutdown", False))
+        row["fenced"] = bool(d.get("fenced", True))
+        row["in_controlled_shutdown"] = bool(d.get("inControlledShutdown", False))
     elif kind == "BROKER_REGISTRATION_CHANGE_RECORD":
-        row.fenced = FENCING_CHANGE.get(d.get("fenced", 0))
-        row.in_controlled_shutdown = True if d.get("inControlledShutdown", 0) == 1 else None
+        row["fenced"] = FENCING_CHANGE.get(d.get("fenced", 0))
+        row["in_controlled_shutdown"] = True if d.get("inControlledShutdown", 0) == 1 else None

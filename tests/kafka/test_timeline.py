@@ -89,7 +89,7 @@ def test_corpus_snapshot_plus_log_agrees_with_the_whole_log(after_rejoin):
         for entry in replay.entries(history=history):
             row = _meta_row(len(out), entry, names)
             if row is not None:
-                out.append(vars(row))
+                out.append(row)
         return out
 
     kafka_order = rows(MetadataReplay(segment_logs(part_dir), snapshots, METADATA_KEYS), False)
