@@ -155,7 +155,7 @@ class Finding:
     def to_dict(self) -> dict[str, Any]:
         """JSON form (camelCase keys at every depth, evidence and related included: :func:`camel_keys`;
         severity as its label), the one used by every machine format."""
-        out: dict[str, Any] = {camel(name): getattr(self, name) for name in _DICT_ORDER}
+        out: dict[str, Any] = {camel(name): getattr(self, name) for name in PLAIN_FIELDS}
         out["severity"] = self.severity.label
         out["evidence"] = camel_keys(jsonable(self.evidence))
         out["related"] = camel_keys(jsonable(self.related))
@@ -166,7 +166,7 @@ class Finding:
     def from_dict(cls, data: dict[str, Any]) -> Finding:
         """The inverse of :meth:`to_dict` (the fingerprint is recomputed; evidence and related keep the
         camelCase keys of the dict)."""
-        values = {name: data.get(camel(name)) for name in _DICT_ORDER}
+        values = {name: data.get(camel(name)) for name in PLAIN_FIELDS}
         values["name"] = values["name"] or ""
         return cls._of(values, data.get("evidence"), data.get("related"))
 
@@ -183,7 +183,7 @@ class Finding:
         related = []
         if row.get("peer") is not None:
             related.append({"broker": row["peer"], "topic": row["topic"], "partition": row["partition"]})
-        values = {f: row.get(f) for f in _DICT_ORDER}
+        values = {f: row.get(f) for f in PLAIN_FIELDS}
         values["name"] = name
         return cls._of(values, evidence, related)
 
@@ -215,7 +215,7 @@ def _base_name(log_dir: str | None) -> str | None:
     return None if log_dir is None else os.path.basename(os.path.normpath(log_dir))
 
 
-_DICT_ORDER = (
+PLAIN_FIELDS = (
     "code",
     "name",
     "severity",

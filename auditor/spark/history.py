@@ -31,9 +31,10 @@ from typing import Any
 
 import pyarrow as pa
 
-from auditor.findings import Finding
+from auditor.findings import PLAIN_FIELDS, Finding
 from auditor.observe.history_rows import PARTITION_COLUMNS, TABLES, TIMESTAMP
 from auditor.rules.registry import Selection
+from auditor.text import camel
 
 PER_PARTITION = (
     "high_watermarks",
@@ -66,27 +67,23 @@ UNION = pa.schema(
 )
 """The per-partition tables in one layout (``offset`` holds ``startOffset`` for ``leader_epochs``)."""
 
+_FINDING_INTS = {
+    "broker": pa.int32(),
+    "partition": pa.int32(),
+    "position": pa.int64(),
+    "offset_start": pa.int64(),
+    "offset_end": pa.int64(),
+    "epoch": pa.int32(),
+}
 FINDING_RECORD = pa.struct(
     [
-        pa.field("code", pa.string()),
-        pa.field("name", pa.string()),
-        pa.field("severity", pa.string()),
-        pa.field("message", pa.string()),
-        pa.field("broker", pa.int32()),
-        pa.field("logDir", pa.string()),
-        pa.field("topic", pa.string()),
-        pa.field("partition", pa.int32()),
-        pa.field("file", pa.string()),
-        pa.field("position", pa.int64()),
-        pa.field("offsetStart", pa.int64()),
-        pa.field("offsetEnd", pa.int64()),
-        pa.field("epoch", pa.int32()),
-        pa.field("time", pa.string()),
-        pa.field("evidence", pa.string()),  # JSON object: its keys are free-form, per rule
-        pa.field("related", pa.string()),  # JSON list of locations
+        pa.field(camel(name), _FINDING_INTS.get(name, pa.string()))
+        for name in (*PLAIN_FIELDS, "evidence", "related")
     ]
 )
-"""A finding of the history rules (the fields of ``Finding.to_dict``, evidence and related as JSON text)."""
+"""A finding of the history rules: the fields of ``Finding.to_dict`` in its order, the integers as
+:data:`_FINDING_INTS` says, the others text (``evidence``, a JSON object with free-form keys per rule, and
+``related``, a JSON list of locations, as JSON text)."""
 _POINT = pa.struct([pa.field("broker", pa.int32()), pa.field("time", pa.int64()), pa.field("hw", pa.int64())])
 _ENTRY = pa.struct([pa.field("epoch", pa.int32()), pa.field("startOffset", pa.int64())])
 _CACHE = pa.struct(
