@@ -29,7 +29,9 @@ and those after it (written last, flushed only by the shutdown itself).
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
+
+from auditor.text import camel
 
 
 @dataclass(frozen=True)
@@ -64,13 +66,8 @@ class RecoveryTruncation:
     leo: int
 
     def to_dict(self) -> dict:
-        return {
-            "segment": self.segment,
-            "position": self.position,
-            "bytes": self.bytes,
-            "deletedSegments": self.deleted_segments,
-            "leo": self.leo,
-        }
+        """Its fields but ``base_offset`` (named by ``segment``), camelCase."""
+        return {camel(f.name): getattr(self, f.name) for f in fields(self) if f.name != "base_offset"}
 
 
 def will_recover(clean_shutdown: bool, metadata_log: bool) -> bool:

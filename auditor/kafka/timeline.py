@@ -18,7 +18,7 @@ audit's ``TIMELINE`` rows, or a walk of the batch headers).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from auditor.findings import optional_int as _int
@@ -31,6 +31,7 @@ from auditor.kafka.kraft import (
     replay_brokers,
     replay_partitions,
 )
+from auditor.text import camel
 
 _NOT_CONTENT = frozenset({"cluster", "node", "log_dir", "seq", "end_offset", "from_snapshot"})
 
@@ -108,6 +109,10 @@ def describe_record(r: Mapping[str, Any]) -> str:
     return f"{kind} {r.get('topic') or ''}".rstrip()
 
 
+_PER_BROKER = ("caches", "batches", "batch_times")
+"""The fields of an :class:`EpochLine` keyed by broker (not among the plain ones of its ``to_dict``)."""
+
+
 @dataclass
 class EpochLine:
     """One leader epoch of a partition: what the metadata says of it and what each replica holds."""
@@ -166,17 +171,9 @@ class EpochLine:
         return head
 
     def to_dict(self) -> dict:
+        """Its fields camelCase, then the per-broker maps with string keys and :meth:`describe`."""
         return {
-            "epoch": self.epoch,
-            "inMetadata": self.in_metadata,
-            "covered": self.covered,
-            "leader": self.leader,
-            "unclean": self.unclean,
-            "leaderRecoveryState": self.leader_recovery_state,
-            "previousIsr": self.previous_isr,
-            "isr": self.isr,
-            "metadataOffset": self.metadata_offset,
-            "timestamp": self.timestamp,
+            **{camel(f.name): getattr(self, f.name) for f in fields(self) if f.name not in _PER_BROKER},
             "startOffset": self.start_offset,
             "caches": {str(b): s for b, s in sorted(self.caches.items())},
             "batches": {str(b): {"first": f, "last": la} for b, (f, la) in sorted(self.batches.items())},

@@ -9,10 +9,10 @@ import json
 import os
 import struct
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
-from auditor.text import BYTE_ENCODINGS, decode_bytes
+from auditor.text import BYTE_ENCODINGS, camel, decode_bytes
 
 FILE_NAME = "lost-records.jsonl"
 """The file ``audit --export-lost DIR`` writes under DIR."""
@@ -147,6 +147,10 @@ def parse_line(raw: bytes, path: str, number: int) -> LostRecord:
         raise ReproduceError(f"{where}: {exc} (not a row of lost-records.schema.json)") from None
 
 
+_DECODED = ("line", "key", "value", "headers")
+"""The fields of a :class:`LostRecord` not taken as they are from the row (by their name in camelCase)."""
+
+
 class _Invalid(ValueError):
     """A row that does not match the schema."""
 
@@ -191,21 +195,8 @@ def _record(row: Any, number: int) -> LostRecord:
     key, value = _bytes(row, "key", "key"), _bytes(row, "value", "value")
     if row["error"] is None and row["timestamp"] is None:
         raise _Invalid("timestamp is null but error is null too (only an unreadable batch has no timestamp)")
-    return LostRecord(
-        line=number,
-        cluster=row["cluster"],
-        topic=row["topic"],
-        partition=row["partition"],
-        offset=row["offset"],
-        timestamp=row["timestamp"],
-        timestamp_type=row["timestampType"],
-        key=key,
-        value=value,
-        headers=tuple(decoded),
-        leader_epoch=row["leaderEpoch"],
-        batch_base_offset=row["batchBaseOffset"],
-        error=row["error"],
-    )
+    as_read = {f.name: row[camel(f.name)] for f in fields(LostRecord) if f.name not in _DECODED}
+    return LostRecord(line=number, key=key, value=value, headers=tuple(decoded), **as_read)
 
 
 def _is_int(value: Any) -> bool:

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from auditor.simulate.log import SimRecord
+from auditor.simulate.model import tp_fields
 from parsers.consumer_offsets import encode_offsets_key, encode_offsets_value
 from parsers.transaction_state import encode_txn_key, encode_txn_value
 
@@ -262,7 +263,7 @@ class GroupCoordinator:
         part = self.partition_for(group)
         commit = Commit(group, tp, offset, leader_epoch, metadata, c.wall_ms, part)
         self.commits.append(commit)
-        key = {"group": group, "topic": tp[0], "partition": tp[1]}
+        key = {"group": group, **tp_fields(tp)}
         value = {
             "offset": offset,
             "leaderEpoch": leader_epoch,
@@ -282,8 +283,7 @@ class GroupCoordinator:
         c._event(
             "offset-commit",
             group=group,
-            topic=tp[0],
-            partition=tp[1],
+            **tp_fields(tp),
             offset=offset,
             leader_epoch=leader_epoch,
             offsets_partition=part,

@@ -53,24 +53,21 @@ class Events(SimState):
         note = f"old leader's HW {old_hw} > new epoch {p.epoch} start {start}"
         for code in ("KA801", "KA805", "KA804"):
             self._finding(code, day, a, p, note)
-        self.events.append(
-            Event(
-                "unclean-election",
-                day,
-                ["KA801", "KA804", "KA805"],
-                f"the followers of {p.topic}-{p.partition} were fenced; broker {a} committed records alone "
-                f"(HW {old_hw}), was killed; broker {new_leader} was elected uncleanly (epoch {p.epoch} from "
-                f"offset {start}) and broker {a} truncated to it on restart",
-                broker=a,
-                topic=p.topic,
-                partition=p.partition,
-                details={
-                    "newLeader": new_leader,
-                    "epoch": p.epoch,
-                    "startOffset": start,
-                    "oldHighWatermark": old_hw,
-                },
-            )
+        self._event(
+            "unclean-election",
+            day,
+            ["KA801", "KA804", "KA805"],
+            f"the followers of {p.topic}-{p.partition} were fenced; broker {a} committed records alone "
+            f"(HW {old_hw}), was killed; broker {new_leader} was elected uncleanly (epoch {p.epoch} from "
+            f"offset {start}) and broker {a} truncated to it on restart",
+            broker=a,
+            p=p,
+            details={
+                "newLeader": new_leader,
+                "epoch": p.epoch,
+                "startOffset": start,
+                "oldHighWatermark": old_hw,
+            },
         )
 
     def _reformat(self, day: int, at: int) -> None:
@@ -86,17 +83,15 @@ class Events(SimState):
             if r is not None and r.log_dir == 1:
                 m.new_replica(p, b, 1)  # re-replicated from the leader
         m.start(b, at + 10 * 60_000)
-        self._finding("KA810", day, b, note=f"{ld.path}: directory.id {old} -> {ld.directory_id}")
-        self.events.append(
-            Event(
-                "log-dir-reformatted",
-                day,
-                ["KA810"],
-                f"broker {b}'s log dir {ld.path} was replaced and formatted again (new directory.id); its "
-                "partitions were fetched again from their leaders",
-                broker=b,
-                details={"logDir": ld.path, "before": old, "after": ld.directory_id},
-            )
+        self._expect_event(
+            "KA810",
+            "log-dir-reformatted",
+            day,
+            b,
+            f"broker {b}'s log dir {ld.path} was replaced and formatted again (new directory.id); its "
+            "partitions were fetched again from their leaders",
+            note=f"{ld.path}: directory.id {old} -> {ld.directory_id}",
+            details={"logDir": ld.path, "before": old, "after": ld.directory_id},
         )
 
     def _reassign(self, day: int) -> None:
@@ -114,16 +109,13 @@ class Events(SimState):
         self._reserve(p, range(day - 1, day + 2), fragile=True)
         self._finding("KA807", day, old, p)
         self._finding("KA808", day, new, p)
-        self.events.append(
-            Event(
-                "partition-reassigned",
-                day,
-                ["KA807", "KA808"],
-                f"{p.topic}-{p.partition} was reassigned from broker {old} to broker {new}",
-                topic=p.topic,
-                partition=p.partition,
-                details={"from": old, "to": new},
-            )
+        self._event(
+            "partition-reassigned",
+            day,
+            ["KA807", "KA808"],
+            f"{p.topic}-{p.partition} was reassigned from broker {old} to broker {new}",
+            p=p,
+            details={"from": old, "to": new},
         )
 
     def _recreate(self, day: int) -> None:
@@ -158,57 +150,48 @@ class Events(SimState):
         lag) and the reformatted one (its re-created replica would end it)."""
         return {self.missing_broker, self.reformat_broker}
 
-    def _lag_begin(self, day: int) -> None:
+    def _stop_a_follower(self, first: int, last: int, what: str) -> tuple[Partition, int]:
+        """An in-sync follower (not in :attr:`_no_lag`) of a partition with no other event on the nights
+        ``first..last`` stops fetching; the partition is kept for it on those nights."""
         m = self.model
-        for p in self._candidates(day - 1, day + 3):
+        for p in self._candidates(first, last):
             followers = [b for b in m.in_sync(p) if b != p.leader and b not in self._no_lag]
             if followers:
                 break
         else:
-            raise ValueError("no partition for the lag event (add --partitions)")
+            raise ValueError(f"no partition for the {what} event (add --partitions)")
         f = self.rng.choice(followers)
         p.replicas[f].stuck = True
+        self._reserve(p, range(first, last + 1))
+        return p, f
+
+    def _lag_begin(self, day: int) -> None:
+        p, f = self._stop_a_follower(day - 1, day + 3, "lag")
         self.lag_partition, self.lag_follower = p, f
-        self._reserve(p, range(day - 1, day + 4))
         visible = day + 2  # above the threshold at the 2nd and 3rd nights: the run lasts 24 h at the 3rd
-        self._finding("KA806", visible, f, p, f"stuck from {iso(capture_ms(day - 1))}")
-        self.events.append(
-            Event(
-                "sustained-lag",
-                visible,
-                ["KA806"],
-                f"broker {f} stopped fetching {p.topic}-{p.partition} after the night of "
-                f"{iso(capture_ms(day - 1))} while {LAG_RATE} records a day arrived; it caught up "
-                f"before the night of {iso(capture_ms(day + 3))}",
-                broker=f,
-                topic=p.topic,
-                partition=p.partition,
-            )
+        self._expect_event(
+            "KA806",
+            "sustained-lag",
+            visible,
+            f,
+            f"broker {f} stopped fetching {p.topic}-{p.partition} after the night of "
+            f"{iso(capture_ms(day - 1))} while {LAG_RATE} records a day arrived; it caught up "
+            f"before the night of {iso(capture_ms(day + 3))}",
+            p=p,
+            note=f"stuck from {iso(capture_ms(day - 1))}",
         )
 
     def _brief_begin(self, day: int) -> None:
-        m = self.model
-        for p in self._candidates(day - 1, day + 1):
-            followers = [b for b in m.in_sync(p) if b != p.leader and b not in self._no_lag]
-            if followers:
-                break
-        else:
-            raise ValueError("no partition for the brief lag event (add --partitions)")
-        g = self.rng.choice(followers)
-        p.replicas[g].stuck = True
+        p, g = self._stop_a_follower(day - 1, day + 1, "brief lag")
         self.brief_partition, self.brief_follower = p, g
-        self._reserve(p, range(day - 1, day + 2))
-        self.events.append(
-            Event(
-                "brief-lag",
-                day,
-                [],
-                f"a burst of {BURST} records on {p.topic}-{p.partition} left broker {g} more than the lag "
-                "threshold behind at one capture only (shorter than the lag duration: silent)",
-                broker=g,
-                topic=p.topic,
-                partition=p.partition,
-            )
+        self._event(
+            "brief-lag",
+            day,
+            [],
+            f"a burst of {BURST} records on {p.topic}-{p.partition} left broker {g} more than the lag "
+            "threshold behind at one capture only (shorter than the lag duration: silent)",
+            broker=g,
+            p=p,
         )
 
     # ------------------------------------------------------------------------------------ overrides
@@ -250,18 +233,15 @@ class Events(SimState):
             )
             before = self.last[(b, p.topic, p.partition)][2]
             r.log_start = rng.randint(max(0, before - 5000), before - 1)
-            self._finding("KA802", day, b, p, f"{before} -> {r.log_start}")
-            self.events.append(
-                Event(
-                    "log-start-backwards",
-                    day,
-                    ["KA802"],
-                    f"broker {b}'s log-start-offset-checkpoint takes {p.topic}-{p.partition} back "
-                    f"from {before} to {r.log_start}",
-                    broker=b,
-                    topic=p.topic,
-                    partition=p.partition,
-                )
+            self._expect_event(
+                "KA802",
+                "log-start-backwards",
+                day,
+                b,
+                f"broker {b}'s log-start-offset-checkpoint takes {p.topic}-{p.partition} back "
+                f"from {before} to {r.log_start}",
+                p=p,
+                note=f"{before} -> {r.log_start}",
             )
         if day == self.day_of["recovery-point-backwards"]:
             p, b, r = self._pick(
@@ -274,18 +254,15 @@ class Events(SimState):
             before = self.last[(b, p.topic, p.partition)][1]
             r.rp = rng.randint(r.log_start, before - 1)
             self.recovery_broker = b
-            self._finding("KA803", day, b, p, f"{before} -> {r.rp}")
-            self.events.append(
-                Event(
-                    "recovery-point-backwards",
-                    day,
-                    ["KA803"],
-                    f"broker {b}'s recovery point of {p.topic}-{p.partition} goes back from {before} "
-                    f"to {r.rp} with no restart in between",
-                    broker=b,
-                    topic=p.topic,
-                    partition=p.partition,
-                )
+            self._expect_event(
+                "KA803",
+                "recovery-point-backwards",
+                day,
+                b,
+                f"broker {b}'s recovery point of {p.topic}-{p.partition} goes back from {before} "
+                f"to {r.rp} with no restart in between",
+                p=p,
+                note=f"{before} -> {r.rp}",
             )
         if day == self.day_of["restart-recovery-point"]:
             z = self.shutdown_broker
@@ -294,17 +271,14 @@ class Events(SimState):
             )
             before = self.last[(b, p.topic, p.partition)][1]
             r.rp = rng.randint(r.log_start, before - 1)
-            self.events.append(
-                Event(
-                    "restart-recovery-point",
-                    day,
-                    [],
-                    f"broker {z} restarted after the clean shutdown captured the night before: the recovery "
-                    f"point of {p.topic}-{p.partition} goes back from {before} to {r.rp} (a restart: silent)",
-                    broker=z,
-                    topic=p.topic,
-                    partition=p.partition,
-                )
+            self._event(
+                "restart-recovery-point",
+                day,
+                [],
+                f"broker {z} restarted after the clean shutdown captured the night before: the recovery "
+                f"point of {p.topic}-{p.partition} goes back from {before} to {r.rp} (a restart: silent)",
+                broker=z,
+                p=p,
             )
         if day == self.day_of["malformed-checkpoint"]:
             avoid = {self.recovery_broker, self.missing_broker}
@@ -313,33 +287,28 @@ class Events(SimState):
             ld = m.brokers[b].log_dirs[rng.choice(dirs)]
             self.torn[(day, b)] = ld.name
             line = len(self._replicas_in(b, m.brokers[b].log_dirs.index(ld))) + 2  # the torn last line
-            self._finding("KA812", day, b, note=f"{ld.path}/recovery-point-offset-checkpoint line {line}")
-            self.events.append(
-                Event(
-                    "malformed-checkpoint",
-                    day,
-                    ["KA812"],
-                    f"broker {b}'s {ld.path}/recovery-point-offset-checkpoint is torn: its last line "
-                    "ends after the topic name",
-                    broker=b,
-                    details={"file": f"{ld.path}/recovery-point-offset-checkpoint", "line": line},
-                )
+            self._expect_event(
+                "KA812",
+                "malformed-checkpoint",
+                day,
+                b,
+                f"broker {b}'s {ld.path}/recovery-point-offset-checkpoint is torn: its last line "
+                "ends after the topic name",
+                note=f"{ld.path}/recovery-point-offset-checkpoint line {line}",
+                details={"file": f"{ld.path}/recovery-point-offset-checkpoint", "line": line},
             )
         if day == self.day_of["refused-entry"] and self.opts.format != "folders":
             b = rng.choice([b for b in sorted(m.brokers) if b != self.missing_broker])
             member = f"{m.brokers[b].log_dirs[0].path.strip('/')}/restored-0/leader-epoch-checkpoint"
             self.symlink[(day, b)] = (member, "/etc/shadow")
             self._finding("KA813", day, None, note=member, cluster=None)  # in no capture: no cluster
-            self.events.append(
-                Event(
-                    "refused-entry",
-                    day,
-                    ["KA813"],
-                    f"broker {b}'s archive holds {member}, a symbolic link to /etc/shadow "
-                    "(refused, never read)",
-                    broker=b,
-                    details={"member": member},
-                )
+            self._event(
+                "refused-entry",
+                day,
+                ["KA813"],
+                f"broker {b}'s archive holds {member}, a symbolic link to /etc/shadow (refused, never read)",
+                broker=b,
+                details={"member": member},
             )
 
     def _replicas_in(self, broker: int, log_dir: int) -> list[Partition]:

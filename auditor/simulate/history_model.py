@@ -60,16 +60,6 @@ def truncate_from_start(epochs: Epochs, log_start: int) -> Epochs:
     return ([(removed[-1][0], log_start)] if removed else []) + kept
 
 
-def epoch_at(epochs: Epochs, offset: int) -> int | None:
-    """The leader epoch of ``offset`` by an epoch cache (None below its first entry)."""
-    found = None
-    for epoch, start in epochs:
-        if start > offset:
-            break
-        found = epoch
-    return found
-
-
 @dataclass
 class LogDir:
     name: str  # the capture's folder name ("data", "data-1")

@@ -16,7 +16,6 @@ from auditor.simulate.history_run import (
     HOUR_MS,
     LAG_RATE,
     SOLO_RECORDS,
-    Event,
     capture_ms,
 )
 from auditor.simulate.history_state import move_log_start
@@ -113,15 +112,13 @@ class Sim(Events):
             eligible = [b for b in candidates if b in hosting]
             self.shutdown_broker = self.rng.choice(eligible or candidates)
             self.model.stop(self.shutdown_broker, clean=True)  # stopped for maintenance during the capture
-            self.events.append(
-                Event(
-                    "clean-shutdown-captured",
-                    day,
-                    [],
-                    f"broker {self.shutdown_broker} is stopped cleanly during the night's capture: its "
-                    "log dirs hold .kafka_cleanshutdown and recovery points at the log end",
-                    broker=self.shutdown_broker,
-                )
+            self._event(
+                "clean-shutdown-captured",
+                day,
+                [],
+                f"broker {self.shutdown_broker} is stopped cleanly during the night's capture: its "
+                "log dirs hold .kafka_cleanshutdown and recovery points at the log end",
+                broker=self.shutdown_broker,
             )
 
     # ------------------------------------------------------------------------------------ captures
@@ -159,23 +156,16 @@ class Sim(Events):
             b: (br.start_ms, br.clean_marker) for b, br in m.brokers.items() if self._captured(b, day)
         }
         if day == self.opts.days - 1:
-            self._finding(
+            self._expect_event(
                 "KA809",
+                "cluster-id-changed",
                 day,
                 self.renamed_broker,
+                f"broker {self.renamed_broker}'s meta.properties names cluster "
+                f"{self.new_cluster_id} instead of {self.cluster_id} on the last night",
                 note=f"cluster.id {self.cluster_id} -> {self.new_cluster_id}",
+                details={"before": self.cluster_id, "after": self.new_cluster_id},
                 cluster=self.new_cluster_id,
-            )
-            self.events.append(
-                Event(
-                    "cluster-id-changed",
-                    day,
-                    ["KA809"],
-                    f"broker {self.renamed_broker}'s meta.properties names cluster "
-                    f"{self.new_cluster_id} instead of {self.cluster_id} on the last night",
-                    broker=self.renamed_broker,
-                    details={"before": self.cluster_id, "after": self.new_cluster_id},
-                )
             )
 
     def _capture_files(
@@ -227,16 +217,14 @@ class Sim(Events):
         visible = next(
             day for day in range(d - 3, d) if capture_ms(day) - m_last > self.opts.missing_after_ms
         )
-        self._finding("KA811", visible, self.missing_broker, note=f"last capture {iso(m_last)}")
-        self.events.append(
-            Event(
-                "broker-missing",
-                visible,
-                ["KA811"],
-                f"broker {self.missing_broker}'s dumps stop after the night of {iso(m_last)} (its collector "
-                "broke; the broker keeps running)",
-                broker=self.missing_broker,
-            )
+        self._expect_event(
+            "KA811",
+            "broker-missing",
+            visible,
+            self.missing_broker,
+            f"broker {self.missing_broker}'s dumps stop after the night of {iso(m_last)} (its collector "
+            "broke; the broker keeps running)",
+            note=f"last capture {iso(m_last)}",
         )
 
 

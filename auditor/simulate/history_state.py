@@ -205,3 +205,34 @@ class SimState:
         cluster = self.cluster_id if cluster == "" else cluster
         where = (p.topic, p.partition) if p else (None, None)
         self.findings.append(ExpectedFinding(code, broker, *where, capture_ms(day), cluster, note))
+
+    def _event(
+        self,
+        kind: str,
+        day: int,
+        codes: list[str],
+        description: str,
+        broker: int | None = None,
+        p: Partition | None = None,
+        details: dict | None = None,
+    ) -> None:
+        """Record the event ``kind`` of ``day`` (on the topic and partition of ``p`` when given)."""
+        where = (p.topic, p.partition) if p else (None, None)
+        self.events.append(Event(kind, day, codes, description, broker, *where, details=details or {}))
+
+    def _expect_event(
+        self,
+        code: str,
+        kind: str,
+        day: int,
+        broker: int | None,
+        description: str,
+        p: Partition | None = None,
+        note: str = "",
+        details: dict | None = None,
+        cluster: str | None = "",
+    ) -> None:
+        """Record the event ``kind`` of ``day`` and expect the one finding ``code`` it gives at that night's
+        capture (on the same broker and partition)."""
+        self._finding(code, day, broker, p, note, cluster)
+        self._event(kind, day, [code], description, broker, p, details)

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from auditor.simulate.cluster import Cluster
 from auditor.simulate.log import ReplicaLog
-from auditor.simulate.model import UNASSIGNED_DIR, RetiredReplica, TopicDeletion
+from auditor.simulate.model import UNASSIGNED_DIR, RetiredReplica, TopicDeletion, tp_fields
 from auditor.simulate.writer import log_dir_name, metadata_record_offset
 
 OLD_INCARNATION, LOG_DIR_MOVE, DELETED_REPLICA, DIRECTORY_MISMATCH = "KA605", "KA607", "KA608", "KA610"
@@ -129,8 +129,7 @@ def _retired_entry(cluster: Cluster, b: int, r: RetiredReplica) -> dict:
         "log_dir": log_dir_name(b, rep.log_dir),
         "directory_id": br.dir_ids[rep.log_dir],
         "dir": r.dir_name,
-        "topic": tp[0],
-        "partition": tp[1],
+        **tp_fields(tp),
         "topic_id": r.topic_id,
         "current_topic_id": _current_topic_id(cluster, tp[0]),
         **log_facts(rep.log),
@@ -197,8 +196,7 @@ def moves_truth(cluster: Cluster) -> list[dict]:
             out.append(
                 {
                     "broker": b,
-                    "topic": tp[0],
-                    "partition": tp[1],
+                    **tp_fields(tp),
                     "topic_id": cluster.topics[tp[0]].topic_id,
                     "dir": fut.dir_name,
                     "source_log_dir": log_dir_name(b, rep.log_dir),
@@ -235,8 +233,7 @@ def directory_mismatches_truth(cluster: Cluster) -> list[dict]:
             out.append(
                 {
                     "broker": b,
-                    "topic": tp[0],
-                    "partition": tp[1],
+                    **tp_fields(tp),
                     "topic_id": cluster.topics[tp[0]].topic_id,
                     "log_dir": log_dir_name(b, rep.log_dir),
                     "directory_id": br.dir_ids[rep.log_dir],

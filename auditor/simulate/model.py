@@ -27,6 +27,11 @@ MAX_DIR_NAME = 255
 TP = tuple[str, int]
 
 
+def tp_fields(tp: TP) -> dict[str, str | int]:
+    """A topic-partition as the events, faults and ground truth name it (``topic``, ``partition``)."""
+    return {"topic": tp[0], "partition": tp[1]}
+
+
 class SimulationError(RuntimeError):
     """A scenario asked for something the model cannot do (a bug in the scenario, not bad user input)."""
 

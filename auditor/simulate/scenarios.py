@@ -160,6 +160,12 @@ def _classic(opts: SimOptions, mode: str) -> Cluster:
     return c
 
 
+def _classic_scenario(name: str, mode: str, description: str) -> Scenario:
+    """KIP-101's first scenario (:func:`_classic`) in follower truncation ``mode`` unless ``--truncation``
+    says otherwise."""
+    return Scenario(name, description, lambda o: _classic(o, mode), default_truncation=mode, min_brokers=2)
+
+
 def unclean_election(opts: SimOptions) -> Cluster:
     c, tps = _fault_cluster(opts, "unclean-election", unclean=True, min_insync=1)
     leader, stale = 1, 2
@@ -381,18 +387,35 @@ def same_partition_groups(partitions: int, stem: str, count: int = 2) -> list[st
     raise RuntimeError("no group ids share an offsets partition")
 
 
-def group_commit_lost_range(opts: SimOptions) -> Cluster:
+def _unclean_pair(opts: SimOptions, name: str, kind: str) -> tuple[Cluster, list[TP]]:
+    """Topic ``t0`` (producer ``kind``) on brokers 1 and 2 with unclean leader election enabled, the
+    coordinators' internal topics on broker 3; phase A (half of ``--records``, acks=all) replicated."""
     c, tps = _consequence_cluster(
-        opts,
-        "group-commit-lost-range",
-        kind="plain",
-        data_replicas=[1, 2],
-        unclean=True,
-        internal_replicas=[3],
+        opts, name, kind=kind, data_replicas=[1, 2], unclean=True, internal_replicas=[3]
     )
-    groups = c.coordinators.groups
     c.run_traffic(tps, _records(c, tps, 0.5), acks="all", label="A")
     _settle(c)
+    return c, tps
+
+
+def _unclean_failover(c: Cluster, tps: list[TP], fraction: float, new_producer: str | None = None) -> None:
+    """Broker 1, the lone leader, is killed; a minute later broker 2 (fenced earlier) restarts and is elected
+    uncleanly, from the end of what it holds (``new_producer``: the topic whose producer application is
+    replaced meanwhile by one with a new transactional id), and takes phase C (``fraction`` of
+    ``--records``, acks=1); the followers settle and an HW checkpoint interval passes."""
+    c.crash(1)
+    c.tick(60000)
+    if new_producer is not None:
+        c.new_producer(new_producer)
+    c.restart(2)
+    c.run_traffic(tps, _records(c, tps, fraction), acks="1", label="C")
+    _settle(c)
+    c.tick(c.options.hw_checkpoint_interval_ms)
+
+
+def group_commit_lost_range(opts: SimOptions) -> Cluster:
+    c, tps = _unclean_pair(opts, "group-commit-lost-range", "plain")
+    groups = c.coordinators.groups
     b_start = {tp: c.replica(1, tp).log.leo for tp in tps}
     for tp in tps:  # this group stays inside phase A: its records survive
         groups.consume_and_commit("safe-app", tp, upto=b_start[tp] - _per_partition(c, 0.1))
@@ -404,26 +427,12 @@ def group_commit_lost_range(opts: SimOptions) -> Cluster:
         groups.consume_and_commit("orders-app", tp, upto=b_start[tp] + _per_partition(c, 0.15))
         groups.consume_and_commit("reports-app", tp)
     _settle(c)
-    c.crash(1)
-    c.tick(60000)
-    c.restart(2)  # unclean election: broker 2 leads from the end of phase A
-    c.run_traffic(tps, _records(c, tps, 0.2), acks="1", label="C")  # fewer records than phase B had
-    _settle(c)
-    c.tick(opts.hw_checkpoint_interval_ms)
+    _unclean_failover(c, tps, 0.2)  # broker 2 leads from the end of phase A, takes fewer records than B had
     return c  # broker 1 stays down with phase B
 
 
 def txn_marker_lost(opts: SimOptions) -> Cluster:
-    c, tps = _consequence_cluster(
-        opts,
-        "txn-marker-lost",
-        kind="transactional",
-        data_replicas=[1, 2],
-        unclean=True,
-        internal_replicas=[3],
-    )
-    c.run_traffic(tps, _records(c, tps, 0.5), acks="all", label="A")
-    _settle(c)
+    c, tps = _unclean_pair(opts, "txn-marker-lost", "transactional")
     for tp in tps:  # the data of transaction T reaches both replicas
         c.produce(tp[0], tp[1], c.options.batch_records, acks="all", label="T")
     c.replicate(2)
@@ -433,13 +442,7 @@ def txn_marker_lost(opts: SimOptions) -> Cluster:
     )  # T's COMMIT markers reach broker 1 only; the coordinator completes T
     c.run_traffic(tps, _records(c, tps, 0.1), acks="1", label="B")  # more transactions on broker 1 only
     c.tick(opts.hw_checkpoint_interval_ms)
-    c.crash(1)
-    c.tick(60000)
-    c.new_producer("t0")  # the producer application is restarted with a new transactional id
-    c.restart(2)  # unclean election: broker 2 leads with T's data but without its marker
-    c.run_traffic(tps, _records(c, tps, 0.15), acks="1", label="C")
-    _settle(c)
-    c.tick(opts.hw_checkpoint_interval_ms)
+    _unclean_failover(c, tps, 0.15, new_producer="t0")  # broker 2 leads with T's data but without its marker
     return c  # broker 1 stays down holding T's marker and phase B
 
 
@@ -563,24 +566,20 @@ SCENARIOS: dict[str, Scenario] = {
             follower_crash,
             min_brokers=2,
         ),
-        Scenario(
+        _classic_scenario(
             "hw-truncation-loss",
+            "hw",
             "KIP-101's classic data loss in HW truncation mode (Kafka before 0.11): "
             "leader A and follower B hold offsets 0 and 1, A's HW is 2 but B's is still 1; B restarts and "
             "truncates to its HW (1); A dies; B becomes leader; A returns and truncates to 1: offset 1, "
             "acknowledged with acks=all, is lost on both replicas (then overwritten by newer records).",
-            lambda o: _classic(o, "hw"),
-            default_truncation="hw",
-            min_brokers=2,
         ),
-        Scenario(
+        _classic_scenario(
             "epoch-truncation-safe",
+            "epoch",
             "The same events as hw-truncation-loss with leader-epoch truncation "
             "(KIP-101/KIP-279): the restarted follower asks the leader for the end offset of its epoch "
             "instead of trusting its HW, so offset 1 is kept on both replicas. Nothing is lost.",
-            lambda o: _classic(o, "epoch"),
-            default_truncation="epoch",
-            min_brokers=2,
         ),
         Scenario(
             "unclean-election",

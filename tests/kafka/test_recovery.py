@@ -17,6 +17,7 @@ from auditor.kafka.batches import ValidPrefix, valid_batches
 from auditor.kafka.hw import clamp_high_watermark, hw_above_leo, hw_below_log_start
 from auditor.kafka.recovery import (
     LogRecovery,
+    RecoveryTruncation,
     SegmentSummary,
     log_start_offset,
     recover,
@@ -285,3 +286,14 @@ def test_metadata_topic_view_stops_at_the_cut(tmp_path):
     result = scan([str(root)])
     (logdir,) = result.logdirs
     assert logdir["metadataEndOffset"] == corrupt_at
+
+
+def test_a_truncation_is_written_with_its_published_keys():
+    cut = RecoveryTruncation("00000000000000000100.log", 100, 4096, 61, [200, 300], 117)
+    assert cut.to_dict() == {
+        "segment": "00000000000000000100.log",
+        "position": 4096,
+        "bytes": 61,
+        "deletedSegments": [200, 300],
+        "leo": 117,
+    }

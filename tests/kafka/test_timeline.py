@@ -19,7 +19,7 @@ from auditor.kafka.kraft import (
     replay_brokers,
     replay_partitions,
 )
-from auditor.kafka.timeline import audit_timelines, build_timeline, disagreements
+from auditor.kafka.timeline import EpochLine, audit_timelines, build_timeline, disagreements
 from auditor.layout.inventory import complete_kraft_snapshots, segment_logs
 from auditor.observe.metadata import METADATA_KEYS, _meta_row, extract_metadata
 from auditor.report.timeline import timeline_json, timeline_renderable
@@ -303,3 +303,45 @@ def test_audit_timelines_from_what_audit_collects():
     console = make_console(io.StringIO(), color=False, width=140)
     console.print(timeline_renderable(out[("c", "t", 0)]))
     assert "epoch 1: leader 2, unclean" in console.file.getvalue()
+
+
+def test_an_epoch_line_is_written_with_its_published_keys_in_order():
+    line = EpochLine(
+        2,
+        True,
+        True,
+        leader=3,
+        unclean=True,
+        leader_recovery_state=1,
+        previous_isr=[2],
+        isr=[3],
+        metadata_offset=41,
+        timestamp=1_700_000_000_000,
+        caches={3: 1020, 1: 1000},
+        batches={3: (1020, 1099)},
+        batch_times={3: (1, 2)},
+    )
+    doc = line.to_dict()
+    assert list(doc) == [
+        "epoch",
+        "inMetadata",
+        "covered",
+        "leader",
+        "unclean",
+        "leaderRecoveryState",
+        "previousIsr",
+        "isr",
+        "metadataOffset",
+        "timestamp",
+        "startOffset",
+        "caches",
+        "batches",
+        "text",
+    ]
+    assert (doc["leaderRecoveryState"], doc["previousIsr"], doc["metadataOffset"], doc["startOffset"]) == (
+        1,
+        [2],
+        41,
+        1020,
+    )
+    assert doc["caches"] == {"1": 1000, "3": 1020} and doc["batches"] == {"3": {"first": 1020, "last": 1099}}

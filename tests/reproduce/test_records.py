@@ -53,6 +53,16 @@ def test_a_row_decodes_to_the_exported_bytes():
     )
 
 
+def test_every_field_comes_from_the_row_field_of_its_camel_case_name():
+    row = jsonl_row(
+        cluster="east", topic="pay", partition=4, offset=55, leaderEpoch=9, batchBaseOffset=50, error="no CRC"
+    )
+    record = _parse(row)
+    assert (record.cluster, record.topic, record.partition, record.offset) == ("east", "pay", 4, 55)
+    assert (record.leader_epoch, record.batch_base_offset, record.error) == (9, 50, "no CRC")
+    assert (record.timestamp, record.timestamp_type) == (1_700_000_000_000, "CreateTime")
+
+
 def test_a_tombstone_and_a_null_key_are_none():
     record = _parse(jsonl_row(key=None, value=None))
     assert record.key is None and record.value is None and record.size == 0

@@ -11,6 +11,7 @@ from auditor.simulate.model import (
     RemoteState,
     Replica,
     SimulationError,
+    tp_fields,
 )
 
 
@@ -147,8 +148,7 @@ class LeadershipMixin(ClusterBase):
                 self.unclean_elections.add(tp)
         self._event(
             "partition-change",
-            topic=tp[0],
-            partition=tp[1],
+            **tp_fields(tp),
             leader=ps.leader,
             leader_epoch=ps.leader_epoch,
             isr=list(ps.isr),

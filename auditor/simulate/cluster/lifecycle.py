@@ -13,6 +13,7 @@ from auditor.simulate.model import (
     SimulationError,
     random_dir_unique_id,
     suffixed_dir_name,
+    tp_fields,
 )
 
 
@@ -81,7 +82,7 @@ class LifecycleMixin(ClusterBase):
             if tear_last and tp in tear_last:
                 torn = rep.log.tear_last_batch(tear_last[tp])
                 if torn:
-                    torn_faults.append({"broker": b, "topic": tp[0], "partition": tp[1], **torn})
+                    torn_faults.append({"broker": b, **tp_fields(tp), **torn})
             if lose_unflushed:
                 lost_from = rep.log.recovery_point
                 had = rep.log.leo
@@ -91,13 +92,12 @@ class LifecycleMixin(ClusterBase):
                     self._event(
                         "lost-unflushed",
                         broker=b,
-                        topic=tp[0],
-                        partition=tp[1],
+                        **tp_fields(tp),
                         from_offset=lost_from,
                         to_offset=had,
                     )
                 if torn:
-                    torn_faults.append({"broker": b, "topic": tp[0], "partition": tp[1], **torn})
+                    torn_faults.append({"broker": b, **tp_fields(tp), **torn})
         self._event(
             "crash", broker=b, lose_unflushed=lose_unflushed, torn_bytes=torn_bytes, keep_index=keep_index
         )
@@ -264,8 +264,7 @@ class LifecycleMixin(ClusterBase):
         fault = {
             "kind": "crc-flip",
             "broker": b,
-            "topic": tp[0],
-            "partition": tp[1],
+            **tp_fields(tp),
             "segment_base_offset": seg.base_offset,
             "position": seg.positions[i] + rel,
             "bit": bit,

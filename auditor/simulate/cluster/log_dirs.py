@@ -15,6 +15,7 @@ from auditor.simulate.model import (
     SimulationError,
     random_dir_unique_id,
     suffixed_dir_name,
+    tp_fields,
 )
 
 
@@ -84,8 +85,7 @@ class LogDirsMixin(ClusterBase):
         self._event(
             "alter-replica-log-dirs",
             broker=b,
-            topic=tp[0],
-            partition=tp[1],
+            **tp_fields(tp),
             from_dir=br.dir_ids[rep.log_dir],
             to_dir=br.dir_ids[target],
             future_dir=name,
@@ -109,7 +109,7 @@ class LogDirsMixin(ClusterBase):
             fut.log.append(batches, self.now)
             fut.disk_epoch_cache = list(fut.log.epoch_cache)
             fut.hw = min(rep.hw, fut.log.leo)
-        self._event("future-log-copy", broker=b, topic=tp[0], partition=tp[1], log_end_offset=fut.log.leo)
+        self._event("future-log-copy", broker=b, **tp_fields(tp), log_end_offset=fut.log.leo)
         return fut.log.leo
 
     def accept_future_dir(self, b: int, tp: TP) -> None:

@@ -18,6 +18,7 @@ from auditor.simulate.model import (
     random_dir_unique_id,
     random_uuid,
     suffixed_dir_name,
+    tp_fields,
 )
 
 
@@ -193,7 +194,7 @@ class TopicsMixin(ClusterBase):
                 by_shard.setdefault(cm.offsets_partition, {})[(cm.group, cm.tp)] = None
         for part in sorted(by_shard):
             keys = sorted(by_shard[part])
-            payload = [{"group": g, "topic": tp[0], "partition": tp[1]} for g, tp in keys]
+            payload = [{"group": g, **tp_fields(tp)} for g, tp in keys]
             records = [
                 SimRecord(encode_offsets_key(OFFSET_COMMIT_KEY_TYPE, k), None, self.wall_ms) for k in payload
             ]

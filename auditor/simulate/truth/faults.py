@@ -4,7 +4,7 @@ log), each with its file and byte position."""
 from __future__ import annotations
 
 from auditor.simulate.cluster import Cluster
-from auditor.simulate.model import TP
+from auditor.simulate.model import TP, tp_fields
 from auditor.simulate.writer import broker_dir_name, partition_dir_name
 from parsers.dirfiles import segment_file_name
 
@@ -22,7 +22,7 @@ def collect_faults(cluster: Cluster) -> list[dict]:
         root = broker_dir_name(b)
         for tp, rep in sorted(br.replicas.items()):
             pdir = f"{root}/{partition_dir_name(*tp)}"
-            where = {"broker": b, "topic": tp[0], "partition": tp[1]}
+            where = {"broker": b, **tp_fields(tp)}
             leo = rep.log.leo
             for seg in rep.log.segments:
                 log_name = f"{pdir}/{segment_file_name(seg.base_offset, '.log')}"

@@ -4,7 +4,7 @@ and the consequences for each consumed partition."""
 from __future__ import annotations
 
 from auditor.simulate.cluster import Cluster
-from auditor.simulate.model import TP
+from auditor.simulate.model import TP, tp_fields
 from auditor.simulate.truth.replica_view import ReplicaView, internal_view, record_entries, reference_replica
 
 
@@ -105,8 +105,7 @@ def groups_truth(cluster: Cluster) -> list[dict]:
                 consequences.append({"kind": "ok", "code": None})
             per_tp.append(
                 {
-                    "topic": tp[0],
-                    "partition": tp[1],
+                    **tp_fields(tp),
                     "committed_offset": effective.offset if effective else None,
                     "committed_leader_epoch": effective.leader_epoch if effective else None,
                     "consequences": consequences,

@@ -4,7 +4,7 @@ was lost, the divergence and truncation points between replicas, and the finding
 from __future__ import annotations
 
 from auditor.simulate.cluster import Cluster
-from auditor.simulate.model import TP, LeaderChange
+from auditor.simulate.model import TP, LeaderChange, tp_fields
 from auditor.simulate.truth.oracles import epoch_truncation_offset, first_divergence
 from auditor.simulate.truth.replica_view import ReplicaView, record_entries, reference_replica
 from auditor.simulate.truth.transactions import hanging_transactions
@@ -247,8 +247,7 @@ def partition_head(cluster: Cluster, tp: TP) -> dict:
     """The first keys of a partition's ground truth: its name, directory, replicas and final KRaft state."""
     ps = cluster.partitions[tp]
     return {
-        "topic": tp[0],
-        "partition": tp[1],
+        **tp_fields(tp),
         "dir": partition_dir_name(*tp),
         "replicas": list(ps.replicas),
         "final": {
