@@ -189,9 +189,8 @@ class FollowerSpan:
     records: int
     bytes: int
 
-    def violation(self, message: str, first: int, last: int, epoch: int | None, **kw) -> Violation:
-        """A violation about the follower's offsets ``first..last``: the leader as peer, the records and
-        bytes counted there."""
+    def about(self, message: str, first: int, last: int, epoch: int | None, **kw) -> Violation:
+        """A violation about the follower's offsets ``first..last``, the leader as peer."""
         return Violation(
             message,
             broker=self.broker,
@@ -200,10 +199,12 @@ class FollowerSpan:
             offset_start=first,
             offset_end=last,
             epoch=epoch,
-            records=self.records,
-            bytes=self.bytes,
             **kw,
         )
+
+    def violation(self, message: str, first: int, last: int, epoch: int | None, **kw) -> Violation:
+        """:meth:`about`, with the records and bytes counted there."""
+        return self.about(message, first, last, epoch, records=self.records, bytes=self.bytes, **kw)
 
 
 @dataclass(frozen=True)
