@@ -16,6 +16,7 @@ from typing import Any
 from auditor.findings import Severity
 from auditor.kafka.groups import Commit
 from auditor.kafka.topics import OFFSETS_TOPIC
+from auditor.rules.forward import Forward
 from auditor.rules.registry import Violation, rule
 
 
@@ -74,13 +75,8 @@ class GroupCommit:
     coordinator_commit: Commit | None = None  # what the offsets partition's leader holds for the key
     evidence: dict[str, Any] = field(default_factory=dict)
 
-    @property
-    def topic(self) -> str:
-        return self.commit.topic
-
-    @property
-    def partition(self) -> int:
-        return self.commit.partition
+    topic = Forward[str]("commit.topic")
+    partition = Forward[int]("commit.partition")
 
     def where(self) -> str:
         c = self.commit

@@ -22,6 +22,7 @@ from auditor.kafka.hw import clamp_high_watermark
 from auditor.kafka.kraft import PartitionState, config_events, replay_partitions
 from auditor.kafka.timeline import node_rows, reference_node
 from auditor.kafka.topics import METADATA_TOPIC
+from auditor.rules.forward import Forward
 from auditor.rules.registry import Violation
 
 
@@ -145,17 +146,9 @@ class PartitionReplicas:
     divergences: dict[tuple[int, int], Divergence] = field(default_factory=dict)
     truncations: dict[int, FollowerTruncation] = field(default_factory=dict)
 
-    @property
-    def cluster(self) -> str:
-        return self.leader.cluster
-
-    @property
-    def topic(self) -> str:
-        return self.leader.topic
-
-    @property
-    def partition(self) -> int:
-        return self.leader.partition
+    cluster = Forward[str]("leader.cluster")
+    topic = Forward[str]("leader.topic")
+    partition = Forward[int]("leader.partition")
 
     @property
     def is_metadata(self) -> bool:
