@@ -117,17 +117,7 @@ def timeindex_mismatch(seg: SegmentFacts, part: PartitionContext) -> Iterator[Vi
     the batch was altered.
     References: KIP-33, ``TimeIndex``, ``DumpLogSegments`` (time index checks).
     """
-    ti = seg.time_index
-    for bad, i in _flagged(ti, _time_classes, seg, "mismatch"):
-        yield _at_entry(
-            ti,
-            bad,
-            f"says timestamp {ti.timestamps[i]} for offset {ti.offsets[i]}, but that batch's maxTimestamp "
-            f"is {ti.batch_max_ts[i]}",
-            expected=int(ti.batch_max_ts[i]),
-            found=int(ti.timestamps[i]),
-            examples=(ti.timestamps, ti.offsets, ti.batch_max_ts),
-        )
+    yield from _entries_not_in_log(seg, "mismatch")
 
 
 @rule(
@@ -147,17 +137,29 @@ def timeindex_absent(seg: SegmentFacts, part: PartitionContext) -> Iterator[Viol
     What to do: delete the ``.timeindex`` on the broker after copying it; Kafka rebuilds it.
     References: KIP-33, ``DumpLogSegments`` (time index checks).
     """
+    yield from _entries_not_in_log(seg, "absent")
+
+
+def _entries_not_in_log(seg: SegmentFacts, key: str) -> Iterator[Violation]:
+    """KA213 (``mismatch``: the batch ending at the entry's offset has another maxTimestamp) or KA214
+    (``absent``: no batch ends there) for the entries of that class of :func:`_time_classes`."""
     ti = seg.time_index
-    for bad, i in _flagged(ti, _time_classes, seg, "absent"):
-        yield _at_entry(
-            ti,
-            bad,
-            f"(timestamp {ti.timestamps[i]}) names offset {ti.offsets[i]}, which is not the last offset of "
-            "any batch in the segment",
-            expected="the last offset of a batch",
-            found=int(ti.offsets[i]),
-            examples=(ti.timestamps, ti.offsets),
-        )
+    for bad, i in _flagged(ti, _time_classes, seg, key):
+        ts, off = ti.timestamps[i], ti.offsets[i]
+        if key == "mismatch":
+            text = (
+                f"says timestamp {ts} for offset {off}, but that batch's maxTimestamp is {ti.batch_max_ts[i]}"
+            )
+            expected, found = int(ti.batch_max_ts[i]), int(ts)
+            columns = (ti.timestamps, ti.offsets, ti.batch_max_ts)
+        else:
+            text = (
+                f"(timestamp {ts}) names offset {off}, which is not the last offset of any batch in the "
+                "segment"
+            )
+            expected, found = "the last offset of a batch", int(off)
+            columns = (ti.timestamps, ti.offsets)
+        yield _at_entry(ti, bad, text, columns, expected=expected, found=found)
 
 
 @rule(
