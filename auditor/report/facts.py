@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from auditor.findings import Finding, Severity
+from auditor.rules.forward import Forward
 
 MASK = "*"
 """What stands for the partition number and the broker id in a fact's message."""
@@ -30,13 +31,8 @@ class Fact:
     def first(self) -> Finding:
         return self.findings[0]
 
-    @property
-    def severity(self) -> Severity:
-        return self.first.severity
-
-    @property
-    def code(self) -> str:
-        return self.first.code
+    severity = Forward[Severity]("first.severity")
+    code = Forward[str]("first.code")
 
     @property
     def grouped(self) -> bool:

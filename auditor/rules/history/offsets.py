@@ -338,18 +338,14 @@ def replica_lag(h: History) -> Iterator[Violation]:
 # ------------------------------------------------------------------------------------------ presence
 
 
-def _presence_changes(h: History) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(vanished, appeared): presence rows whose broker's next capture lacks the partition (while it holds
-    the log dir the partition was in), and rows whose broker's previous capture lacked it."""
+def _presence_change(h: History, other: str) -> pd.DataFrame:
+    """Presence rows whose broker's capture ``other`` (``nextT``: its next one, ``prevT``: its previous one)
+    lacks the partition while it holds the log dir the partition was in."""
     p = presence(h)
-    bc = broker_captures(h)[[*BROKER, "t", "prevT", "nextT"]]
-    p = p.merge(bc, on=[*BROKER, "t"], how="inner")
+    p = p.merge(broker_captures(h)[[*BROKER, "t", other]], on=[*BROKER, "t"], how="inner")
     seen = p[[*SERIES, "t"]].assign(_seen=True)
-    nxt = p.merge(seen.rename(columns={"t": "nextT"}), on=[*SERIES, "nextT"], how="left")
-    vanished = _captured_dir(h, nxt[(nxt["nextT"] >= 0) & nxt["_seen"].isna()], "nextT")
-    prv = p.merge(seen.rename(columns={"t": "prevT"}), on=[*SERIES, "prevT"], how="left")
-    appeared = _captured_dir(h, prv[(prv["prevT"] >= 0) & prv["_seen"].isna()], "prevT")
-    return vanished, appeared
+    rows = p.merge(seen.rename(columns={"t": other}), on=[*SERIES, other], how="left")
+    return _captured_dir(h, rows[(rows[other] >= 0) & rows["_seen"].isna()], other)
 
 
 def _captured_dir(h: History, rows: pd.DataFrame, other: str) -> pd.DataFrame:
@@ -388,16 +384,7 @@ def partition_vanished(h: History) -> Iterator[Violation]:
     References: KIP-858 (log dir failures, JBOD), KIP-455 (reassignment),
     ``LocalLog.parseTopicPartitionName``, ``LogManager.loadLogs``.
     """
-    vanished, _ = _presence_changes(h)
-    for r in vanished.itertuples(index=False):
-        yield _presence_violation(
-            h,
-            r,
-            f"{r.topic}-{r.partition} was on broker {r.broker} (log dir {r.logDir}) at {iso(r.t)} and is "
-            f"gone from its capture of {iso(r.nextT)}",
-            r.t,
-            r.nextT,
-        )
+    yield from _presence_violations(h, "nextT")
 
 
 @rule(
@@ -419,34 +406,34 @@ def partition_appeared(h: History) -> Iterator[Violation]:
     (kafka-reassign-partitions, the KRaft metadata) and whether the replica caught up.
     References: KIP-455 (reassignment), ``LocalLog.parseTopicPartitionName``, ``LogManager.loadLogs``.
     """
-    _, appeared = _presence_changes(h)
-    for r in appeared.itertuples(index=False):
-        yield _presence_violation(
-            h,
-            r,
-            f"{r.topic}-{r.partition} appeared on broker {r.broker} (log dir {r.logDir}) at {iso(r.t)}; its "
-            f"capture of {iso(r.prevT)} did not hold it",
-            r.prevT,
-            r.t,
+    yield from _presence_violations(h, "prevT")
+
+
+def _presence_violations(h: History, other: str) -> Iterator[Violation]:
+    """KA807 (``other`` ``nextT``: gone from the broker's next capture) or KA808 (``prevT``: absent from its
+    previous one) for each replica row of :func:`_presence_change`; the finding's time is the later
+    capture's."""
+    for r in _presence_change(h, other).itertuples(index=False):
+        tp, on = f"{r.topic}-{r.partition}", f"broker {r.broker} (log dir {r.logDir}) at {iso(r.t)}"
+        if other == "nextT":
+            before, after = r.t, r.nextT
+            message = f"{tp} was on {on} and is gone from its capture of {iso(after)}"
+        else:
+            before, after = r.prevT, r.t
+            message = f"{tp} appeared on {on}; its capture of {iso(before)} did not hold it"
+        yield Violation(
+            message,
+            topic=r.topic,
+            partition=int(r.partition),
+            broker=int(r.broker),
+            log_dir=r.logDir,
+            evidence={
+                "cluster": r.cluster,
+                "time": iso(after),
+                "before": capture_ref(h, r.cluster, r.broker, before),
+                "after": capture_ref(h, r.cluster, r.broker, after),
+            },
         )
-
-
-def _presence_violation(h: History, r, message: str, before: int, after: int) -> Violation:
-    """KA807/KA808 for the replica row ``r``: present in one of the broker's captures (``before``, ``after``)
-    and not in the other; the finding's time is the later capture's."""
-    return Violation(
-        message,
-        topic=r.topic,
-        partition=int(r.partition),
-        broker=int(r.broker),
-        log_dir=r.logDir,
-        evidence={
-            "cluster": r.cluster,
-            "time": iso(after),
-            "before": capture_ref(h, r.cluster, r.broker, before),
-            "after": capture_ref(h, r.cluster, r.broker, after),
-        },
-    )
 
 
 @rule(

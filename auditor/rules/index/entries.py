@@ -4,14 +4,16 @@ partial trailing entries and the time index's next slot."""
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import numpy as np
 
 from auditor.findings import Severity
 from auditor.observe.context import PartitionContext
+from auditor.observe.indexes import TimeIndexFacts
 from auditor.observe.segments import SegmentFacts
 from auditor.rules.registry import Violation
+from parsers.indexes import OFFSET_INDEX_ENTRY_SIZE, TIME_INDEX_ENTRY_SIZE
 
 EXAMPLES = 5
 
@@ -49,30 +51,46 @@ def _more(count: int) -> str:
     return f" ({count} entries)" if count > 1 else ""
 
 
-def _flagged(idx, classes: Callable[[SegmentFacts], dict[str, np.ndarray]], seg: SegmentFacts, key: str):
-    """Positions of the entries of ``idx`` in class ``key`` of ``classes(seg)``; none when the index is
-    absent or empty."""
+def _width(idx) -> int:
+    """The bytes of one slot of ``idx``: 12 for a ``.timeindex``, 8 for a ``.index``."""
+    return TIME_INDEX_ENTRY_SIZE if isinstance(idx, TimeIndexFacts) else OFFSET_INDEX_ENTRY_SIZE
+
+
+def _flagged(
+    idx, classes: Callable[[SegmentFacts], dict[str, np.ndarray]], seg: SegmentFacts, key: str
+) -> Iterator[tuple[np.ndarray, int]]:
+    """The positions of the entries of ``idx`` in class ``key`` of ``classes(seg)`` and the first of them,
+    once when there is any (never when the index is absent or empty)."""
     if idx is None or not len(idx):
-        return np.empty(0, dtype=np.intp)
-    return np.flatnonzero(classes(seg)[key])
+        return
+    bad = np.flatnonzero(classes(seg)[key])
+    if len(bad):
+        yield bad, int(bad[0])
 
 
-def _at_entry(
-    idx, width: int, bad: np.ndarray, message: str, examples: tuple[np.ndarray, ...] = (), **fields
+def _located(
+    idx, bad: np.ndarray, message: str, examples: tuple[np.ndarray, ...] = (), **fields
 ) -> Violation:
-    """A finding at ``bad[0]``, the first flagged entry of ``idx`` (``width``-byte slots); with ``examples``
-    (columns of ``idx``) the evidence counts the flagged entries and shows the first few."""
+    """A finding at ``bad[0]``, the first flagged entry of ``idx``; with ``examples`` (columns of ``idx``) the
+    evidence counts the flagged entries and shows the first few."""
     i = int(bad[0])
     if examples:
         fields["evidence"] = {"entries": len(bad), "examples": _examples(bad, *examples)}
-    return Violation(message, file=idx.path, position=i * width, offset_start=int(idx.offsets[i]), **fields)
+    return Violation(
+        message, file=idx.path, position=i * _width(idx), offset_start=int(idx.offsets[i]), **fields
+    )
+
+
+def _at_entry(idx, bad: np.ndarray, text: str, examples: tuple[np.ndarray, ...] = (), **fields) -> Violation:
+    """:func:`_located`, worded "entry I of FILE ``text``" (and the count when more entries are flagged)."""
+    message = f"entry {int(bad[0])} of {os.path.basename(idx.path)} {text}{_more(len(bad))}"
+    return _located(idx, bad, message, examples, **fields)
 
 
 def _stale_entries(
     seg: SegmentFacts,
     part: PartitionContext,
     idx,
-    width: int,
     bad: np.ndarray,
     what: str,
     first: str,
@@ -80,9 +98,8 @@ def _stale_entries(
 ) -> Violation:
     """KA205/KA215: the entries ``bad`` of ``idx`` ``what`` beyond the segment's data, ``first`` describing
     the first of them; a warning on a segment recovery rebuilds, an error elsewhere."""
-    return _at_entry(
+    return _located(
         idx,
-        width,
         bad,
         f"{len(bad)} entries of {os.path.basename(idx.path)} {what} beyond the segment's data "
         f"(first: {first}; {_data_end(seg)}); {_recovery_note(seg, part)}",
@@ -92,9 +109,10 @@ def _stale_entries(
     )
 
 
-def _partial_entry(index, entry_size: int):
-    """A violation when an index file's length is not a whole number of ``entry_size``-byte entries."""
+def _partial_entry(index):
+    """A violation when an index file's length is not a whole number of entries."""
     if index is not None and index.trailing_bytes:
+        entry_size = _width(index)
         yield Violation(
             f"{os.path.basename(index.path)} is {index.size} bytes, {index.trailing_bytes} bytes past a "
             f"whole number of {entry_size}-byte entries",

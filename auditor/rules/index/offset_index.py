@@ -14,11 +14,11 @@ from auditor.rules.index.entries import (
     _at_entry,
     _examples,
     _flagged,
-    _more,
     _partial_entry,
     _stale_entries,
     _time_slot_disorder,
     _walk_end,
+    _width,
 )
 from auditor.rules.registry import Violation, rule
 
@@ -41,7 +41,7 @@ def index_size(seg: SegmentFacts, part: PartitionContext) -> Iterator[Violation]
     from the ``.log`` at the next start).
     References: KAFKA-7283, ``OffsetIndex.sanityCheck``.
     """
-    yield from _partial_entry(seg.offset_index, 8)
+    yield from _partial_entry(seg.offset_index)
 
 
 @rule(
@@ -71,12 +71,9 @@ def index_not_increasing(seg: SegmentFacts, part: PartitionContext) -> Iterator[
         i = int(bad[0])
         yield _at_entry(
             oi,
-            8,
             bad,
-            f"entry {i} of {os.path.basename(oi.path)} (offset {oi.offsets[i]}, position "
-            f"{oi.positions[i]}) does not "
-            f"follow entry {i - 1} (offset {oi.offsets[i - 1]}, position {oi.positions[i - 1]})"
-            + _more(len(bad)),
+            f"(offset {oi.offsets[i]}, position {oi.positions[i]}) does not follow entry {i - 1} (offset "
+            f"{oi.offsets[i - 1]}, position {oi.positions[i - 1]})",
             expected=f"offset > {oi.offsets[i - 1]} and position > {oi.positions[i - 1]}",
             found=f"offset {oi.offsets[i]}, position {oi.positions[i]}",
             examples=(oi.offsets, oi.positions),
@@ -120,17 +117,12 @@ def index_outside(seg: SegmentFacts, part: PartitionContext) -> Iterator[Violati
     ``OffsetIndex.sanityCheck``.
     """
     oi = seg.offset_index
-    bad = _flagged(oi, _offset_index_classes, seg, "outside")
-    if len(bad):
-        i = int(bad[0])
+    for bad, i in _flagged(oi, _offset_index_classes, seg, "outside"):
         upper = "" if seg.next_base is None else f", next segment base {seg.next_base}"
         yield _at_entry(
             oi,
-            8,
             bad,
-            f"entry {i} of {os.path.basename(oi.path)} points at offset {oi.offsets[i]}, outside the "
-            "segment (base "
-            f"offset {seg.base_offset}{upper})" + _more(len(bad)),
+            f"points at offset {oi.offsets[i]}, outside the segment (base offset {seg.base_offset}{upper})",
             expected=f"{seg.base_offset} <= offset"
             + ("" if seg.next_base is None else f" < {seg.next_base}"),
             found=int(oi.offsets[i]),
@@ -168,44 +160,44 @@ def index_not_at_batch(seg: SegmentFacts, part: PartitionContext) -> Iterator[Vi
     if oi is None or not len(oi):
         return
     classes = _offset_index_classes(seg)
-    name = os.path.basename(oi.path)
     for key, severity in (("boundary", None), ("past", None), ("inside", Severity.WARNING)):
         bad = np.flatnonzero(classes[key])
-        if not len(bad):
-            continue
-        i = int(bad[0])
-        o, p = int(oi.offsets[i]), int(oi.positions[i])
-        if key == "boundary":
-            text = (
-                f"entry {i} of {name} (offset {o}) points at position {p}, which is not the start of a batch"
-            )
-            expected, found = "the position of a batch boundary", p
-        elif key == "past":
-            text = (
-                f"entry {i} of {name} maps offset {o} to position {p}, where the batch starts at offset "
-                f"{oi.batch_base[i]}: lookups of offsets {o}..{int(oi.batch_base[i]) - 1} would skip records"
-            )
-            expected, found = f"a batch holding offset {o} at or before position {p}", int(oi.batch_base[i])
-        else:
-            text = (
-                f"entry {i} of {name} maps offset {o} to position {p}, inside the batch "
-                f"{oi.batch_base[i]}..{oi.batch_last[i]} rather than at its last offset"
-            )
-            expected, found = int(oi.batch_last[i]), o
-        yield Violation(
-            text + _more(len(bad)),
-            severity=severity,
-            file=oi.path,
-            position=i * 8,
-            offset_start=o,
-            expected=expected,
-            found=found,
-            evidence={
-                "entries": len(bad),
-                "kind": key,
-                "examples": _examples(bad, oi.offsets, oi.positions, oi.batch_base, oi.batch_last),
-            },
+        if len(bad):
+            yield _not_at_batch(oi, bad, key, severity)
+
+
+def _not_at_batch(oi, bad: np.ndarray, key: str, severity: Severity | None) -> Violation:
+    """KA204's finding for the entries ``bad`` of class ``key``."""
+    i = int(bad[0])
+    o, p = int(oi.offsets[i]), int(oi.positions[i])
+    if key == "boundary":
+        text = f"(offset {o}) points at position {p}, which is not the start of a batch"
+        expected, found = "the position of a batch boundary", p
+    elif key == "past":
+        text = (
+            f"maps offset {o} to position {p}, where the batch starts at offset {oi.batch_base[i]}: lookups "
+            f"of offsets {o}..{int(oi.batch_base[i]) - 1} would skip records"
         )
+        expected, found = f"a batch holding offset {o} at or before position {p}", int(oi.batch_base[i])
+    else:
+        text = (
+            f"maps offset {o} to position {p}, inside the batch {oi.batch_base[i]}..{oi.batch_last[i]} "
+            "rather than at its last offset"
+        )
+        expected, found = int(oi.batch_last[i]), o
+    return _at_entry(
+        oi,
+        bad,
+        text,
+        severity=severity,
+        expected=expected,
+        found=found,
+        evidence={
+            "entries": len(bad),
+            "kind": key,
+            "examples": _examples(bad, oi.offsets, oi.positions, oi.batch_base, oi.batch_last),
+        },
+    )
 
 
 @rule(
@@ -232,14 +224,11 @@ def index_stale(seg: SegmentFacts, part: PartitionContext) -> Iterator[Violation
     ``DumpLogSegments``.
     """
     oi = seg.offset_index
-    bad = _flagged(oi, _offset_index_classes, seg, "stale")
-    if len(bad):
-        i = int(bad[0])
+    for bad, i in _flagged(oi, _offset_index_classes, seg, "stale"):
         yield _stale_entries(
             seg,
             part,
             oi,
-            8,
             bad,
             "point",
             f"offset {oi.offsets[i]} at position {oi.positions[i]}",
@@ -267,10 +256,11 @@ def index_garbage(seg: SegmentFacts, part: PartitionContext) -> Iterator[Violati
     What to do: delete the index file on the broker after copying it; Kafka rebuilds it from the log.
     References: KAFKA-9156, ``AbstractIndex.resize``, ``AbstractIndex.trimToValidSize``.
     """
-    for idx, size in ((seg.offset_index, 8), (seg.time_index, 12)):
-        if idx is None or idx.garbage_after_padding is None or idx.garbage_after_padding >= idx.slots * size:
+    for idx in (seg.offset_index, seg.time_index):
+        garbage = None if idx is None else idx.garbage_after_padding
+        if garbage is None or garbage >= idx.slots * _width(idx):
             continue  # garbage inside a trailing partial slot is KA201/KA211
-        if size == 12 and getattr(idx, "next_slot", None) is not None and _time_slot_disorder(seg):
+        if idx is seg.time_index and idx.next_slot is not None and _time_slot_disorder(seg):
             continue  # reported as KA212
         yield Violation(
             f"{os.path.basename(idx.path)}: non-zero bytes at position {idx.garbage_after_padding}, after "
@@ -311,7 +301,7 @@ def index_not_trimmed(seg: SegmentFacts, part: PartitionContext) -> Iterator[Vio
                 "entries "
                 "although the segment was rolled",
                 file=idx.path,
-                position=len(idx) * (8 if idx is seg.offset_index else 12),
+                position=len(idx) * _width(idx),
                 evidence={"realEntries": len(idx), "paddingSlots": idx.padding_slots, "size": idx.size},
             )
 

@@ -13,10 +13,10 @@ from auditor.observe.segments import SegmentFacts
 from auditor.rules.index.entries import (
     _at_entry,
     _flagged,
-    _more,
     _partial_entry,
     _stale_entries,
     _time_slot_disorder,
+    _width,
 )
 from auditor.rules.registry import Violation, rule
 
@@ -38,7 +38,7 @@ def timeindex_size(seg: SegmentFacts, part: PartitionContext) -> Iterator[Violat
     rebuilt when the segment is recovered).
     References: KIP-33, ``TimeIndex.sanityCheck``.
     """
-    yield from _partial_entry(seg.time_index, 12)
+    yield from _partial_entry(seg.time_index)
 
 
 @rule(
@@ -70,7 +70,7 @@ def timeindex_not_increasing(seg: SegmentFacts, part: PartitionContext) -> Itera
             f"slot {i} of {os.path.basename(ti.path)} holds timestamp {ts} (offset {off}) after timestamp "
             f"{ti.timestamps[-1]} (offset {ti.offsets[-1]})",
             file=ti.path,
-            position=i * 12,
+            position=i * _width(ti),
             offset_start=off,
             expected=f"timestamp > {ti.timestamps[-1]} and offset >= {ti.offsets[-1]}",
             found=f"timestamp {ts}, offset {off}",
@@ -80,10 +80,8 @@ def timeindex_not_increasing(seg: SegmentFacts, part: PartitionContext) -> Itera
         i = int(bad[0])
         yield _at_entry(
             ti,
-            12,
             bad,
-            f"entry {i} of {os.path.basename(ti.path)} has offset {ti.offsets[i]} below the previous entry's "
-            f"{ti.offsets[i - 1]}" + _more(len(bad)),
+            f"has offset {ti.offsets[i]} below the previous entry's {ti.offsets[i - 1]}",
             expected=f"offset >= {ti.offsets[i - 1]}",
             found=int(ti.offsets[i]),
         )
@@ -119,21 +117,7 @@ def timeindex_mismatch(seg: SegmentFacts, part: PartitionContext) -> Iterator[Vi
     the batch was altered.
     References: KIP-33, ``TimeIndex``, ``DumpLogSegments`` (time index checks).
     """
-    ti = seg.time_index
-    bad = _flagged(ti, _time_classes, seg, "mismatch")
-    if len(bad):
-        i = int(bad[0])
-        yield _at_entry(
-            ti,
-            12,
-            bad,
-            f"entry {i} of {os.path.basename(ti.path)} says timestamp {ti.timestamps[i]} for offset "
-            f"{ti.offsets[i]}, "
-            f"but that batch's maxTimestamp is {ti.batch_max_ts[i]}" + _more(len(bad)),
-            expected=int(ti.batch_max_ts[i]),
-            found=int(ti.timestamps[i]),
-            examples=(ti.timestamps, ti.offsets, ti.batch_max_ts),
-        )
+    yield from _entries_not_in_log(seg, "mismatch")
 
 
 @rule(
@@ -153,21 +137,29 @@ def timeindex_absent(seg: SegmentFacts, part: PartitionContext) -> Iterator[Viol
     What to do: delete the ``.timeindex`` on the broker after copying it; Kafka rebuilds it.
     References: KIP-33, ``DumpLogSegments`` (time index checks).
     """
+    yield from _entries_not_in_log(seg, "absent")
+
+
+def _entries_not_in_log(seg: SegmentFacts, key: str) -> Iterator[Violation]:
+    """KA213 (``mismatch``: the batch ending at the entry's offset has another maxTimestamp) or KA214
+    (``absent``: no batch ends there) for the entries of that class of :func:`_time_classes`."""
     ti = seg.time_index
-    bad = _flagged(ti, _time_classes, seg, "absent")
-    if len(bad):
-        i = int(bad[0])
-        yield _at_entry(
-            ti,
-            12,
-            bad,
-            f"entry {i} of {os.path.basename(ti.path)} (timestamp {ti.timestamps[i]}) names offset "
-            f"{ti.offsets[i]}, "
-            "which is not the last offset of any batch in the segment" + _more(len(bad)),
-            expected="the last offset of a batch",
-            found=int(ti.offsets[i]),
-            examples=(ti.timestamps, ti.offsets),
-        )
+    for bad, i in _flagged(ti, _time_classes, seg, key):
+        ts, off = ti.timestamps[i], ti.offsets[i]
+        if key == "mismatch":
+            text = (
+                f"says timestamp {ts} for offset {off}, but that batch's maxTimestamp is {ti.batch_max_ts[i]}"
+            )
+            expected, found = int(ti.batch_max_ts[i]), int(ts)
+            columns = (ti.timestamps, ti.offsets, ti.batch_max_ts)
+        else:
+            text = (
+                f"(timestamp {ts}) names offset {off}, which is not the last offset of any batch in the "
+                "segment"
+            )
+            expected, found = "the last offset of a batch", int(off)
+            columns = (ti.timestamps, ti.offsets)
+        yield _at_entry(ti, bad, text, columns, expected=expected, found=found)
 
 
 @rule(
@@ -190,14 +182,11 @@ def timeindex_stale(seg: SegmentFacts, part: PartitionContext) -> Iterator[Viola
     References: KAFKA-10471, KIP-33, ``LogSegment.recover`` (rebuilds the indexes), ``DumpLogSegments``.
     """
     ti = seg.time_index
-    bad = _flagged(ti, _time_classes, seg, "stale")
-    if len(bad):
-        i = int(bad[0])
+    for bad, i in _flagged(ti, _time_classes, seg, "stale"):
         yield _stale_entries(
             seg,
             part,
             ti,
-            12,
             bad,
             "name offsets",
             f"timestamp {ti.timestamps[i]}, offset {ti.offsets[i]}",
@@ -236,7 +225,7 @@ def timeindex_missing_max(seg: SegmentFacts, part: PartitionContext) -> Iterator
             f"{os.path.basename(ti.path)} ends with timestamp {last_ts}, but the segment's largest batch "
             f"maxTimestamp is {seg.max_timestamp} (offset {seg.max_timestamp_offset})",
             file=ti.path,
-            position=max(0, len(ti) - 1) * 12,
+            position=max(0, len(ti) - 1) * _width(ti),
             offset_start=seg.max_timestamp_offset,
             expected=seg.max_timestamp,
             found=last_ts,

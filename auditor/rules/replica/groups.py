@@ -16,6 +16,7 @@ from typing import Any
 from auditor.findings import Severity
 from auditor.kafka.groups import Commit
 from auditor.kafka.topics import OFFSETS_TOPIC
+from auditor.rules.forward import Forward
 from auditor.rules.registry import Violation, rule
 
 
@@ -39,6 +40,19 @@ class LostSpan:
         lineage = self.lineage_epoch
         return commit.leader_epoch < 0 or lineage is None or commit.leader_epoch < lineage
 
+    def violation(self, message: str, peer: int | None, first: int, last: int, **kw) -> Violation:
+        """A violation of the replica holding the span (``broker`` and its log dir) about offsets
+        ``first..last``, ``peer`` the replica it is compared with."""
+        return Violation(
+            message,
+            broker=self.broker,
+            log_dir=self.log_dir,
+            peer=peer,
+            offset_start=first,
+            offset_end=last,
+            **kw,
+        )
+
 
 @dataclass(frozen=True)
 class GroupCommit:
@@ -61,13 +75,8 @@ class GroupCommit:
     coordinator_commit: Commit | None = None  # what the offsets partition's leader holds for the key
     evidence: dict[str, Any] = field(default_factory=dict)
 
-    @property
-    def topic(self) -> str:
-        return self.commit.topic
-
-    @property
-    def partition(self) -> int:
-        return self.commit.partition
+    topic = Forward[str]("commit.topic")
+    partition = Forward[int]("commit.partition")
 
     def where(self) -> str:
         c = self.commit
@@ -182,15 +191,13 @@ def offset_in_lost_range(g: GroupCommit) -> Iterator[Violation]:
             if replaced
             else "and the leader holds no records at those offsets yet"
         )
-        yield Violation(
+        yield span.violation(
             f"{g.where()} committed offset {c.offset}: the group consumed {what} (offsets {span.lo}..{last}, "
             f"{span.kind} on broker {span.broker}) that the current leader {g.leader} lacks or holds "
             f"differently; they are lost when broker {span.broker} truncates, {skip}",
-            broker=span.broker,
-            log_dir=span.log_dir,
-            peer=g.leader,
-            offset_start=span.lo,
-            offset_end=last,
+            g.leader,
+            span.lo,
+            last,
             epoch=c.leader_epoch if c.leader_epoch >= 0 else None,
             records=consumed,
             evidence=g.evidence_dict(
@@ -267,17 +274,15 @@ def commit_lost(g: GroupCommit) -> Iterator[Violation]:
     else:
         reread = None
         then = f"the leader holds offset {older.offset} instead"
-    yield Violation(
+    yield span.violation(
         f"{g.where()}: commit of offset {c.offset} (record {c.record_offset} of __consumer_offsets-"
         f"{g.offsets_partition}) exists only on broker {span.broker}, which truncates it (offsets "
         f"{span.lo}..{span.hi} are not on the leader {g.coordinator}); {then}",
+        g.coordinator,
+        c.record_offset,
+        c.record_offset,
         topic=OFFSETS_TOPIC,
         partition=g.offsets_partition,
-        broker=span.broker,
-        log_dir=span.log_dir,
-        peer=g.coordinator,
-        offset_start=c.record_offset,
-        offset_end=c.record_offset,
         records=reread,
         evidence=g.evidence_dict(
             dataTopic=c.topic,

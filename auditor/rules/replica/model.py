@@ -16,13 +16,14 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from auditor.findings import optional_int as _int
 from auditor.kafka.epochs import follower_truncation, loaded_cache
 from auditor.kafka.hw import clamp_high_watermark
 from auditor.kafka.kraft import PartitionState, config_events, replay_partitions
 from auditor.kafka.timeline import node_rows, reference_node
 from auditor.kafka.topics import METADATA_TOPIC
+from auditor.rules.forward import Forward
 from auditor.rules.registry import Violation
+from auditor.rules.replica.rows import FromRow
 
 
 def partition_of(row: Mapping[str, Any]) -> dict[str, Any]:
@@ -31,7 +32,7 @@ def partition_of(row: Mapping[str, Any]) -> dict[str, Any]:
 
 
 @dataclass(frozen=True)
-class Replica:
+class Replica(FromRow):
     """One partition replica (a ``rows.REPLICA`` row of the extract)."""
 
     cluster: str
@@ -49,22 +50,8 @@ class Replica:
     error: str | None = None
 
     @classmethod
-    def from_row(cls, row: Mapping[str, Any]) -> Replica:
-        return cls(
-            cluster=row.get("cluster"),
-            topic=row["topic"],
-            partition=int(row["partition"]),
-            broker=int(row["broker"]),
-            log_dir=row.get("log_dir"),
-            leo=int(row["leo"]),
-            log_start=int(row["log_start"]),
-            hw=_int(row.get("hw")),
-            latest_epoch=_int(row.get("latest_epoch")),
-            unreadable_from=_int(row.get("unreadable_from")),
-            unreadable_to=_int(row.get("unreadable_to")),
-            unreadable=row.get("unreadable"),
-            error=row.get("error") or None,
-        )
+    def given(cls, row: Mapping[str, Any]) -> dict[str, Any]:
+        return {"cluster": row.get("cluster"), "error": row.get("error") or None}
 
     @property
     def leo_known(self) -> bool:
@@ -83,7 +70,7 @@ class Replica:
 
 
 @dataclass(frozen=True)
-class EpochRange:
+class EpochRange(FromRow):
     """The batches of one replica written in one leader epoch: offsets, records, bytes, batches, and the
     lowest and highest batch max timestamp among them (None when not collected)."""
 
@@ -96,14 +83,9 @@ class EpochRange:
     first_timestamp: int | None = None
     last_timestamp: int | None = None
 
-    @classmethod
-    def from_row(cls, row: Mapping[str, Any]) -> EpochRange:
-        counts = (int(row[k]) for k in ("epoch", "first", "last", "records", "bytes", "batches"))
-        return cls(*counts, _int(row.get("first_timestamp")), _int(row.get("last_timestamp")))
-
 
 @dataclass(frozen=True)
-class Divergence:
+class Divergence(FromRow):
     """The first offset where replicas ``a < b`` differ inside their common range ``[lo, hi)``."""
 
     a: int
@@ -113,11 +95,6 @@ class Divergence:
     offset: int
     mode: str | None = None
     detail: Any = None  # what each side holds at ``offset`` (the ``divergence.detail`` struct)
-
-    @classmethod
-    def from_row(cls, row: Mapping[str, Any]) -> Divergence:
-        bounds = (int(row[k]) for k in ("a", "b", "lo", "hi", "offset"))
-        return cls(*bounds, row.get("mode"), row.get("detail"))
 
 
 @dataclass(frozen=True)
@@ -145,17 +122,9 @@ class PartitionReplicas:
     divergences: dict[tuple[int, int], Divergence] = field(default_factory=dict)
     truncations: dict[int, FollowerTruncation] = field(default_factory=dict)
 
-    @property
-    def cluster(self) -> str:
-        return self.leader.cluster
-
-    @property
-    def topic(self) -> str:
-        return self.leader.topic
-
-    @property
-    def partition(self) -> int:
-        return self.leader.partition
+    cluster = Forward[str]("leader.cluster")
+    topic = Forward[str]("leader.topic")
+    partition = Forward[int]("leader.partition")
 
     @property
     def is_metadata(self) -> bool:
@@ -189,9 +158,8 @@ class FollowerSpan:
     records: int
     bytes: int
 
-    def violation(self, message: str, first: int, last: int, epoch: int | None, **kw) -> Violation:
-        """A violation about the follower's offsets ``first..last``: the leader as peer, the records and
-        bytes counted there."""
+    def about(self, message: str, first: int, last: int, epoch: int | None, **kw) -> Violation:
+        """A violation about the follower's offsets ``first..last``, the leader as peer."""
         return Violation(
             message,
             broker=self.broker,
@@ -200,14 +168,16 @@ class FollowerSpan:
             offset_start=first,
             offset_end=last,
             epoch=epoch,
-            records=self.records,
-            bytes=self.bytes,
             **kw,
         )
 
+    def violation(self, message: str, first: int, last: int, epoch: int | None, **kw) -> Violation:
+        """:meth:`about`, with the records and bytes counted there."""
+        return self.about(message, first, last, epoch, records=self.records, bytes=self.bytes, **kw)
+
 
 @dataclass(frozen=True)
-class LagRow(FollowerSpan):
+class LagRow(FollowerSpan, FromRow):
     """A follower whose log is a prefix of the leader's, counted by Spark: the leader's records, bytes and
     batches in ``[start, end)`` (the follower's and the leader's log end offsets) and their timestamps."""
 
@@ -230,29 +200,13 @@ class LagRow(FollowerSpan):
     last_timestamp: int | None
 
     @classmethod
-    def from_row(cls, row: Mapping[str, Any]) -> LagRow:
-        in_isr = row.get("in_isr")
-        return cls(
-            **partition_of(row),
-            broker=int(row["broker"]),
-            log_dir=row.get("log_dir"),
-            leader=int(row["leader"]),
-            leader_source=row["leader_source"],
-            start=int(row["from"]),
-            end=int(row["to"]),
-            epoch=_int(row.get("epoch")),
-            in_isr=None if in_isr is None else bool(in_isr),
-            isr=list(row["isr"]) if row.get("isr") is not None else None,
-            records=int(row.get("records") or 0),
-            bytes=int(row.get("bytes") or 0),
-            batches=int(row.get("batches") or 0),
-            first_timestamp=_int(row.get("first_timestamp")),
-            last_timestamp=_int(row.get("last_timestamp")),
-        )
+    def given(cls, row: Mapping[str, Any]) -> dict[str, Any]:
+        counts = {k: int(row.get(k) or 0) for k in ("records", "bytes", "batches")}  # none counted: null
+        return {"start": int(row["from"]), "end": int(row["to"]), **counts}
 
 
 @dataclass(frozen=True)
-class LostRun(FollowerSpan):
+class LostRun(FollowerSpan, FromRow):
     """A run of consecutive follower batches the leader lacks or holds differently (``lost_runs``):
     ``committed`` records below ``committed_hw`` or the ``uncommitted`` rest: the records counted run
     ``lo..hi``, the whole truncated span (markers and aborted data included) ``span_lo..span_hi``.
@@ -318,32 +272,8 @@ class LostRun(FollowerSpan):
         return f"{listed} also truncated, not counted"
 
     @classmethod
-    def from_row(cls, row: Mapping[str, Any]) -> LostRun:
-        return cls(
-            kind=row["kind"],
-            **partition_of(row),
-            broker=int(row["broker"]),
-            leader=int(row["leader"]),
-            log_dir=row.get("log_dir"),
-            lo=int(row["lo"]),
-            hi=int(row["hi"]),
-            epochs=[int(e) for e in row["epochs"]],
-            records=int(row["records"]),
-            bytes=int(row["bytes"]),
-            batches=int(row["batches"]),
-            committed_hw=int(row["committed_hw"]),
-            leader_source=row["leader_source"],
-            aborted_records=int(row.get("aborted_records") or 0),
-            open_records=int(row.get("open_records") or 0),
-            markers=int(row.get("markers") or 0),
-            commit_markers=int(row.get("commit_markers") or 0),
-            lost_markers=tuple(LostMarker.from_row(m) for m in row.get("lost_markers") or ()),
-            producer_ids=tuple(int(p) for p in row.get("producer_ids") or ()),
-            first_timestamp=_int(row.get("first_timestamp")),
-            last_timestamp=_int(row.get("last_timestamp")),
-            span_lo=_int(row.get("span_lo")),
-            span_hi=_int(row.get("span_hi")),
-        )
+    def given(cls, row: Mapping[str, Any]) -> dict[str, Any]:
+        return {"lost_markers": tuple(LostMarker.from_row(m) for m in row.get("lost_markers") or ())}
 
 
 LOST_MARKERS_LISTED = 100
@@ -353,7 +283,7 @@ PRODUCERS_LISTED = 20
 
 
 @dataclass(frozen=True)
-class LostMarker:
+class LostMarker(FromRow):
     """A COMMIT/ABORT marker in a lost run: its offset, the producer id and epoch, and the first offset of
     the data of its transaction in the follower's log (the marker's own offset when it has none there)."""
 
@@ -365,9 +295,8 @@ class LostMarker:
     epoch: int  # partition leader epoch of the marker batch
 
     @classmethod
-    def from_row(cls, row: Mapping[str, Any]) -> LostMarker:
-        ids = {k: int(row[k]) for k in ("offset", "producer_id", "producer_epoch", "first_offset", "epoch")}
-        return cls(marker=str(row["marker"]), **ids)
+    def given(cls, row: Mapping[str, Any]) -> dict[str, Any]:
+        return {"marker": str(row["marker"])}
 
 
 @dataclass(frozen=True)

@@ -47,17 +47,14 @@ def lost_marker(run: LostRun) -> Iterator[Violation]:
     )
     more = f" and {run.markers - len(shown)} more" if run.markers > len(shown) else ""
     epochs = sorted({m.epoch for m in run.lost_markers})
-    yield Violation(
+    yield run.about(
         f"{run.markers} transaction markers ({run.commit_markers} COMMIT, {run.abort_markers} ABORT) on "
         f"broker {run.broker} in offsets {run.span[0]}..{run.span[1]} are absent from or different on the "
         f"current leader {run.leader} ({run.leader_source}) and are lost when broker {run.broker} truncates: "
         f"{listed}{more}",
-        broker=run.broker,
-        log_dir=run.log_dir,
-        peer=run.leader,
-        offset_start=run.lost_markers[0].offset if run.lost_markers else run.span[0],
-        offset_end=run.lost_markers[-1].offset if run.lost_markers else run.span[1],
-        epoch=epochs[0] if len(epochs) == 1 else None,
+        run.lost_markers[0].offset if run.lost_markers else run.span[0],
+        run.lost_markers[-1].offset if run.lost_markers else run.span[1],
+        epochs[0] if len(epochs) == 1 else None,
         records=run.markers,
         evidence={
             "kind": run.kind,
