@@ -522,16 +522,23 @@ class RecordColumns:
     """The records of many record sections, one array entry per record, in section then record order.
 
     ``section`` is the index of the record's section, ``start`` the byte of its length prefix in the buffer,
-    ``size`` its bytes (prefix included); ``fields`` maps every plan field to its values (``int8``/varints)
-    or, for byte fields, to ``(position, length)`` arrays (length -1: null); an array field to ``(count,
-    owner, element fields)`` with ``owner`` the record of each element. ``ok[i]`` is false for a section
-    this decoder does not take (anything unusual or invalid: the record-by-record decoder judges it)."""
+    ``size`` its bytes (prefix included), ``content`` the byte of its key length (its content: key, value
+    and headers up to its end, as ``record_build.encode_record_content`` writes them); ``fields`` maps every
+    plan field to its values (``int8``/varints) or, for byte fields, to ``(position, length)`` arrays
+    (length -1: null); an array field to ``(count, owner, element fields)`` with ``owner`` the record of
+    each element. ``ok[i]`` is false for a section this decoder does not take (anything unusual or invalid:
+    the record-by-record decoder judges it)."""
 
     ok: np.ndarray
     section: np.ndarray
     start: np.ndarray
     size: np.ndarray
     fields: dict
+    content: np.ndarray
+
+
+_CONTENT_STEP = [step[0] for step in RECORD_PLAN].index("key")
+"""The first step of :data:`RECORD_PLAN` holding the record's content (key, value and headers)."""
 
 
 def _varints(buf: np.ndarray, pos: np.ndarray, kind: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -681,13 +688,15 @@ def record_columns(buf: bytes, starts: np.ndarray, ends: np.ndarray, counts: np.
     chased = ok[section]  # the records of sections whose prefixes tile them
     section, start, body, end = section[chased], start[chased], body[chased], end[chased]
     good = np.ones(len(start), dtype=bool)
-    fields, stop = _decode_plan(data, RECORD_PLAN[1:], body, end, good)
+    fields, content = _decode_plan(data, RECORD_PLAN[1:_CONTENT_STEP], body, end, good)
+    rest, stop = _decode_plan(data, RECORD_PLAN[_CONTENT_STEP:], content, end, good)
+    fields.update(rest)
     good &= stop == end
     ok[section[~good]] = False
     ok &= ~((counts == 0) & (starts != ends))
     keep = ok[section]
     fields = _select(fields, keep)
-    return RecordColumns(ok, section[keep], start[keep], (end - start)[keep], fields)
+    return RecordColumns(ok, section[keep], start[keep], (end - start)[keep], fields, content[keep])
 
 
 def _select(fields: dict, keep: np.ndarray) -> dict:

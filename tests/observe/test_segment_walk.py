@@ -35,7 +35,7 @@ from auditor.kafka.planning import compacted_topics, plan_tasks
 from auditor.kafka.recovery import SegmentSummary, recover
 from auditor.layout.logdir import read_log_dir
 from auditor.layout.tasks import PartitionTask
-from auditor.observe import extract, records, segment_walk
+from auditor.observe import extract, segment_walk
 from auditor.observe import record_rows as record_spans
 from auditor.observe.extract_files import read_extract
 from auditor.observe.records import record_hash, record_hashes
@@ -48,6 +48,7 @@ from parsers.primitives import crc32c
 from parsers.record_batch import (
     CRC_START,
     HEADER_STRUCT,
+    RECORD_BATCH_OVERHEAD,
     RecordBatch,
     RecordSpec,
     build_batch,
@@ -55,6 +56,7 @@ from parsers.record_batch import (
     parse_records_with_schema,
     records_payload,
 )
+from parsers.record_build import encode_record_content
 from parsers.segment import HeaderBlock, SegmentWalker, record_columns
 from tests.conftest import corpus_path
 from tests.hostile.conftest import run_bounded
@@ -96,6 +98,9 @@ def _batch(rng: random.Random, base: int) -> bytes:
             producer_id=7,
             producer_epoch=1,
         )
+    if 0.9 < kind <= 0.93:  # a key length in more bytes than it needs: not the content record_hash encodes
+        spec = RecordSpec(b"key-%d" % rng.randrange(50), b"v", 0)
+        return _longer_key_length(build_batch([spec], base_offset=base))
     specs = [_record(rng, i) for i in range(rng.choice([1, 2, 5, 12, 40]))]
     raw = build_batch(
         specs,
@@ -111,6 +116,17 @@ def _batch(rng: random.Random, base: int) -> bytes:
         count = struct.unpack_from(">i", raw, 57)[0]
         raw = _recrc(raw[:57] + struct.pack(">i", count + 1) + raw[61:])
     return raw
+
+
+def _longer_key_length(raw: bytes) -> bytes:
+    """An uncompressed batch of one short record (length, attributes, deltas in one byte each) with its key
+    length written in two bytes (``0x80 | b, 0x00``: the same value, as Kafka's reader decodes it)."""
+    at = RECORD_BATCH_OVERHEAD + 4  # the key length: after the record's length, attributes and deltas
+    assert raw[RECORD_BATCH_OVERHEAD] < 0x7E and raw[at] < 0x80
+    out = bytearray(raw[:at] + bytes([raw[at] | 0x80, 0]) + raw[at + 1 :])
+    out[RECORD_BATCH_OVERHEAD] += 2  # the record's length (zig-zag): one byte more
+    struct.pack_into(">i", out, 8, struct.unpack_from(">i", out, 8)[0] + 1)
+    return _recrc(out)
 
 
 def _segments(rng: random.Random, part: Path, segments: int, batches: int, damage: str | None) -> int:
@@ -241,11 +257,9 @@ def test_extract_rows_equal_the_batch_by_batch_reference(tmp_path, monkeypatch, 
     if small:
         monkeypatch.setattr(segment_walk, "GROUP_ROWS", 5)
         monkeypatch.setattr(record_spans, "RECORD_SPAN", 3000)
-        # spans cut by decompressed bytes and declared records, batches over them streamed, records hashed
-        # a few at a time and (the larger ones) piece by piece
+        # spans cut by decompressed bytes and declared records, batches over them streamed
         monkeypatch.setattr(record_spans, "RECORD_SPAN_DECOMPRESSED", 1500)
         monkeypatch.setattr(record_spans, "RECORD_SPAN_RECORDS", 20)
-        monkeypatch.setattr(records, "HASH_CHUNK", 200)
     root = make_logdir(tmp_path / "broker-1", seed, clean_shutdown)
     tables = extract.extract_tables(root)
     for topic, partition in (("cmp", 0), ("plain", 0), ("cmp", 1)):
@@ -308,9 +322,13 @@ def test_record_columns_equal_the_record_declaration():
             assert (None if vl < 0 else buf[vp : vp + vl]) == header.value
     hashes, hashable = record_hashes(buf, cols)
     for i, rec in enumerate(expected):
+        content = encode_record_content(rec.key, rec.value, [(h.key, h.value) for h in rec.headers])
+        assert buf[cols.content[i] : cols.start[i] + cols.size[i]] == content or not hashable[i]
         assert not hashable[i] or hashes[i] == record_hash(rec.key, rec.value, rec.headers)
     assert hashable.sum() > len(expected) // 2
-    assert not hashable.all()  # "ключ" is left to record_hash
+    assert not hashable.all()  # "ключ" and the longer key lengths are left to record_hash
+    longer = [i for i, rec in enumerate(expected) if rec.key is not None and buf[cols.content[i]] >= 0x80]
+    assert longer and not hashable[longer].any()
 
 
 def decode_ok(raw: bytes) -> list:
