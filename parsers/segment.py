@@ -16,7 +16,9 @@ pieces and :meth:`SegmentWalker.records` streams their records; a legacy (magic 
 
 ``verify_crc=False`` reads a segment the way Kafka's loader trusts a flushed one (``LogLoader.recoverLog``
 re-validates nothing below the recovery point): v2 batches are taken from their 61-byte header alone, the
-stored CRC standing for the computed one, and the walk steps ``batchLength`` bytes to the next header. Small
+stored CRC standing for the computed one, and the walk steps ``batchLength`` bytes to the next header. With
+``trusted_below`` only the batches whose last offset is below it are (the segment holding the recovery
+point); the others are read and CRC-checked as with ``verify_crc``. Small
 batches still come in window reads (sequential reads cost less than a read per header); after a batch of
 ``skip_read_min`` bytes or more was stepped over unread, the next read takes one header only. Every other
 rule of the walk (sizes, torn tail, offsets, magic, legacy entries read whole) is the same.
@@ -198,6 +200,7 @@ class SegmentWalker:
         window: int = DEFAULT_WINDOW,
         verify_crc: bool = True,
         skip_read_min: int = SKIP_READ_MIN,
+        trusted_below: int | None = None,
     ) -> None:
         self.path = str(path)
         self.file_size = os.stat(self.path).st_size
@@ -207,6 +210,8 @@ class SegmentWalker:
         self.window = max(window, 1 << 16)
         self.verify_crc = verify_crc
         self.skip_read_min = skip_read_min
+        self.trusted_below = INT64_MAX + 1 if trusted_below is None else trusted_below
+        """``verify_crc=False``: v2 batches whose last offset is below this are trusted, others checked."""
         self.stop: WalkStop | None = None
         self.invalid_count = 0
         self.bytes_read = 0
@@ -260,6 +265,7 @@ class SegmentWalker:
         crc = _crc32c.crc32c
         window = self.window
         verify = self.verify_crc
+        trusted_below = self.trusted_below
         skip_read_min = self.skip_read_min
         fd = open_regular(self.path)
 
@@ -273,8 +279,8 @@ class SegmentWalker:
             mv = memoryview(buf)
             buf_start = buf_end = pos = 0
             while True:
-                # Fast path: valid v2 batches whose header is in the current window (verify_crc: the whole
-                # batch, CRC-checked; else only the header, the batch ending within the walk).
+                # Fast path: valid v2 batches whose header is in the current window (verify_crc, or a batch
+                # not trusted: the whole batch, CRC-checked; else its header, the batch ending in the walk).
                 rel = pos - buf_start
                 last_header = buf_end - buf_start - RECORD_BATCH_OVERHEAD
                 win = buf_end - buf_start
@@ -288,9 +294,14 @@ class SegmentWalker:
                         break
                     if base < 0 or delta < 0 or base > int64_max - delta:
                         break  # the general path stops the walk there
-                    if verify and (
-                        crc(buf[rel + CRC_START : nxt] if length < 4096 else mv[rel + CRC_START : nxt])
-                        != stored
+                    if verify:
+                        if (
+                            crc(buf[rel + CRC_START : nxt] if length < 4096 else mv[rel + CRC_START : nxt])
+                            != stored
+                        ):
+                            break
+                    elif base + delta >= trusted_below and (
+                        nxt > win or crc(mv[rel + CRC_START : nxt]) != stored
                     ):
                         break
                     keep(rel)
@@ -345,7 +356,8 @@ class SegmentWalker:
                             f"the end of the file ({self.file_size} bytes)",
                         )
                     return
-                if pos + size > buf_end and size <= window and (verify or magic < MAGIC_V2):
+                checked = verify or (h is not None and h[0] + h[6] >= trusted_below)
+                if pos + size > buf_end and size <= window and (checked or magic < MAGIC_V2):
                     buf = pread(pos, min(window, end - pos))
                     mv = memoryview(buf)
                     buf_start, buf_end, rel = pos, pos + len(buf), 0
@@ -385,7 +397,7 @@ class SegmentWalker:
                     self.invalid_count += 1
                     self._finish(pos, "corrupt", why)
                     return
-                if not verify:
+                if not checked:
                     computed = h[4]  # trusted: the stored CRC stands for the computed one
                 elif pos + size <= buf_end:
                     computed = crc(mv[rel + CRC_START : rel + size])

@@ -11,11 +11,10 @@ through segments.
 
 Segments Kafka's loader trusts are read header by header, and give the rows of the full read.
 
-Below the recovery point of a cleanly shut down log (``LogRecovery.trusts``) the extraction reads batch
-headers only (``SegmentWalker(verify_crc=False)``): every table it yields must equal the full read's, except
-that a batch whose CRC does not match is not found out there (``valid`` true, and the rows that follow from
-it). Checked on simulated clusters, with each log forced to trust every segment but its last, and on the
-corpus."""
+Below the recovery point of a cleanly shut down log (``LogRecovery.trusted_below_in``) the extraction reads
+batch headers only (``SegmentWalker(verify_crc=False)``): every table it yields must equal the full read's,
+except that a batch whose CRC does not match is not found out there (``valid`` true, and the rows that follow
+from it). Checked on simulated clusters, with each log forced to trust every batch, and on the corpus."""
 
 from __future__ import annotations
 
@@ -32,7 +31,7 @@ import pyarrow.compute as pc
 import pytest
 
 from auditor.kafka.planning import compacted_topics, plan_tasks
-from auditor.kafka.recovery import SegmentSummary, recover
+from auditor.kafka.recovery import ALL_OFFSETS, SegmentSummary, recover
 from auditor.layout.logdir import read_log_dir
 from auditor.layout.tasks import PartitionTask
 from auditor.observe import extract, segment_walk
@@ -563,13 +562,13 @@ def clusters(tmp_path_factory) -> dict[str, Path]:
 
 
 @pytest.fixture
-def walks(monkeypatch) -> list[tuple[str, bool]]:
-    """(segment path, verify_crc) of every segment walker the extraction makes."""
-    made: list[tuple[str, bool]] = []
+def walks(monkeypatch) -> list[tuple[str, bool, int | None]]:
+    """(segment path, verify_crc, trusted_below) of every segment walker the extraction makes."""
+    made: list[tuple[str, bool, int | None]] = []
     real = segment_walk.SegmentWalker
 
     def spy(path, **kwargs):
-        made.append((str(path), kwargs.get("verify_crc", True)))
+        made.append((str(path), kwargs.get("verify_crc", True), kwargs.get("trusted_below")))
         return real(path, **kwargs)
 
     monkeypatch.setattr(segment_walk, "SegmentWalker", spy)
@@ -615,13 +614,13 @@ def test_trusted_segments_give_the_full_reads_rows_on_simulated_clusters(cluster
     batches = invalid = 0
     for log_dir in sorted(p for p in clusters[name].iterdir() if (p / "meta.properties").is_file()):
         for task in _tasks(log_dir):
-            # every segment but the last is trusted: a clean shutdown with the recovery point at the end
+            # every batch is trusted: a clean shutdown with the recovery point past the end
             forced = replace(task, clean_shutdown=True, recovery_point=2**62)
             n, bad = _compare(forced)
             batches, invalid = batches + n, invalid + bad
             if task.clean_shutdown:
                 _compare(task)
-    header_only = [path for path, verify in walks if not verify]
+    header_only = [path for path, verify, _ in walks if not verify]
     assert batches and header_only
     assert not [p for p in header_only if "__cluster_metadata" in p]  # always recovered, so always read
     if name == "corrupt-batch":
@@ -636,13 +635,13 @@ def test_trusted_segments_give_the_full_reads_rows_on_the_corpus(walks):
         for task in _tasks(log_dir):
             assert _compare(task)[1] == 0
             _compare(replace(task, clean_shutdown=True, recovery_point=2**62))
-    assert any(not verify for _, verify in walks)
+    assert any(not verify for _, verify, _ in walks)
 
 
 def test_only_a_clean_log_below_its_recovery_point_is_trusted(tmp_path, walks):
-    """Without ``.kafka_cleanshutdown``, in the segment holding the recovery point and after it, in a
-    segment without an offset index (Kafka recovers it at load) and for a ``verify_crc`` task the extraction
-    recomputes every CRC."""
+    """Without ``.kafka_cleanshutdown``, from the recovery point on (in the segment holding it, the batches
+    below it are trusted), in a segment without an offset index (Kafka recovers it at load) and for a
+    ``verify_crc`` task the extraction recomputes every CRC."""
     root = tmp_path / "c"
     run_scenario("clean", root, SimOptions(seed=2))
     log_dir = root / "broker-1"
@@ -660,10 +659,11 @@ def test_only_a_clean_log_below_its_recovery_point_is_trusted(tmp_path, walks):
     }
     expected = {
         "unclean": [],
-        "third segment holds the recovery point": [str(logs[1])],  # the first has no offset index
+        # the first has no offset index; the third, its batches below the recovery point
+        "third segment holds the recovery point": [(str(logs[1]), ALL_OFFSETS), (str(logs[2]), bases[2] + 1)],
         "verify": [],
     }
     for name, case in cases.items():
         walks.clear()
         list(extract.extract_partition(case))
-        assert [p for p, verify in walks if not verify] == expected[name], name
+        assert [(p, below) for p, verify, below in walks if not verify] == expected[name], name
