@@ -174,6 +174,50 @@ class WalkStop:
         return self.reason in ("end", "max-bytes")
 
 
+_LENGTH = struct.Struct(">i")
+_BATCH_START = np.dtype(
+    [("base", ">i8"), ("length", ">i4"), ("epoch", "V4"), ("magic", "i1"), ("crc", "V6"), ("delta", ">i4")]
+)
+"""The first 27 bytes of a v2 batch (baseOffset .. lastOffsetDelta), for :func:`_trusted_run`."""
+
+
+def _trusted_run(buf: bytes, rel: int, last_header: int, reach: int, trusted_below: int, run: array) -> int:
+    """The header-only fast path: append to ``run`` the positions of the consecutive v2 batches from ``rel``
+    that a walk trusting the batches below ``trusted_below`` takes from their header alone, and return where
+    it stopped (the first entry that is not one of them, left to the checking loop and the general path).
+
+    Batches are chained by their length alone (the only per-batch work in Python), then judged together as
+    the checking loop judges them one by one: v2 magic, offsets in range (``offsets_problem``), a length of
+    at least a header, each batch ending within ``reach``; and its last offset below ``trusted_below``."""
+    length_at = _LENGTH.unpack_from
+    start = len(run)
+    keep = run.append
+    while rel <= last_header:
+        nxt = rel + LOG_OVERHEAD + length_at(buf, rel + 8)[0]
+        if nxt > reach or nxt - rel < RECORD_BATCH_OVERHEAD:
+            break
+        keep(rel)
+        rel = nxt
+    if len(run) == start:
+        return rel
+    at = np.frombuffer(run, dtype=np.int64)[start:]
+    raw = np.frombuffer(buf, dtype=np.uint8)
+    size = _BATCH_START.itemsize
+    starts = as_strided(raw, shape=(len(raw) - size + 1, size), strides=(1, 1), writeable=False)
+    fields = starts[at].view(_BATCH_START).reshape(-1)
+    base, delta = fields["base"].astype(np.int64), fields["delta"].astype(np.int64)
+    ok = (fields["magic"] == MAGIC_V2) & (base >= 0) & (delta >= 0) & (base <= INT64_MAX - delta)
+    if trusted_below <= INT64_MAX:
+        ok &= np.where(ok, base, 0) + np.where(ok, delta, 0) < trusted_below
+    if ok.all():
+        return rel
+    first = int(np.argmin(ok))
+    stop = int(at[first])
+    del at  # the view of ``run``'s buffer, which cannot shrink while it is exported
+    del run[start + first :]
+    return stop
+
+
 def _chunked_crc32c(read: Callable[[int, int], bytes], start: int, end: int) -> int:
     """CRC-32C of the bytes ``[start, end)`` that ``read(position, size)`` returns, ``_CRC_CHUNK`` at a time
     (for entries larger than the window); stops early where the file ends."""
@@ -287,6 +331,8 @@ class SegmentWalker:
                 reach = win if verify else end - buf_start
                 run = array("q")
                 keep = run.append
+                if not verify:
+                    rel = _trusted_run(buf, rel, last_header, reach, trusted_below, run)
                 while rel <= last_header:
                     base, length, magic, stored, delta = check(buf, rel)
                     nxt = rel + LOG_OVERHEAD + length
