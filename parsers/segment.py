@@ -174,7 +174,8 @@ class WalkStop:
         return self.reason in ("end", "max-bytes")
 
 
-_LENGTH = struct.Struct(">i")
+_LENGTH = struct.Struct(">8xi")
+"""A v2 batch's batchLength, read from the batch's first byte."""
 _BATCH_START = np.dtype(
     [("base", ">i8"), ("length", ">i4"), ("epoch", "V4"), ("magic", "i1"), ("crc", "V6"), ("delta", ">i4")]
 )
@@ -193,11 +194,13 @@ def _trusted_run(buf: bytes, rel: int, last_header: int, reach: int, trusted_bel
     start = len(run)
     keep = run.append
     while rel <= last_header:
-        nxt = rel + LOG_OVERHEAD + length_at(buf, rel + 8)[0]
-        if nxt > reach or nxt - rel < RECORD_BATCH_OVERHEAD:
+        (length,) = length_at(buf, rel)
+        if length < _MIN_V2_LENGTH:
             break
         keep(rel)
-        rel = nxt
+        rel += LOG_OVERHEAD + length
+    if len(run) > start and rel > reach:  # only the last batch chained can end past the walk
+        rel = run.pop()
     if len(run) == start:
         return rel
     at = np.frombuffer(run, dtype=np.int64)[start:]
