@@ -14,6 +14,10 @@ and ``--mb`` x ``--scale``), warms the page cache, then runs, interleaved, each 
   * ``kafka-auditor extract LOGDIR --out $TMPDIR/...``, the CLI (an extract directory, one Parquet file per
     table kind).
 
+The log dir is shut down cleanly with its recovery point at the log end offset, as Kafka leaves it: every
+batch lies below the recovery point, so ``extract`` reads batch headers without computing their CRC, as
+Kafka's loader does (``LogRecovery.trusted_below_in``), where the baseline computes every CRC.
+
 Both are timed as the wall clock of their process (interpreter start and imports included; the start-up
 alone, on a log dir holding only ``meta.properties``, is printed and subtracted for a second ratio), with
 their CPU seconds (user + system) and peak RSS. Prints MB/s, the ratios extract / walk (target >= 100 %:

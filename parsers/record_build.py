@@ -27,6 +27,25 @@ from parsers.primitives import (
 # ------------------------------------------------------------------------------------------- building
 
 
+def encode_record_content(key: bytes | None, value: bytes | None, headers) -> bytes:
+    """A record's content as Kafka writes it (``DefaultRecord.writeTo``): its bytes from the key length on,
+    that is the ``key``, ``value``, ``header_count`` and ``headers`` fields of ``record_v2.RecordV2``
+    (varint lengths, -1 for null; ``headers``: ``(key, value)`` pairs, the key a string written in UTF-8)."""
+    body = bytearray()
+    for item in (key, value):
+        if item is None:
+            body += encode_varint(-1)
+        else:
+            body += encode_varint(len(item)) + item
+    headers = list(headers or ())
+    body += encode_varint(len(headers))
+    for hkey, hval in headers:
+        kb = hkey.encode("utf-8", "surrogatepass")
+        body += encode_varint(len(kb)) + kb
+        body += encode_varint(-1) if hval is None else encode_varint(len(hval)) + hval
+    return bytes(body)
+
+
 def encode_record(
     offset_delta: int,
     timestamp_delta: int,
@@ -35,21 +54,9 @@ def encode_record(
     headers: list[tuple[str, bytes | None]] | None = None,
 ) -> bytes:
     """One record's bytes (length varint included), as a producer's builder writes it."""
-    body = bytearray(b"\x00")
-    body += encode_varlong(timestamp_delta)
-    body += encode_varint(offset_delta)
-    for item in (key, value):
-        if item is None:
-            body += encode_varint(-1)
-        else:
-            body += encode_varint(len(item)) + item
-    headers = headers or []
-    body += encode_varint(len(headers))
-    for hkey, hval in headers:
-        kb = hkey.encode("utf-8")
-        body += encode_varint(len(kb)) + kb
-        body += encode_varint(-1) if hval is None else encode_varint(len(hval)) + hval
-    return encode_varint(len(body)) + bytes(body)
+    body = b"\x00" + encode_varlong(timestamp_delta) + encode_varint(offset_delta)
+    body += encode_record_content(key, value, headers)
+    return encode_varint(len(body)) + body
 
 
 @dataclass(slots=True)

@@ -16,7 +16,9 @@ pieces and :meth:`SegmentWalker.records` streams their records; a legacy (magic 
 
 ``verify_crc=False`` reads a segment the way Kafka's loader trusts a flushed one (``LogLoader.recoverLog``
 re-validates nothing below the recovery point): v2 batches are taken from their 61-byte header alone, the
-stored CRC standing for the computed one, and the walk steps ``batchLength`` bytes to the next header. Small
+stored CRC standing for the computed one, and the walk steps ``batchLength`` bytes to the next header. With
+``trusted_below`` only the batches whose last offset is below it are (the segment holding the recovery
+point); the others are read and CRC-checked as with ``verify_crc``. Small
 batches still come in window reads (sequential reads cost less than a read per header); after a batch of
 ``skip_read_min`` bytes or more was stepped over unread, the next read takes one header only. Every other
 rule of the walk (sizes, torn tail, offsets, magic, legacy entries read whole) is the same.
@@ -172,6 +174,53 @@ class WalkStop:
         return self.reason in ("end", "max-bytes")
 
 
+_LENGTH = struct.Struct(">8xi")
+"""A v2 batch's batchLength, read from the batch's first byte."""
+_BATCH_START = np.dtype(
+    [("base", ">i8"), ("length", ">i4"), ("epoch", "V4"), ("magic", "i1"), ("crc", "V6"), ("delta", ">i4")]
+)
+"""The first 27 bytes of a v2 batch (baseOffset .. lastOffsetDelta), for :func:`_trusted_run`."""
+
+
+def _trusted_run(buf: bytes, rel: int, last_header: int, reach: int, trusted_below: int, run: array) -> int:
+    """The header-only fast path: append to ``run`` the positions of the consecutive v2 batches from ``rel``
+    that a walk trusting the batches below ``trusted_below`` takes from their header alone, and return where
+    it stopped (the first entry that is not one of them, left to the checking loop and the general path).
+
+    Batches are chained by their length alone (the only per-batch work in Python), then judged together as
+    the checking loop judges them one by one: v2 magic, offsets in range (``offsets_problem``), a length of
+    at least a header, each batch ending within ``reach``; and its last offset below ``trusted_below``."""
+    length_at = _LENGTH.unpack_from
+    start = len(run)
+    keep = run.append
+    while rel <= last_header:
+        (length,) = length_at(buf, rel)
+        if length < _MIN_V2_LENGTH:
+            break
+        keep(rel)
+        rel += LOG_OVERHEAD + length
+    if len(run) > start and rel > reach:  # only the last batch chained can end past the walk
+        rel = run.pop()
+    if len(run) == start:
+        return rel
+    at = np.frombuffer(run, dtype=np.int64)[start:]
+    raw = np.frombuffer(buf, dtype=np.uint8)
+    size = _BATCH_START.itemsize
+    starts = as_strided(raw, shape=(len(raw) - size + 1, size), strides=(1, 1), writeable=False)
+    fields = starts[at].view(_BATCH_START).reshape(-1)
+    base, delta = fields["base"].astype(np.int64), fields["delta"].astype(np.int64)
+    ok = (fields["magic"] == MAGIC_V2) & (base >= 0) & (delta >= 0) & (base <= INT64_MAX - delta)
+    if trusted_below <= INT64_MAX:
+        ok &= np.where(ok, base, 0) + np.where(ok, delta, 0) < trusted_below
+    if ok.all():
+        return rel
+    first = int(np.argmin(ok))
+    stop = int(at[first])
+    del at  # the view of ``run``'s buffer, which cannot shrink while it is exported
+    del run[start + first :]
+    return stop
+
+
 def _chunked_crc32c(read: Callable[[int, int], bytes], start: int, end: int) -> int:
     """CRC-32C of the bytes ``[start, end)`` that ``read(position, size)`` returns, ``_CRC_CHUNK`` at a time
     (for entries larger than the window); stops early where the file ends."""
@@ -198,6 +247,7 @@ class SegmentWalker:
         window: int = DEFAULT_WINDOW,
         verify_crc: bool = True,
         skip_read_min: int = SKIP_READ_MIN,
+        trusted_below: int | None = None,
     ) -> None:
         self.path = str(path)
         self.file_size = os.stat(self.path).st_size
@@ -207,6 +257,8 @@ class SegmentWalker:
         self.window = max(window, 1 << 16)
         self.verify_crc = verify_crc
         self.skip_read_min = skip_read_min
+        self.trusted_below = INT64_MAX + 1 if trusted_below is None else trusted_below
+        """``verify_crc=False``: v2 batches whose last offset is below this are trusted, others checked."""
         self.stop: WalkStop | None = None
         self.invalid_count = 0
         self.bytes_read = 0
@@ -260,6 +312,7 @@ class SegmentWalker:
         crc = _crc32c.crc32c
         window = self.window
         verify = self.verify_crc
+        trusted_below = self.trusted_below
         skip_read_min = self.skip_read_min
         fd = open_regular(self.path)
 
@@ -273,14 +326,16 @@ class SegmentWalker:
             mv = memoryview(buf)
             buf_start = buf_end = pos = 0
             while True:
-                # Fast path: valid v2 batches whose header is in the current window (verify_crc: the whole
-                # batch, CRC-checked; else only the header, the batch ending within the walk).
+                # Fast path: valid v2 batches whose header is in the current window (verify_crc, or a batch
+                # not trusted: the whole batch, CRC-checked; else its header, the batch ending in the walk).
                 rel = pos - buf_start
                 last_header = buf_end - buf_start - RECORD_BATCH_OVERHEAD
                 win = buf_end - buf_start
                 reach = win if verify else end - buf_start
                 run = array("q")
                 keep = run.append
+                if not verify:
+                    rel = _trusted_run(buf, rel, last_header, reach, trusted_below, run)
                 while rel <= last_header:
                     base, length, magic, stored, delta = check(buf, rel)
                     nxt = rel + LOG_OVERHEAD + length
@@ -288,9 +343,14 @@ class SegmentWalker:
                         break
                     if base < 0 or delta < 0 or base > int64_max - delta:
                         break  # the general path stops the walk there
-                    if verify and (
-                        crc(buf[rel + CRC_START : nxt] if length < 4096 else mv[rel + CRC_START : nxt])
-                        != stored
+                    if verify:
+                        if (
+                            crc(buf[rel + CRC_START : nxt] if length < 4096 else mv[rel + CRC_START : nxt])
+                            != stored
+                        ):
+                            break
+                    elif base + delta >= trusted_below and (
+                        nxt > win or crc(mv[rel + CRC_START : nxt]) != stored
                     ):
                         break
                     keep(rel)
@@ -345,7 +405,8 @@ class SegmentWalker:
                             f"the end of the file ({self.file_size} bytes)",
                         )
                     return
-                if pos + size > buf_end and size <= window and (verify or magic < MAGIC_V2):
+                checked = verify or (h is not None and h[0] + h[6] >= trusted_below)
+                if pos + size > buf_end and size <= window and (checked or magic < MAGIC_V2):
                     buf = pread(pos, min(window, end - pos))
                     mv = memoryview(buf)
                     buf_start, buf_end, rel = pos, pos + len(buf), 0
@@ -385,7 +446,7 @@ class SegmentWalker:
                     self.invalid_count += 1
                     self._finish(pos, "corrupt", why)
                     return
-                if not verify:
+                if not checked:
                     computed = h[4]  # trusted: the stored CRC stands for the computed one
                 elif pos + size <= buf_end:
                     computed = crc(mv[rel + CRC_START : rel + size])
@@ -522,16 +583,23 @@ class RecordColumns:
     """The records of many record sections, one array entry per record, in section then record order.
 
     ``section`` is the index of the record's section, ``start`` the byte of its length prefix in the buffer,
-    ``size`` its bytes (prefix included); ``fields`` maps every plan field to its values (``int8``/varints)
-    or, for byte fields, to ``(position, length)`` arrays (length -1: null); an array field to ``(count,
-    owner, element fields)`` with ``owner`` the record of each element. ``ok[i]`` is false for a section
-    this decoder does not take (anything unusual or invalid: the record-by-record decoder judges it)."""
+    ``size`` its bytes (prefix included), ``content`` the byte of its key length (its content: key, value
+    and headers up to its end, as ``record_build.encode_record_content`` writes them); ``fields`` maps every
+    plan field to its values (``int8``/varints) or, for byte fields, to ``(position, length)`` arrays
+    (length -1: null); an array field to ``(count, owner, element fields)`` with ``owner`` the record of
+    each element. ``ok[i]`` is false for a section this decoder does not take (anything unusual or invalid:
+    the record-by-record decoder judges it)."""
 
     ok: np.ndarray
     section: np.ndarray
     start: np.ndarray
     size: np.ndarray
     fields: dict
+    content: np.ndarray
+
+
+_CONTENT_STEP = [step[0] for step in RECORD_PLAN].index("key")
+"""The first step of :data:`RECORD_PLAN` holding the record's content (key, value and headers)."""
 
 
 def _varints(buf: np.ndarray, pos: np.ndarray, kind: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -681,13 +749,15 @@ def record_columns(buf: bytes, starts: np.ndarray, ends: np.ndarray, counts: np.
     chased = ok[section]  # the records of sections whose prefixes tile them
     section, start, body, end = section[chased], start[chased], body[chased], end[chased]
     good = np.ones(len(start), dtype=bool)
-    fields, stop = _decode_plan(data, RECORD_PLAN[1:], body, end, good)
+    fields, content = _decode_plan(data, RECORD_PLAN[1:_CONTENT_STEP], body, end, good)
+    rest, stop = _decode_plan(data, RECORD_PLAN[_CONTENT_STEP:], content, end, good)
+    fields.update(rest)
     good &= stop == end
     ok[section[~good]] = False
     ok &= ~((counts == 0) & (starts != ends))
     keep = ok[section]
     fields = _select(fields, keep)
-    return RecordColumns(ok, section[keep], start[keep], (end - start)[keep], fields)
+    return RecordColumns(ok, section[keep], start[keep], (end - start)[keep], fields, content[keep])
 
 
 def _select(fields: dict, keep: np.ndarray) -> dict:

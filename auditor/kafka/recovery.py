@@ -19,11 +19,12 @@ Kafka loads and what recovery truncates are computed once:
 A segment that could not be read at all is summarised with no batches and size 0: recovery neither cuts nor
 extends it (Kafka would take the log dir offline on the I/O error, KIP-112).
 
-What Kafka trusts without re-validating (:meth:`LogRecovery.trusts`) tells the extraction which segments it
-may read header by header: with ``.kafka_cleanshutdown``, ``LogLoader.recoverLog`` re-validates no segment at
-all (only ``loadSegmentFiles`` recovers a segment whose offset index is missing or whose transaction index
-fails its sanity check); the auditor still validates, as a margin, the segment containing the recovery point
-and those after it (written last, flushed only by the shutdown itself).
+What Kafka trusts without re-validating (:meth:`LogRecovery.trusts`, :meth:`LogRecovery.trusted_below_in`)
+tells the extraction which batches it may read header by header: with ``.kafka_cleanshutdown``,
+``LogLoader.recoverLog`` re-validates no segment at all (only ``loadSegmentFiles`` recovers a segment whose
+offset index is missing or whose transaction index fails its sanity check); the auditor still validates, as
+a margin, the batches from the recovery point on (in the segment containing it and those after it: what a
+log holds past its recovery point was never known to be flushed).
 """
 
 from __future__ import annotations
@@ -32,6 +33,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, fields
 
 from auditor.text import camel
+
+ALL_OFFSETS = 2**63
+"""Above every offset (:meth:`LogRecovery.trusted_below_in` of a segment whose batches are all trusted)."""
 
 
 @dataclass(frozen=True)
@@ -142,6 +146,18 @@ class LogRecovery:
         containing it: flushed, ``LogLoader.recoverLog`` skips it). Never for the metadata log (always
         recovered) nor when the recovery point is unknown."""
         return self.trusted_below is not None and base_offset < self.trusted_below
+
+    def trusted_below_in(self, base_offset: int) -> int | None:
+        """The offset below which Kafka's next load takes the batches of the segment at ``base_offset`` as
+        they are (a batch whose last offset is below it), None when it takes none so: every batch of a
+        segment it :meth:`trusts` (``ALL_OFFSETS``); in the segment holding the recovery point of a cleanly
+        shut down log, the batches below the recovery point (flushed; with the clean shutdown marker
+        ``LogLoader.recoverLog`` re-reads nothing); none after it."""
+        if self.trusts(base_offset):
+            return ALL_OFFSETS
+        if base_offset == self.trusted_below:
+            return self.recovery_point
+        return None
 
     def add(self, seg: SegmentSummary) -> int | None:
         """Account for the next segment; returns the byte position from which its entries are not in the

@@ -15,7 +15,6 @@ import os
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -28,29 +27,17 @@ from parsers.control import decode_control_record
 from parsers.errors import ParseError
 from parsers.files import regular_file_problem
 from parsers.record_batch import HEADER_STRUCT, LOG_OVERHEAD, RECORD_BATCH_OVERHEAD, RecordBatch
+from parsers.record_build import encode_record_content
 from parsers.segment import RecordColumns, SegmentWalker
 
 
 def record_hash(key: bytes | None, value: bytes | None, headers) -> int:
-    """A 64-bit hash of a record's key, value and headers (nulls distinct from empty)."""
-    h = hashlib.blake2b(digest_size=8)
-    for part in (key, value):
-        if part is None:
-            h.update(b"\xff\xff\xff\xff")
-        else:
-            h.update(struct.pack(">i", len(part)))
-            h.update(part)
-    h.update(struct.pack(">i", len(headers)))
-    for header in headers:
-        k = header.key.encode("utf-8", "surrogatepass")
-        h.update(struct.pack(">i", len(k)))
-        h.update(k)
-        if header.value is None:
-            h.update(b"\xff\xff\xff\xff")
-        else:
-            h.update(struct.pack(">i", len(header.value)))
-            h.update(header.value)
-    return int.from_bytes(h.digest(), "big", signed=True)
+    """A 64-bit hash of a record's key, value and headers (nulls distinct from empty): blake2b-64 of their
+    encoding in Kafka's record format (``record_build.encode_record_content``), the bytes a record holds
+    from its key length on when its varints take their fewest bytes (so :func:`record_hashes` hashes those
+    bytes where they lie)."""
+    content = encode_record_content(key, value, [(h.key, h.value) for h in headers])
+    return int.from_bytes(hashlib.blake2b(content, digest_size=8).digest(), "big", signed=True)
 
 
 def read_batch_records(
@@ -207,71 +194,40 @@ def logged_rows(task: PartitionTask, batches: list[LoggedBatch]) -> list[dict]:
 
 def record_hashes(buf: bytes, cols: RecordColumns) -> tuple[np.ndarray, np.ndarray]:
     """:func:`record_hash` of every record of ``cols`` (decoded from ``buf``) as int64, and whether each
-    could be hashed here: a header key that is not ASCII is hashed after a UTF-8 decoding with replacement
-    (:class:`parsers.record_batch.Header`), which only :func:`record_hash` reproduces."""
+    could be hashed here: the content bytes of a record (``cols.content`` to its end) are hashed as they lie
+    when they are what :func:`record_hash` encodes, that is when every length varint takes its fewest bytes
+    and no header key holds a byte above 0x7F (a key that is not ASCII is hashed after a UTF-8 decoding
+    with replacement, :class:`parsers.record_batch.Header`, which only :func:`record_hash` reproduces)."""
     data = np.frombuffer(buf, dtype=np.uint8)
     n = len(cols.start)
-    (key_pos, key_len), (value_pos, value_len) = cols.fields["key"], cols.fields["value"]
+    end = cols.start + cols.size
+    key_len, value_len = cols.fields["key"][1], cols.fields["value"][1]
     count, owner, element = cols.fields["headers"]
-    (hkey_pos, hkey_len), (hvalue_pos, hvalue_len) = element["key"], element["value"]
-    # What record_hash feeds blake2b, record after record: pieces ("slots") of int32 lengths (-1: null),
-    # taken from 4-byte big-endian values appended after ``data``, and of key, value and header bytes.
-    slots = 5 + 4 * count
-    first = np.cumsum(slots) - slots
-    at_header = first[owner] + 5 + 4 * (np.arange(len(owner)) - np.searchsorted(owner, owner))
-    lengths = [(first, key_len), (first + 2, value_len), (first + 4, count)]
-    lengths += [(at_header, hkey_len), (at_header + 2, hvalue_len)]
-    spans = [(first + 1, key_pos, key_len), (first + 3, value_pos, value_len)]
-    spans += [(at_header + 1, hkey_pos, hkey_len), (at_header + 3, hvalue_pos, hvalue_len)]
-    total = int(slots.sum())
-    src, width = np.empty(total, dtype=np.int64), np.full(total, 4, dtype=np.int64)
-    values = np.concatenate([v for _, v in lengths])
-    src[np.concatenate([s for s, _ in lengths])] = len(data) + 4 * np.arange(len(values))
-    for slot, pos, length in spans:
-        src[slot], width[slot] = pos, np.maximum(length, 0)
-    source = np.concatenate([data, values.astype(">i4").view(np.uint8)])
-    at = np.cumsum(width) - width
-    bounds = np.append(at, int(width.sum()))[np.append(first, total)]
-    digests = _digests(source, src, width, at, first, bounds)
-    hashable = np.ones(n, dtype=bool)
+    hkey_pos, hkey_len = element["key"]
+    hvalue_len = element["value"][1]
+    fewest = _encoded(key_len) + _encoded(value_len) + _varint_width(count)
+    if len(owner):
+        per_header = _encoded(hkey_len) + _encoded(hvalue_len)
+        fewest += np.bincount(owner, weights=per_header, minlength=n).astype(np.int64)
+    hashable = fewest == end - cols.content
     if len(owner):
         # header keys: a non-ASCII byte anywhere in one makes its record not hashable here
         high = np.zeros(len(data) + 1, dtype=np.int32)
         np.cumsum(data >= 0x80, out=high[1:])
         hashable[owner[high[hkey_pos + hkey_len] > high[hkey_pos]]] = False
+    view, blake2b = memoryview(buf), hashlib.blake2b
+    spans = zip(cols.content.tolist(), end.tolist(), strict=True)
+    digests = b"".join([blake2b(view[a:b], digest_size=8).digest() for a, b in spans])
     return np.frombuffer(digests, dtype=">i8").astype(np.int64), hashable
 
 
-HASH_CHUNK = 1 << 20
-"""Bytes hashed per gathering: the gathered bytes and their index arrays stay this small whatever the
-records' size (a record larger than this is hashed piece by piece)."""
+def _varint_width(values: np.ndarray) -> np.ndarray:
+    """Bytes of the shortest zig-zag varint of each int32 value (``primitives.encode_varint``)."""
+    v = values.astype(np.int64)
+    zigzag = ((v << 1) ^ (v >> 31)) & 0xFFFFFFFF
+    return 1 + sum((zigzag >= 1 << (7 * k)).astype(np.int64) for k in range(1, 5))
 
 
-def _digests(source, src, width, at, first, bounds) -> bytes:
-    """The 8-byte blake2b digests of the records whose pieces (``src``, ``width``; record ``r``'s from slot
-    ``first[r]``) lie in ``source``: records are gathered into one buffer :data:`HASH_CHUNK` bytes at a
-    time, and a larger record is fed to blake2b piece by piece."""
-    blake2b = hashlib.blake2b
-    slot_end = np.append(first, len(src))
-    view = memoryview(source)
-    out: list[bytes] = []
-    lo, n = 0, len(first)
-    while lo < n:
-        hi = max(lo + 1, int(np.searchsorted(bounds, bounds[lo] + HASH_CHUNK, side="right")) - 1)
-        hi = min(hi, n)
-        s0, s1 = int(slot_end[lo]), int(slot_end[hi])
-        if hi == lo + 1 and bounds[hi] - bounds[lo] > HASH_CHUNK:
-            h = blake2b(digest_size=8)
-            for a, w in zip(src[s0:s1].tolist(), width[s0:s1].tolist(), strict=True):
-                h.update(view[a : a + w])
-            out.append(h.digest())
-        else:
-            w = width[s0:s1]
-            index = np.int32 if len(source) < 2**31 else np.int64
-            rel = (src[s0:s1] - (at[s0:s1] - at[s0])).astype(index)
-            gathered = source[np.repeat(rel, w) + np.arange(int(w.sum()), dtype=index)]
-            part = memoryview(gathered)
-            edges = (bounds[lo : hi + 1] - bounds[lo]).tolist()
-            out += [blake2b(part[a:b], digest_size=8).digest() for a, b in pairwise(edges)]
-        lo = hi
-    return b"".join(out)
+def _encoded(lengths: np.ndarray) -> np.ndarray:
+    """Bytes of a nullable byte field of each length (-1: null) in its shortest encoding."""
+    return _varint_width(lengths) + np.maximum(lengths, 0)

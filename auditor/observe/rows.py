@@ -25,9 +25,11 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-SCHEMA_VERSION = 3
-"""Version of the extract's schemas, in the key-value metadata of every extract file: 3 is the directory of
-flat per-kind files; 2 and before, one Parquet file in the :data:`EXTRACT` layout (refused: extract again)."""
+SCHEMA_VERSION = 4
+"""Version of the extract's schemas, in the key-value metadata of every extract file: 4 is the directory of
+flat per-kind files with ``record_hash`` over Kafka's encoding of a record's content
+(``records.record_hash``); 3, the same directory with the hash of an earlier definition; 2 and before, one
+Parquet file in the :data:`EXTRACT` layout (all refused: extract again)."""
 
 _KEY = [
     pa.field("cluster", pa.string()),
@@ -127,7 +129,7 @@ RECORD = pa.schema(
         pa.field("offset", pa.int64()),
         pa.field("batch_base_offset", pa.int64()),
         pa.field("timestamp", pa.int64()),
-        pa.field("record_hash", pa.int64()),  # blake2b-64 of key, value and headers
+        pa.field("record_hash", pa.int64()),  # blake2b-64 of key, value and headers (records.record_hash)
         pa.field("is_control", pa.bool_()),
         pa.field("size", pa.int32()),
     ]

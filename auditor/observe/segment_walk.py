@@ -1,11 +1,11 @@
 """The walk of one replica's segments, as Kafka's loader reads them (``auditor.kafka.recovery``).
 
 Batch headers come from the columnar walk (``SegmentWalker.header_blocks``): tables of at most
-:data:`GROUP_ROWS` rows as the walk goes, so memory does not grow with a segment or a log. A segment Kafka's
-loader trusts (below the recovery point of a cleanly shut down log, with its offset index:
-``LogRecovery.trusts``) is walked header by header, its batches taken as valid without their CRC being
-computed and large ones never read (``SegmentWalker(verify_crc=False)``); every other segment, and every
-segment of a task with ``verify_crc``, is validated whole.
+:data:`GROUP_ROWS` rows as the walk goes, so memory does not grow with a segment or a log. The batches Kafka's
+loader trusts (below the recovery point of a cleanly shut down log, in a segment with its offset index:
+``LogRecovery.trusted_below_in``) are walked header by header, taken as valid without their CRC being
+computed and large ones never read (``SegmentWalker(verify_crc=False, trusted_below=...)``); every other
+batch, and every batch of a task with ``verify_crc``, is validated.
 
 What cannot be read is never guessed: a segment that is not a regular file (opened only through
 ``parsers.files``: a FIFO or device is never opened), that raises an OS error or whose entries do not parse
@@ -185,7 +185,7 @@ def _walk_segment(task: PartitionTask, base: int, path: Path, next_base: int | N
     them when it does not, none once an earlier segment was cut (``LogRecovery.add``). The segment's rows are
     held (:class:`Held`) and given only once it has been read whole: a segment that cannot be read, even
     from its middle (an I/O error), gives no rows and is one unreadable span. A segment Kafka's loader trusts
-    is read header by header (:func:`_verifies`)."""
+    is read header by header (:func:`_trusted_below`)."""
     recovery = state.recovery
     deleted, recovers = recovery.truncation is not None, recovery.recovers(base)
     prefix, first_bad, walker = ValidPrefix(), None, None
@@ -194,8 +194,10 @@ def _walk_segment(task: PartitionTask, base: int, path: Path, next_base: int | N
     with Held() as held:
         try:
             if problem is None:
-                verify = _verifies(task, base, path, state)
-                walker = SegmentWalker(path, stop_on_invalid=False, verify_crc=verify)
+                trusted = _trusted_below(task, base, path, state)
+                walker = SegmentWalker(
+                    path, stop_on_invalid=False, verify_crc=trusted is None, trusted_below=trusted
+                )
             records = SegmentRecords(task, path, base, walker, state) if task.compacted and walker else None
             for positions, headers, computed in _groups(walker) if walker is not None else ():
                 valid = valid_batches(headers, computed)
@@ -230,16 +232,19 @@ def _walk_segment(task: PartitionTask, base: int, path: Path, next_base: int | N
         yield from held.release()
 
 
-def _verifies(task: PartitionTask, base: int, path: Path, state: LogState) -> bool:
-    """Whether the walk recomputes the CRC of every batch of the segment at ``base``: yes unless Kafka's
-    loader trusts it (``LogRecovery.trusts``: below the recovery point of a cleanly shut down log) and finds
-    its offset index (``LogSegment.sanityCheck``: a segment without one is recovered at load); always when
-    the task asks (``PartitionTask.verify_crc``). A trusted segment is read header by header
-    (``SegmentWalker(verify_crc=False)``): its batches are valid, the stored CRC standing for the computed
-    one."""
-    if task.verify_crc or not state.recovery.trusts(base):
-        return True
-    return not path.with_suffix(".index").exists()
+def _trusted_below(task: PartitionTask, base: int, path: Path, state: LogState) -> int | None:
+    """The offset below which the walk takes the batches of the segment at ``base`` as valid without
+    computing their CRC (a batch whose last offset is below it), None when it recomputes every CRC: what
+    Kafka's loader trusts (``LogRecovery.trusted_below_in``: below the recovery point of a cleanly shut
+    down log) in a segment whose offset index it finds (``LogSegment.sanityCheck``: a segment without one is
+    recovered at load); never when the task asks (``PartitionTask.verify_crc``). Trusted batches are read
+    header by header: they are valid, the stored CRC standing for the computed one."""
+    if task.verify_crc:
+        return None
+    trusted = state.recovery.trusted_below_in(base)
+    if trusted is None or trusted <= base or not path.with_suffix(".index").exists():
+        return None
+    return trusted
 
 
 @dataclass

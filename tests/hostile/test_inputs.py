@@ -85,7 +85,7 @@ def earlier_single_file_extract(tmp: Path) -> tuple[list[str], str]:
     pq.write_table(old.replace_schema_metadata({b"kafka-auditor.schema-version": b"2"}), tmp / "b2.parquet")
     return [str(_broker(tmp)), str(tmp / "b2.parquet")], (
         f"{tmp}/b2.parquet: an extract in the earlier single-file layout (schema version 2; this "
-        "kafka-auditor reads directories of version 3): extract it again with `kafka-auditor extract LOGDIR "
+        "kafka-auditor reads directories of version 4): extract it again with `kafka-auditor extract LOGDIR "
         "--out DIR`"
     )
 

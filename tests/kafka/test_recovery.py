@@ -16,6 +16,7 @@ import pytest
 from auditor.kafka.batches import ValidPrefix, valid_batches
 from auditor.kafka.hw import clamp_high_watermark, hw_above_leo, hw_below_log_start
 from auditor.kafka.recovery import (
+    ALL_OFFSETS,
     LogRecovery,
     RecoveryTruncation,
     SegmentSummary,
@@ -126,6 +127,24 @@ def test_trusted_segments(clean, rp, metadata, trusted):
     state = LogRecovery([0, 10, 20, 30], clean, rp, metadata)
     assert [b for b in (0, 10, 20, 30) if state.trusts(b)] == trusted
     assert not any(state.trusts(b) and state.recovers(b) for b in (0, 10, 20, 30))
+
+
+@pytest.mark.parametrize(
+    ("clean", "rp", "metadata", "below"),
+    [
+        (True, 25, False, [ALL_OFFSETS, ALL_OFFSETS, 25, None]),  # the segment holding it: below it
+        (True, 99, False, [ALL_OFFSETS, ALL_OFFSETS, ALL_OFFSETS, 99]),  # the last segment's batches too
+        (True, 20, False, [ALL_OFFSETS, ALL_OFFSETS, 20, None]),
+        (True, None, False, [None] * 4),
+        (False, 25, False, [None] * 4),
+        (True, 25, True, [None] * 4),
+    ],
+)
+def test_trusted_batches(clean, rp, metadata, below):
+    """The batches Kafka's next load takes as they are: every batch of a trusted segment, the batches below
+    the recovery point in the segment holding it, none after it nor without a clean shutdown."""
+    state = LogRecovery([0, 10, 20, 30], clean, rp, metadata)
+    assert [state.trusted_below_in(b) for b in (0, 10, 20, 30)] == below
 
 
 def test_log_start_offset():

@@ -11,11 +11,10 @@ through segments.
 
 Segments Kafka's loader trusts are read header by header, and give the rows of the full read.
 
-Below the recovery point of a cleanly shut down log (``LogRecovery.trusts``) the extraction reads batch
-headers only (``SegmentWalker(verify_crc=False)``): every table it yields must equal the full read's, except
-that a batch whose CRC does not match is not found out there (``valid`` true, and the rows that follow from
-it). Checked on simulated clusters, with each log forced to trust every segment but its last, and on the
-corpus."""
+Below the recovery point of a cleanly shut down log (``LogRecovery.trusted_below_in``) the extraction reads
+batch headers only (``SegmentWalker(verify_crc=False)``): every table it yields must equal the full read's,
+except that a batch whose CRC does not match is not found out there (``valid`` true, and the rows that follow
+from it). Checked on simulated clusters, with each log forced to trust every batch, and on the corpus."""
 
 from __future__ import annotations
 
@@ -32,10 +31,10 @@ import pyarrow.compute as pc
 import pytest
 
 from auditor.kafka.planning import compacted_topics, plan_tasks
-from auditor.kafka.recovery import SegmentSummary, recover
+from auditor.kafka.recovery import ALL_OFFSETS, SegmentSummary, recover
 from auditor.layout.logdir import read_log_dir
 from auditor.layout.tasks import PartitionTask
-from auditor.observe import extract, records, segment_walk
+from auditor.observe import extract, segment_walk
 from auditor.observe import record_rows as record_spans
 from auditor.observe.extract_files import read_extract
 from auditor.observe.records import record_hash, record_hashes
@@ -48,6 +47,7 @@ from parsers.primitives import crc32c
 from parsers.record_batch import (
     CRC_START,
     HEADER_STRUCT,
+    RECORD_BATCH_OVERHEAD,
     RecordBatch,
     RecordSpec,
     build_batch,
@@ -55,6 +55,7 @@ from parsers.record_batch import (
     parse_records_with_schema,
     records_payload,
 )
+from parsers.record_build import encode_record_content
 from parsers.segment import HeaderBlock, SegmentWalker, record_columns
 from tests.conftest import corpus_path
 from tests.hostile.conftest import run_bounded
@@ -96,6 +97,9 @@ def _batch(rng: random.Random, base: int) -> bytes:
             producer_id=7,
             producer_epoch=1,
         )
+    if 0.9 < kind <= 0.93:  # a key length in more bytes than it needs: not the content record_hash encodes
+        spec = RecordSpec(b"key-%d" % rng.randrange(50), b"v", 0)
+        return _longer_key_length(build_batch([spec], base_offset=base))
     specs = [_record(rng, i) for i in range(rng.choice([1, 2, 5, 12, 40]))]
     raw = build_batch(
         specs,
@@ -111,6 +115,17 @@ def _batch(rng: random.Random, base: int) -> bytes:
         count = struct.unpack_from(">i", raw, 57)[0]
         raw = _recrc(raw[:57] + struct.pack(">i", count + 1) + raw[61:])
     return raw
+
+
+def _longer_key_length(raw: bytes) -> bytes:
+    """An uncompressed batch of one short record (length, attributes, deltas in one byte each) with its key
+    length written in two bytes (``0x80 | b, 0x00``: the same value, as Kafka's reader decodes it)."""
+    at = RECORD_BATCH_OVERHEAD + 4  # the key length: after the record's length, attributes and deltas
+    assert raw[RECORD_BATCH_OVERHEAD] < 0x7E and raw[at] < 0x80
+    out = bytearray(raw[:at] + bytes([raw[at] | 0x80, 0]) + raw[at + 1 :])
+    out[RECORD_BATCH_OVERHEAD] += 2  # the record's length (zig-zag): one byte more
+    struct.pack_into(">i", out, 8, struct.unpack_from(">i", out, 8)[0] + 1)
+    return _recrc(out)
 
 
 def _segments(rng: random.Random, part: Path, segments: int, batches: int, damage: str | None) -> int:
@@ -241,11 +256,9 @@ def test_extract_rows_equal_the_batch_by_batch_reference(tmp_path, monkeypatch, 
     if small:
         monkeypatch.setattr(segment_walk, "GROUP_ROWS", 5)
         monkeypatch.setattr(record_spans, "RECORD_SPAN", 3000)
-        # spans cut by decompressed bytes and declared records, batches over them streamed, records hashed
-        # a few at a time and (the larger ones) piece by piece
+        # spans cut by decompressed bytes and declared records, batches over them streamed
         monkeypatch.setattr(record_spans, "RECORD_SPAN_DECOMPRESSED", 1500)
         monkeypatch.setattr(record_spans, "RECORD_SPAN_RECORDS", 20)
-        monkeypatch.setattr(records, "HASH_CHUNK", 200)
     root = make_logdir(tmp_path / "broker-1", seed, clean_shutdown)
     tables = extract.extract_tables(root)
     for topic, partition in (("cmp", 0), ("plain", 0), ("cmp", 1)):
@@ -308,9 +321,13 @@ def test_record_columns_equal_the_record_declaration():
             assert (None if vl < 0 else buf[vp : vp + vl]) == header.value
     hashes, hashable = record_hashes(buf, cols)
     for i, rec in enumerate(expected):
+        content = encode_record_content(rec.key, rec.value, [(h.key, h.value) for h in rec.headers])
+        assert buf[cols.content[i] : cols.start[i] + cols.size[i]] == content or not hashable[i]
         assert not hashable[i] or hashes[i] == record_hash(rec.key, rec.value, rec.headers)
     assert hashable.sum() > len(expected) // 2
-    assert not hashable.all()  # "ключ" is left to record_hash
+    assert not hashable.all()  # "ключ" and the longer key lengths are left to record_hash
+    longer = [i for i, rec in enumerate(expected) if rec.key is not None and buf[cols.content[i]] >= 0x80]
+    assert longer and not hashable[longer].any()
 
 
 def decode_ok(raw: bytes) -> list:
@@ -545,13 +562,13 @@ def clusters(tmp_path_factory) -> dict[str, Path]:
 
 
 @pytest.fixture
-def walks(monkeypatch) -> list[tuple[str, bool]]:
-    """(segment path, verify_crc) of every segment walker the extraction makes."""
-    made: list[tuple[str, bool]] = []
+def walks(monkeypatch) -> list[tuple[str, bool, int | None]]:
+    """(segment path, verify_crc, trusted_below) of every segment walker the extraction makes."""
+    made: list[tuple[str, bool, int | None]] = []
     real = segment_walk.SegmentWalker
 
     def spy(path, **kwargs):
-        made.append((str(path), kwargs.get("verify_crc", True)))
+        made.append((str(path), kwargs.get("verify_crc", True), kwargs.get("trusted_below")))
         return real(path, **kwargs)
 
     monkeypatch.setattr(segment_walk, "SegmentWalker", spy)
@@ -597,13 +614,13 @@ def test_trusted_segments_give_the_full_reads_rows_on_simulated_clusters(cluster
     batches = invalid = 0
     for log_dir in sorted(p for p in clusters[name].iterdir() if (p / "meta.properties").is_file()):
         for task in _tasks(log_dir):
-            # every segment but the last is trusted: a clean shutdown with the recovery point at the end
+            # every batch is trusted: a clean shutdown with the recovery point past the end
             forced = replace(task, clean_shutdown=True, recovery_point=2**62)
             n, bad = _compare(forced)
             batches, invalid = batches + n, invalid + bad
             if task.clean_shutdown:
                 _compare(task)
-    header_only = [path for path, verify in walks if not verify]
+    header_only = [path for path, verify, _ in walks if not verify]
     assert batches and header_only
     assert not [p for p in header_only if "__cluster_metadata" in p]  # always recovered, so always read
     if name == "corrupt-batch":
@@ -618,13 +635,13 @@ def test_trusted_segments_give_the_full_reads_rows_on_the_corpus(walks):
         for task in _tasks(log_dir):
             assert _compare(task)[1] == 0
             _compare(replace(task, clean_shutdown=True, recovery_point=2**62))
-    assert any(not verify for _, verify in walks)
+    assert any(not verify for _, verify, _ in walks)
 
 
 def test_only_a_clean_log_below_its_recovery_point_is_trusted(tmp_path, walks):
-    """Without ``.kafka_cleanshutdown``, in the segment holding the recovery point and after it, in a
-    segment without an offset index (Kafka recovers it at load) and for a ``verify_crc`` task the extraction
-    recomputes every CRC."""
+    """Without ``.kafka_cleanshutdown``, from the recovery point on (in the segment holding it, the batches
+    below it are trusted), in a segment without an offset index (Kafka recovers it at load) and for a
+    ``verify_crc`` task the extraction recomputes every CRC."""
     root = tmp_path / "c"
     run_scenario("clean", root, SimOptions(seed=2))
     log_dir = root / "broker-1"
@@ -642,10 +659,11 @@ def test_only_a_clean_log_below_its_recovery_point_is_trusted(tmp_path, walks):
     }
     expected = {
         "unclean": [],
-        "third segment holds the recovery point": [str(logs[1])],  # the first has no offset index
+        # the first has no offset index; the third, its batches below the recovery point
+        "third segment holds the recovery point": [(str(logs[1]), ALL_OFFSETS), (str(logs[2]), bases[2] + 1)],
         "verify": [],
     }
     for name, case in cases.items():
         walks.clear()
         list(extract.extract_partition(case))
-        assert [p for p, verify in walks if not verify] == expected[name], name
+        assert [(p, below) for p, verify, below in walks if not verify] == expected[name], name

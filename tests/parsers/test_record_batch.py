@@ -287,3 +287,42 @@ def test_the_record_plan_is_read_off_the_declaration():
     swapped = cs.Struct(*subs[:2], subs[3], subs[2], *subs[4:])
     assert field_plan(swapped) != WRITTEN_OUT_PLAN  # a changed declaration parts from the decoders
     assert [step[0] for step in field_plan(swapped)][2:4] == ["offset_delta", "timestamp_delta"]
+
+
+_CONTENT = cs.Struct(*RecordV2.subcons[4:])
+"""``RecordV2`` from the key on: the record's content (key, value, header count and headers)."""
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    key=st.none() | st.binary(max_size=300),
+    value=st.none() | st.binary(max_size=300),
+    headers=st.lists(st.tuples(st.text(max_size=70), st.none() | st.binary(max_size=80)), max_size=4),
+)
+def test_record_content_is_the_declarations_content(key, value, headers):
+    """``encode_record_content`` (what ``record_hash`` hashes) builds ``RecordV2``'s content fields, and is
+    the end of the record ``encode_record`` writes."""
+    from parsers.record_build import encode_record_content
+
+    def nullable(data):
+        return {"length": -1 if data is None else len(data), "data": data}
+
+    built = _CONTENT.build(
+        {
+            "key": nullable(key),
+            "value": nullable(value),
+            "header_count": len(headers),
+            "headers": [
+                {
+                    "key_length": len(k.encode()),
+                    "key": k.encode(),
+                    "value_length": nullable(v)["length"],
+                    "value": v,
+                }
+                for k, v in headers
+            ],
+        }
+    )
+    assert encode_record_content(key, value, headers) == built
+    assert encode_record(3, 9, key, value, headers).endswith(built)
+    assert _CONTENT.parse(built).key.data == key

@@ -362,6 +362,31 @@ def test_header_only_walk_gives_the_full_walks_rows_but_crc_validity(seg, seed, 
             assert ok == (full_ok or header[3] == 2), (i, header)
 
 
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize(("window", "skip_read_min"), [(1 << 16, 0), (1 << 23, 1 << 16)])
+def test_walk_trusting_the_batches_below_an_offset(seg, seed, window, skip_read_min):
+    """``verify_crc=False, trusted_below=N``: the full walk's rows and stop, the CRC judged as the full walk
+    judges it for every batch whose last offset is N or more, unseen below (the stored CRC stands)."""
+    for i, data in enumerate(_damaged(_mixed_segment(seed), seed)):
+        path = seg(data)
+        full, full_stop, _ = _header_rows(path, window=window)
+        offsets = sorted({r[1][0] for r in full if r[0] != "error"})
+        for below in (offsets[len(offsets) // 2], offsets[-1] + 1) if offsets else (0,):
+            trusted, stop, _ = _header_rows(
+                path, window=window, verify_crc=False, skip_read_min=skip_read_min, trusted_below=below
+            )
+            assert stop == full_stop, (i, below)
+            assert [r[:2] for r in trusted] == [r[:2] for r in full], (i, below)
+            for (_, header, ok), (_, _, full_ok) in zip(trusted, full, strict=True):
+                unseen = header[3] == 2 and header[0] + header[6] < below
+                assert ok == (full_ok or unseen), (i, below, header)
+        if offsets:
+            # a CRC failure above the trusted batches is found
+            assert any(not ok for _, _, ok in full) == any(
+                not ok for _, _, ok in _header_rows(path, window=window, verify_crc=False, trusted_below=0)[0]
+            )
+
+
 def test_header_only_walk_reads_the_headers_of_large_batches_alone(seg):
     """1 MiB batches: the header-only walk reads 61 bytes of each (and a window of the small ones after them);
     the max-bytes, torn-tail and end stops are where the full walk puts them."""

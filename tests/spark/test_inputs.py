@@ -320,11 +320,11 @@ def test_extracts_of_an_earlier_layout_or_version_are_refused_with_one_line(tmp_
     partial = tmp_path / "b1-partial"
     (partial / "commit.parquet").unlink()
     epoch = tmp_path / "b1" / "epoch.parquet"
-    pq.write_table(pq.read_table(epoch).replace_schema_metadata({version: b"4"}), epoch)
+    pq.write_table(pq.read_table(epoch).replace_schema_metadata({version: b"3"}), epoch)
     assert _check(tmp_path / "v2.parquet", tmp_path / "b1", partial) == [
         f"{tmp_path}/v2.parquet: an extract in the earlier single-file layout (schema version 2; this "
         f"kafka-auditor reads directories of version {rows.SCHEMA_VERSION}): {AGAIN}",
-        f"{epoch}: schema version 4, this kafka-auditor reads version {rows.SCHEMA_VERSION}; {AGAIN}",
+        f"{epoch}: schema version 3, this kafka-auditor reads version {rows.SCHEMA_VERSION}; {AGAIN}",
         f"{partial}/commit.parquet: missing: {partial} is not a whole extract; {AGAIN}",
     ]
 
