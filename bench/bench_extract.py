@@ -1,8 +1,9 @@
 """Benchmark: ``kafka-auditor extract`` of a broker log dir against the raw header walk, and its peak RSS
 (issue 13, item 5).
 
-Generates a broker log dir in ``$TMPDIR`` shaped like a real one: topic ``orders`` (4 partitions of ~200 B
-batches of one record), topic ``events`` (2 partitions of ~16 KiB batches) and the compacted topic
+Generates a broker log dir in ``$TMPDIR`` shaped like a real one (``--shape``, :data:`SHAPES`; ``mixed``, the
+default: topic ``orders``, 4 partitions of ~200 B batches of one record, topic ``events``, 2 partitions of
+~16 KiB batches; ``production``: 16 KiB and 1 MiB batches), and the compacted topic
 ``profiles`` (1 partition of ~1 KiB batches of 8 records, ``--compacted`` of the bytes, 10 % by default;
 compacted by its cleaner-offset-checkpoint entry, so ``extract`` also writes a row per record with its
 hash), in segments of ``--segment-mb`` with offset and time indexes, leader-epoch caches,
@@ -25,6 +26,7 @@ extract at least as fast as the walk) and the peak RSS at both sizes (bounded me
 both). No assertion on timings; the machine may be shared, so read the ratios of one run.
 
 Usage: python bench/bench_extract.py [--mb 500] [--scale 4] [--compacted 0.10] [--runs 3] [--cores 1]
+       [--shape mixed,production] [--record]
 """
 
 from __future__ import annotations
@@ -46,12 +48,22 @@ from parsers.dirfiles import format_meta_properties, format_partition_metadata, 
 
 REPO = Path(__file__).resolve().parents[1]
 CLUSTER_ID = "vyF_svkNTCmuElFZJ9FAng"
-TOPICS = (
+SHAPES = {
     # topic, partitions, batch bytes, records per batch, share of the other bytes, compacted
-    ("orders", 4, 200, 1, 0.6, False),
-    ("events", 2, 16_384, 4, 0.4, False),
-    ("profiles", 1, 1_024, 8, None, True),  # --compacted of the bytes
-)
+    "mixed": (
+        ("orders", 4, 200, 1, 0.6, False),
+        ("events", 2, 16_384, 4, 0.4, False),
+        ("profiles", 1, 1_024, 8, None, True),  # --compacted of the bytes
+    ),
+    # batches of 16 KiB to 1 MiB, what a production broker's producers write (batch.size, linger.ms)
+    "production": (
+        ("orders", 4, 16_384, 16, 0.5, False),
+        ("events", 2, 1 << 20, 64, 0.5, False),
+        ("profiles", 1, 1_024, 8, None, True),  # --compacted of the bytes
+    ),
+}
+"""The log dirs generated (``--shape``): ``mixed``, most batches of one small record (the worst case for a
+reader whose work is per batch); ``production``, the batch sizes of a production broker."""
 
 
 def write_partition(part: Path, template: bytes, total_bytes: int, segment_bytes: int) -> int:
@@ -75,12 +87,13 @@ def write_partition(part: Path, template: bytes, total_bytes: int, segment_bytes
     return base
 
 
-def make_logdir(root: Path, mb: float, segment_mb: int, compacted_share: float) -> None:
-    """A broker log dir of about ``mb`` MB of segments (see the module docstring), ``compacted_share`` of them
-    in the compacted topic."""
+def make_logdir(root: Path, mb: float, segment_mb: int, compacted_share: float, shape: str = "mixed") -> None:
+    """A broker log dir of about ``mb`` MB of segments (see the module docstring and :data:`SHAPES`),
+    ``compacted_share`` of them in the compacted topic."""
     ends, cleaner = [], []
-    plain = sum(share for *_, share, compacted in TOPICS if not compacted)
-    for topic, partitions, batch_bytes, records, share, compacted in TOPICS:
+    topics = SHAPES[shape]
+    plain = sum(share for *_, share, compacted in topics if not compacted)
+    for topic, partitions, batch_bytes, records, share, compacted in topics:
         template = template_batch(batch_bytes, records)
         share = compacted_share if compacted else share * (1 - compacted_share) / plain
         if not share:
@@ -208,7 +221,7 @@ def startups(tmp: Path) -> dict[str, tuple[float, float]]:
     return {name: min(run_timed(a)[:2] for _ in range(3)) for name, a in argv.items()}
 
 
-def report(r: dict, start: dict) -> None:
+def report(r: dict, start: dict) -> dict:
     """Print one log dir's figures: MB/s, seconds (wall, CPU), peak RSS, ratios."""
     size = r["mb"]
     print(f"  {size:,.0f} MB of segments, {r['batches']:,} batches; extract wrote {r['summary']}")
@@ -225,6 +238,18 @@ def report(r: dict, start: dict) -> None:
         f"  extract / walk: {ratio:.0%} of the MB/s (target >= 100%); without the start-ups {net:.0%}; "
         f"CPU seconds {cpu:.0%}"
     )
+    return {"ratio": ratio, "net": net, "cpu": cpu}
+
+
+def summary(shape: str, r: dict, ratios: dict) -> str:
+    """One log dir's figures, as the recorded row states them."""
+    walk, extract = r["walk"][0], r["extract"][0]
+    return (
+        f"{shape}, {r['mb']:,.0f} MB ({r['batches']:,} batches): walk {r['mb'] / walk:,.0f} MB/s, extract "
+        f"{r['mb'] / extract:,.0f} MB/s = **{ratios['ratio']:.0%}** ({ratios['net']:.0%} without the "
+        f"start-ups, {ratios['cpu']:.0%} in CPU seconds), peak RSS {r['rss']['walk']:.0f} MB (walk) / "
+        f"{r['rss']['extract']:.0f} MB (extract)"
+    )
 
 
 def main() -> None:
@@ -233,12 +258,20 @@ def main() -> None:
     parser.add_argument("--scale", type=float, default=4, help="the larger log dir is this many times bigger")
     parser.add_argument("--segment-mb", type=int, default=256, help="segment.bytes, in MiB")
     parser.add_argument("--compacted", type=float, default=0.10, help="share of the bytes in `profiles`")
+    shapes_help = f"log dir shapes, comma-separated ({', '.join(SHAPES)})"
+    parser.add_argument("--shape", default="mixed", help=shapes_help)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--cores", type=int, default=0, help="pin both children to this many CPUs (0: all)")
+    parser.add_argument("--record", action="store_true", help="write the result row of docs/performance.md")
     args = parser.parse_args()
+    shapes = [s.strip() for s in args.shape.split(",") if s.strip()]
+    unknown = sorted(set(shapes) - set(SHAPES))
+    if unknown:
+        parser.error(f"unknown --shape {', '.join(unknown)} (known: {', '.join(SHAPES)})")
     global CPUS
     if args.cores:
         CPUS = set(sorted(os.sched_getaffinity(0))[: args.cores])
+    lines = []
     with tempfile.TemporaryDirectory(prefix="ka-bench-extract-") as name:
         tmp = Path(name)
         start = startups(tmp)
@@ -246,14 +279,29 @@ def main() -> None:
             f"start-up (empty log dir): header walk {start['walk'][0]:.2f} s, "
             f"extract {start['extract'][0]:.2f} s"
         )
-        for mb in (args.mb, args.mb * args.scale):
-            root = tmp / f"broker-{int(mb)}mb"
-            t0 = time.perf_counter()
-            make_logdir(root, mb, args.segment_mb, args.compacted)
-            print(f"\ngenerated {root.name} in {time.perf_counter() - t0:.1f} s")
-            r = measure(root, tmp, args.runs)
-            shutil.rmtree(root)
-            report(r, start)
+        for shape in shapes:
+            for mb in (args.mb, args.mb * args.scale):
+                root = tmp / f"broker-{shape}-{int(mb)}mb"
+                t0 = time.perf_counter()
+                make_logdir(root, mb, args.segment_mb, args.compacted, shape)
+                print(f"\ngenerated {root.name} ({shape}) in {time.perf_counter() - t0:.1f} s")
+                r = measure(root, tmp, args.runs)
+                shutil.rmtree(root)
+                lines.append(summary(shape, r, report(r, start)))
+    if args.record:
+        from record import record
+
+        argv = " ".join(sys.argv[1:])
+        record(
+            "bench_extract",
+            "`kafka-auditor extract` of a cleanly shut down broker log dir against the header walk with "
+            "CRC-32C (`SegmentWalker.header_blocks`), fresh processes, interleaved, best of the runs; "
+            "`mixed`: most batches of one ~200 B record; `production`: batches of 16 KiB and 1 MiB; "
+            f"{args.compacted:.0%} of the bytes in a compacted partition (a row per record)",
+            f"python bench/bench_extract.py {argv}",
+            f"start-up {start['walk'][0]:.2f} s (walk) / {start['extract'][0]:.2f} s (extract); "
+            + "; ".join(lines),
+        )
 
 
 if __name__ == "__main__":
