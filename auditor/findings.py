@@ -51,7 +51,7 @@ class Severity(IntEnum):
         return self.label
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, kw_only=True)
 class Location:
     """Where a check runs: the finding fields a context fills in."""
 
@@ -61,31 +61,34 @@ class Location:
     partition: int | None = None
 
 
-@dataclass(slots=True)
-class Finding:
-    """One problem (or fact) found by a rule, located as precisely as the evidence allows.
+@dataclass(slots=True, kw_only=True)
+class Place(Location):
+    """Where in the evidence: a :class:`Location` plus the ``file``, the byte ``position`` in it, an
+    inclusive range of Kafka offsets ``offset_start``/``offset_end`` and a leader ``epoch``. What a finding
+    and a rule's violation share."""
 
-    ``offset_start``/``offset_end`` are an inclusive range of Kafka offsets; ``position`` is a byte position
-    in ``file``; ``epoch`` a leader epoch; ``time`` the capture time of history evidence; ``evidence`` holds
-    at least ``expected`` and ``found`` when the rule compares two values, plus whatever else explains the
-    finding (JSON-serialisable values only).
-    ``related`` lists other locations involved (e.g. the same offset on another replica), each a dict with
-    the same location keys as :meth:`to_dict`.
+    file: str | None = None
+    position: int | None = None
+    offset_start: int | None = None
+    offset_end: int | None = None
+    epoch: int | None = None
+
+
+@dataclass(slots=True)
+class Finding(Place):
+    """One problem (or fact) found by a rule, located as precisely as the evidence allows (its
+    :class:`Place`).
+
+    ``evidence`` holds at least ``expected`` and ``found`` when the rule compares two values, plus whatever
+    else explains the finding (JSON-serialisable values only); ``time`` is the capture time of history
+    evidence. ``related`` lists other locations involved (e.g. the same offset on another replica), each a
+    dict with the same location keys as :meth:`to_dict`.
     """
 
     code: str
     severity: Severity
     message: str
     name: str = ""
-    broker: int | None = None
-    log_dir: str | None = None
-    topic: str | None = None
-    partition: int | None = None
-    file: str | None = None
-    position: int | None = None
-    offset_start: int | None = None
-    offset_end: int | None = None
-    epoch: int | None = None
     evidence: dict[str, Any] = field(default_factory=dict)
     related: list[dict[str, Any]] = field(default_factory=list)
     time: str | None = None
@@ -215,14 +218,10 @@ def _base_name(log_dir: str | None) -> str | None:
     return None if log_dir is None else os.path.basename(os.path.normpath(log_dir))
 
 
-PLAIN_FIELDS = (
-    "code",
-    "name",
-    "severity",
-    "message",
-    *(f.name for f in fields(Finding)[4:] if f.name not in ("evidence", "related")),
-)
+PLAIN_FIELDS = ("code", "name", "severity", "message", *(f.name for f in fields(Place)), "time")
 """The plain fields of a finding (all but evidence and related) in the order of :meth:`Finding.to_dict`."""
+
+
 def camel_keys(value: Any) -> Any:
     """``value`` (JSON-ready data) with every dict key at every depth through :func:`camel`."""
     if isinstance(value, dict):

@@ -203,7 +203,9 @@ def scan_partition(
     becomes a KA002 finding."""
     load_rules()
     started = time.perf_counter()
-    emit = _Emitter(codes, Location(task.broker, task.log_dir, task.topic, task.partition))
+    emit = _Emitter(
+        codes, Location(broker=task.broker, log_dir=task.log_dir, topic=task.topic, partition=task.partition)
+    )
     facts = _logdir_facts(task)
     try:
         part = part if part is not None else _partition_dir(task)

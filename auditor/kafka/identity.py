@@ -51,19 +51,31 @@ RESERVED_DIRECTORIES = {
 
 
 @dataclass(frozen=True)
+class MetadataPoint:
+    """Where a record stands in the KRaft metadata log: its ``offset`` (None: read from a snapshot) and its
+    batch's append ``timestamp`` (ms)."""
+
+    offset: int | None = None
+    timestamp: int | None = None
+
+    @property
+    def known(self) -> bool:
+        return self.offset is not None or self.timestamp is not None
+
+
+@dataclass(frozen=True)
 class Incarnation:
-    """One topic ID of a topic name in the KRaft metadata: when it was created and, if so, removed."""
+    """One topic ID of a topic name in the KRaft metadata: when it was created and, if so, removed (its
+    ``TopicRecord`` and ``RemoveTopicRecord``)."""
 
     topic: str
     topic_id: str
-    created_offset: int | None = None
-    created_timestamp: int | None = None
-    removed_offset: int | None = None
-    removed_timestamp: int | None = None
+    created_at: MetadataPoint = MetadataPoint()
+    removed_at: MetadataPoint = MetadataPoint()
 
     @property
     def removed(self) -> bool:
-        return self.removed_offset is not None or self.removed_timestamp is not None
+        return self.removed_at.known
 
 
 @dataclass
@@ -91,7 +103,8 @@ class ClusterIdentity:
         if current is None:
             return any(i.topic == topic for i in self.incarnations.values())
         inc = self.incarnations.get(current)
-        return inc is not None and inc.created_timestamp is not None and timestamp < inc.created_timestamp
+        created = inc.created_at.timestamp if inc is not None else None
+        return created is not None and timestamp < created
 
 
 def cluster_identities(metadata: Iterable[Mapping[str, Any]]) -> dict[str | None, ClusterIdentity]:
@@ -122,25 +135,18 @@ def _replay_topics(ident: ClusterIdentity, ordered: list[Mapping[str, Any]]) -> 
         if kind == "TOPIC_RECORD" and r.get("topic") and tid:
             old = ident.incarnations.get(tid)
             if old is None or r.get("offset", -1) >= 0:
+                offset = r.get("offset") if (r.get("offset") or -1) >= 0 else None
                 ident.incarnations[tid] = Incarnation(
-                    r["topic"],
-                    tid,
-                    r.get("offset") if (r.get("offset") or -1) >= 0 else None,
-                    r.get("timestamp"),
+                    r["topic"], tid, MetadataPoint(offset, r.get("timestamp"))
                 )
             ident.current[r["topic"]] = tid
         elif kind == "REMOVE_TOPIC_RECORD" and tid:
             inc = ident.incarnations.get(tid)
             name = inc.topic if inc is not None else r.get("topic")
             if name is not None:
-                ident.incarnations[tid] = Incarnation(
-                    name,
-                    tid,
-                    inc.created_offset if inc else None,
-                    inc.created_timestamp if inc else None,
-                    r.get("offset"),
-                    r.get("timestamp"),
-                )
+                created_at = inc.created_at if inc else MetadataPoint()
+                removed_at = MetadataPoint(r.get("offset"), r.get("timestamp"))
+                ident.incarnations[tid] = Incarnation(name, tid, created_at, removed_at)
                 if ident.current.get(name) == tid:
                     del ident.current[name]
 
@@ -222,7 +228,7 @@ def _ever_existed(ident: ClusterIdentity, topic: str) -> bool:
 
 def _last_incarnation(ident: ClusterIdentity, topic: str) -> Incarnation | None:
     removed = [i for i in ident.incarnations.values() if i.topic == topic and i.removed]
-    return max(removed, key=lambda i: (i.removed_offset or -1, i.removed_timestamp or -1), default=None)
+    return max(removed, key=lambda i: (i.removed_at.offset or -1, i.removed_at.timestamp or -1), default=None)
 
 
 def majority_topic_ids(replicas: Iterable[Mapping[str, Any]]) -> dict[tuple[str | None, str], str]:

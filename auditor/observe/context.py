@@ -63,7 +63,12 @@ class PartitionContext:
 
     @property
     def location(self) -> Location:
-        return Location(self.logdir.broker, self.logdir.path, self.dir.topic, self.dir.partition)
+        return Location(
+            broker=self.logdir.broker,
+            log_dir=self.logdir.path,
+            topic=self.dir.topic,
+            partition=self.dir.partition,
+        )
 
     @property
     def is_metadata(self) -> bool:
@@ -169,7 +174,7 @@ class LogDirContext:
 
     @property
     def location(self) -> Location:
-        return Location(self.broker, self.path, None, None)
+        return Location(broker=self.broker, log_dir=self.path)
 
     @property
     def meta_value(self) -> MetaProperties | None:

@@ -3,7 +3,7 @@ producer-state snapshots."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from auditor.layout.inventory import FileInfo
@@ -17,46 +17,6 @@ def read_bytes(path: str, limit: int = MAX_SMALL_FILE) -> bytes:
     """At most ``limit`` bytes of the regular file ``path`` (``parsers.files``: never a FIFO or device).
     Only for small files; indexes are scanned in windows (:class:`parsers.indexes.IndexScan`)."""
     return read_regular(path, limit)
-
-
-@dataclass
-class SnapshotFacts:
-    """A producer state ``.snapshot`` (offset from its name) as read by ``read_producer_snapshot``."""
-
-    path: str
-    offset: int
-    size: int
-    version: int | None = None
-    crc_valid: bool | None = None
-    crc: int | None = None
-    computed_crc: int | None = None
-    entries: int = 0
-    max_last_offset: int | None = None
-    max_txn_first_offset: int | None = None
-    error: str | None = None
-    error_offset: int | None = None
-
-
-def load_snapshot(info: FileInfo) -> SnapshotFacts:
-    from parsers.producer_snapshot import read_producer_snapshot
-
-    facts = SnapshotFacts(info.path, info.base_offset or 0, info.size)
-    try:
-        snap = read_producer_snapshot(read_bytes(info.path), info.path)
-    except ParseError as exc:
-        facts.error, facts.error_offset = exc.message, exc.offset
-        return facts
-    facts.version, facts.crc_valid, facts.crc, facts.computed_crc = (
-        snap.version,
-        snap.crc_valid,
-        snap.crc,
-        snap.computed_crc,
-    )
-    facts.entries = len(snap.entries)
-    if snap.entries:
-        facts.max_last_offset = max(e.last_offset for e in snap.entries)
-        facts.max_txn_first_offset = max(e.current_txn_first_offset for e in snap.entries)
-    return facts
 
 
 @dataclass
@@ -75,6 +35,33 @@ class ParsedFile:
     @property
     def ok(self) -> bool:
         return self.path is not None and self.error is None and self.read_error is None
+
+
+@dataclass
+class SnapshotFacts(ParsedFile):
+    """A producer state ``.snapshot`` as ``read_producer_snapshot`` reads it (``value``: the decoded
+    ``ProducerSnapshotFile``, or ``error``), with the offset from its name and its size."""
+
+    offset: int = field(default=0, kw_only=True)
+    size: int = field(default=0, kw_only=True)
+
+    def highest_offset(self) -> int | None:
+        """The highest offset its entries record (a producer's last offset or its open transaction's first
+        offset); None when it holds no entries or did not decode."""
+        entries = self.value.entries if self.value is not None else []
+        return max((max(e.last_offset, e.current_txn_first_offset) for e in entries), default=None)
+
+
+def load_snapshot(info: FileInfo) -> SnapshotFacts:
+    """The snapshot ``info`` as Kafka's reader sees it (an ``OSError`` reading it is the caller's)."""
+    from parsers.producer_snapshot import read_producer_snapshot
+
+    named = {"offset": info.base_offset or 0, "size": info.size}
+    try:
+        decoded = read_producer_snapshot(read_bytes(info.path), info.path)
+    except ParseError as exc:
+        return SnapshotFacts(info.path, error=exc, **named)
+    return SnapshotFacts(info.path, decoded, **named)
 
 
 def parse_file(info: FileInfo | None, reader) -> ParsedFile:

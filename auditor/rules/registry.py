@@ -42,10 +42,10 @@ import json
 import re
 import sys
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
-from auditor.findings import Finding, Location, Severity
+from auditor.findings import Finding, Location, Place, Severity
 
 FAMILIES: dict[str, str] = {
     "KA0": "scan",
@@ -109,8 +109,9 @@ _UNSET: Any = object()
 
 
 @dataclass(slots=True)
-class Violation:
-    """What a check yields: a message plus whatever locates and proves it.
+class Violation(Place):
+    """What a check yields: a message plus whatever locates (its :class:`~auditor.findings.Place`) and proves
+    it.
 
     ``expected``/``found`` land in the finding's evidence (when given); ``evidence`` adds more keys;
     ``severity`` overrides the rule's default for this one occurrence (e.g. a stale index entry is only a
@@ -122,19 +123,11 @@ class Violation:
 
     message: str
     severity: Severity | None = None
-    file: str | None = None
-    position: int | None = None
-    offset_start: int | None = None
-    offset_end: int | None = None
-    epoch: int | None = None
     expected: Any = _UNSET
     found: Any = _UNSET
     evidence: dict[str, Any] = field(default_factory=dict)
     related: list[dict[str, Any]] = field(default_factory=list)
-    topic: str | None = None
-    partition: int | None = None
-    broker: int | None = None
-    log_dir: Any = _UNSET
+    log_dir: Any = field(default=_UNSET, kw_only=True)
     peer: int | None = None
     records: int | None = None
     bytes: int | None = None
@@ -152,6 +145,17 @@ class Violation:
     def log_dir_or(self, default: str | None) -> str | None:
         """The overridden log directory, else ``default``."""
         return default if self.log_dir is _UNSET else self.log_dir
+
+    def located(self, where: Location) -> dict[str, Any]:
+        """The finding's place (:class:`~auditor.findings.Place` fields): the violation's, with the context's
+        broker, topic and partition where it leaves them unset and the context's log dir unless it
+        overrides it."""
+        place = {f.name: getattr(self, f.name) for f in fields(Place)}
+        for name in ("broker", "topic", "partition"):
+            if place[name] is None:
+                place[name] = getattr(where, name)
+        place["log_dir"] = self.log_dir_or(where.log_dir)
+        return place
 
 
 @dataclass(frozen=True)
@@ -184,15 +188,7 @@ class Rule:
             name=self.name,
             severity=self.severity_of(violation),
             message=violation.message,
-            broker=violation.broker if violation.broker is not None else where.broker,
-            log_dir=violation.log_dir_or(where.log_dir),
-            topic=violation.topic if violation.topic is not None else where.topic,
-            partition=violation.partition if violation.partition is not None else where.partition,
-            file=violation.file,
-            position=violation.position,
-            offset_start=violation.offset_start,
-            offset_end=violation.offset_end,
-            epoch=violation.epoch,
+            **violation.located(where),
             evidence=violation.evidence_dict,
             related=list(violation.related),
         )

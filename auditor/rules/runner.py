@@ -83,15 +83,16 @@ def to_row(
     """A violation of ``rule`` as a ``rows.FINDING`` row (Spark's layout: severity as its label, evidence
     as JSON text); the log dir defaults to the one of the violation's broker among ``log_dirs``."""
     default_dir = (log_dirs or {}).get(v.broker) if v.broker is not None else None
+    place = v.located(Location(log_dir=default_dir, topic=topic, partition=partition))
     return {
         "cluster": cluster,
         "code": rule.code,
         "severity": rule.severity_of(v).label,
-        "topic": v.topic if v.topic is not None else topic,
-        "partition": v.partition if v.partition is not None else partition,
+        "topic": place["topic"],
+        "partition": place["partition"],
         "broker": v.broker,
         "peer": v.peer,
-        "log_dir": v.log_dir_or(default_dir),
+        "log_dir": place["log_dir"],
         "offset_start": v.offset_start,
         "offset_end": v.offset_end,
         "epoch": v.epoch,

@@ -31,15 +31,16 @@ def snapshot_crc(part: PartitionContext) -> Iterator[Violation]:
     References: KIP-98, KIP-360, ``ProducerStateManager.readSnapshot``.
     """
     for snap in part.producer_snapshots:
-        if snap.crc_valid is False:
+        decoded = snap.value
+        if decoded is not None and not decoded.crc_valid:
             yield Violation(
-                f"{os.path.basename(snap.path)}: stored CRC {snap.crc}, computed {snap.computed_crc}",
+                f"{os.path.basename(snap.path)}: stored CRC {decoded.crc}, computed {decoded.computed_crc}",
                 file=snap.path,
                 position=2,
                 offset_end=snap.offset - 1,
-                expected=snap.crc,
-                found=snap.computed_crc,
-                evidence={"entries": snap.entries},
+                expected=decoded.crc,
+                found=decoded.computed_crc,
+                evidence={"entries": len(decoded.entries)},
             )
 
 
@@ -62,12 +63,12 @@ def snapshot_unreadable(part: PartitionContext) -> Iterator[Violation]:
     References: KIP-98, ``ProducerStateManager.readSnapshot``.
     """
     for snap in part.producer_snapshots:
-        if snap.error:
+        if snap.error is not None:
             yield Violation(
-                f"{os.path.basename(snap.path)}: {snap.error}",
+                f"{os.path.basename(snap.path)}: {snap.error.message}",
                 file=snap.path,
-                position=snap.error_offset,
-                evidence={"error": snap.error, "size": snap.size},
+                position=snap.error.offset,
+                evidence={"error": snap.error.message, "size": snap.size},
             )
 
 
@@ -95,7 +96,7 @@ def snapshot_beyond_leo(part: PartitionContext) -> Iterator[Violation]:
     if part.is_metadata:
         return
     for snap in part.producer_snapshots:
-        if snap.error or snap.crc_valid is False:
+        if snap.value is None or not snap.value.crc_valid:
             continue
         leo = part.leo_on_disk
         if snap.offset > leo:
@@ -108,11 +109,7 @@ def snapshot_beyond_leo(part: PartitionContext) -> Iterator[Violation]:
                 expected=f"snapshot offset <= {leo}",
                 found=snap.offset,
             )
-        worst = (
-            max(x for x in (snap.max_last_offset, snap.max_txn_first_offset) if x is not None)
-            if snap.entries
-            else None
-        )
+        worst = snap.highest_offset()
         if worst is not None and worst >= snap.offset:
             yield Violation(
                 f"{os.path.basename(snap.path)} records producer state at offset {worst}, not below its own "

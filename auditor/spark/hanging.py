@@ -95,24 +95,7 @@ def coordinator_view(
             f"__transaction_state partitions {read} read: tombstoned or expired",
             producer_id=producer_id,
         )
-    return CoordinatorView(
-        "found",
-        transactional_id=meta.transactional_id,
-        producer_id=int(meta.producer_id),
-        previous_producer_id=_int(meta.previous_producer_id),
-        next_producer_id=_int(meta.next_producer_id),
-        producer_epoch=int(meta.producer_epoch),
-        state=str(meta.state),
-        partitions=tuple((str(t), int(p)) for t, p in (meta.partitions or ())),
-        last_update_timestamp=_int(meta.last_update_timestamp),
-        broker=_int(meta.broker),
-        partition=partition,
-        offset=_int(meta.offset),
-    )
-
-
-def _int(value: Any) -> int | None:
-    return None if value is None else int(value)
+    return CoordinatorView("found", metadata=meta, partition=partition)
 
 
 # ------------------------------------------------------------------------------------------ rules

@@ -133,7 +133,7 @@ def test_rule_finding_fills_location_and_evidence():
     r = get("KA101")
     f = r.finding(
         Violation("msg", file="/x/0.log", position=5, expected=1, found=2, evidence={"k": "v"}),
-        Location(3, "/x", "t", 0),
+        Location(broker=3, log_dir="/x", topic="t", partition=0),
     )
     assert isinstance(f, Finding)
     assert (f.code, f.name, f.severity, f.broker, f.topic, f.partition) == (
@@ -145,7 +145,9 @@ def test_rule_finding_fills_location_and_evidence():
         0,
     )
     assert f.evidence == {"k": "v", "expected": 1, "found": 2}
-    g = r.finding(Violation("m", severity=Severity.INFO, topic="u", partition=4), Location(3, "/x"))
+    g = r.finding(
+        Violation("m", severity=Severity.INFO, topic="u", partition=4), Location(broker=3, log_dir="/x")
+    )
     assert (g.severity, g.topic, g.partition) == (Severity.INFO, "u", 4)
     assert get("segment.crc-mismatch") is r
     with pytest.raises(KeyError):
@@ -179,16 +181,16 @@ def test_finding_serialisation_round_trips():
         Severity.ERROR,
         "m",
         "partition.hw-above-leo",
-        1,
-        "/l",
-        "t",
-        0,
-        "/l/f",
-        3,
-        10,
-        20,
-        2,
-        {"expected": (1, 2), "found": b"\x01"},
+        broker=1,
+        log_dir="/l",
+        topic="t",
+        partition=0,
+        file="/l/f",
+        position=3,
+        offset_start=10,
+        offset_end=20,
+        epoch=2,
+        evidence={"expected": (1, 2), "found": b"\x01"},
     )
     d = f.to_dict()
     assert d["severity"] == "error" and d["evidence"] == {"expected": [1, 2], "found": "01"}

@@ -75,8 +75,8 @@ class ReplicaFacts:
             **kw.pop("evidence", {}),
         }
         if ident.removed is not None:
-            evidence["removedAtMetadataOffset"] = ident.removed.removed_offset
-            evidence["removedTimestamp"] = ident.removed.removed_timestamp
+            evidence["removedAtMetadataOffset"] = ident.removed.removed_at.offset
+            evidence["removedTimestamp"] = ident.removed.removed_at.timestamp
         return Violation(
             message,
             broker=self.broker,
@@ -143,7 +143,7 @@ def old_incarnation(f: ReplicaFacts) -> Iterator[Violation]:
         return
     when = ""
     if ident.removed is not None and ident.removed.removed:
-        when = f" (removed at metadata offset {ident.removed.removed_offset})"
+        when = f" (removed at metadata offset {ident.removed.removed_at.offset})"
     yield f.violation(
         f"broker {f.broker} holds an old incarnation of {f.topic}-{f.partition}: {ident.reason}{when}; it "
         f"holds {f.holds()}, not compared with the current replicas; {_next_start(f)}",

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from auditor.findings import Severity, camel_keys
-from auditor.kafka.coordinator import IN_FLIGHT, ONGOING
+from auditor.kafka.coordinator import IN_FLIGHT, ONGOING, TxnMetadata
 from auditor.rules.registry import Violation, rule
 from auditor.rules.replica.model import LostRun
 
@@ -94,27 +94,27 @@ class MarkerElsewhere:
     markers: int = 1  # how many markers of that producer the broker holds after the first offset
 
 
+_NOT_SHOWN = ("timeout_ms", "start_timestamp", "offset")
+"""The fields of the coordinator's metadata a finding's evidence leaves out (the offset follows the
+``__transaction_state`` partition)."""
+
+
 @dataclass(frozen=True)
 class CoordinatorView:
     """What the transaction coordinator (``__transaction_state``) says about a producer id.
 
     ``status``: ``unavailable`` (no ``__transaction_state`` replica among the inputs), ``incomplete`` (the
     producer id is in none of the partitions read, and some partitions of the topic are missing),
-    ``unknown`` (no transactional id has that producer id: tombstoned or expired), or ``found``."""
+    ``unknown`` (no transactional id has that producer id: tombstoned or expired), or ``found``:
+    ``metadata`` is the latest state of the transactional id that answers for it, read from
+    ``__transaction_state`` partition ``partition``. ``producer_id`` is the producer id asked about (for the
+    statuses but ``found``)."""
 
     status: str
     detail: str | None = None
-    transactional_id: str | None = None
     producer_id: int | None = None
-    previous_producer_id: int | None = None
-    next_producer_id: int | None = None
-    producer_epoch: int | None = None
-    state: str | None = None
-    partitions: tuple[tuple[str, int], ...] = ()
-    last_update_timestamp: int | None = None
-    broker: int | None = None
+    metadata: TxnMetadata | None = None
     partition: int | None = None
-    offset: int | None = None
 
     def describe(self) -> str:
         """One phrase for a finding's message."""
@@ -122,19 +122,29 @@ class CoordinatorView:
             return "coordinator view unavailable (no __transaction_state replica among the inputs)"
         if self.status == "incomplete":
             return f"coordinator view incomplete: {self.detail}"
-        if self.status == "unknown":
+        if self.status == "unknown" or self.metadata is None:
             return (
                 f"the coordinator tracks no transactional id with producer id {self.producer_id} "
                 f"({self.detail})"
             )
-        where = f"__transaction_state-{self.partition} on broker {self.broker}, offset {self.offset}"
+        m = self.metadata
+        where = f"__transaction_state-{self.partition} on broker {m.broker}, offset {m.offset}"
         return (
-            f"the coordinator ({where}) has transactional id {self.transactional_id!r} in state {self.state} "
-            f"with producer id {self.producer_id} epoch {self.producer_epoch}"
+            f"the coordinator ({where}) has transactional id {m.transactional_id!r} in state {m.state} "
+            f"with producer id {m.producer_id} epoch {m.producer_epoch}"
         )
 
     def as_dict(self) -> dict[str, Any]:
-        return {k: v for k, v in asdict(self).items() if v is not None and v != ()}
+        """The view for evidence: status, detail, and the producer id asked about or the coordinator's
+        metadata (its partition and offset in ``__transaction_state`` last); unset values left out."""
+        values: dict[str, Any] = {"status": self.status, "detail": self.detail}
+        if self.metadata is None:
+            values["producer_id"] = self.producer_id
+        else:
+            shown = [f.name for f in fields(TxnMetadata) if f.name not in _NOT_SHOWN]
+            values |= {name: getattr(self.metadata, name) for name in shown}
+            values |= {"partition": self.partition, "offset": self.metadata.offset}
+        return {k: v for k, v in values.items() if v is not None and v != ()}
 
 
 @dataclass(frozen=True)
@@ -170,10 +180,10 @@ class OpenTransaction:
     def forgotten(self) -> str | None:
         """Why the coordinator will never end this transaction (None: it still does, or the view is
         unavailable or incomplete)."""
-        c = self.coordinator
-        if c.status == "unknown":
+        if self.coordinator.status == "unknown":
             return f"no transactional id of the coordinator has producer id {self.producer_id}"
-        if c.status != "found":
+        c = self.coordinator.metadata
+        if c is None:
             return None
         if c.producer_id != self.producer_id:
             return (
