@@ -24,6 +24,26 @@ def corpus_path() -> Path:
     return CORPUS
 
 
+TERMINAL_SIZE = ("COLUMNS", "LINES")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node) -> None:
+    """pytest-xdist, in the controller: hand each worker the terminal size variables of this process."""
+    node.workerinput["terminal_size"] = {name: os.environ.get(name) for name in TERMINAL_SIZE}
+
+
+def pytest_configure(config) -> None:
+    """In a pytest-xdist worker, which starts with COLUMNS and LINES set (80 x 24 without a terminal), the
+    controller's values (unset there, in CI): the text outputs wrap at the same width as in one process."""
+    told = getattr(config, "workerinput", {}).get("terminal_size")
+    for name, value in (told or {}).items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+
+
 @pytest.fixture(scope="session")
 def corpus() -> Path:
     return corpus_path()
