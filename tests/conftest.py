@@ -44,6 +44,37 @@ def pytest_configure(config) -> None:
             os.environ[name] = value
 
 
+SLOWEST_FIRST = (
+    "e2e/test_scale.py",
+    "e2e/test_spark_cluster.py",
+    "e2e/test_real_broker_identity.py",
+    "spark/test_tuning.py",
+    "rules/test_rules.py",
+    "cli/test_report_options.py",
+    "e2e/test_scenarios.py",
+    "report/test_html_browser.py",
+    "spark/test_session.py",
+    "e2e/test_identity_audit.py",
+    "e2e/test_real_broker_groups.py",
+    "e2e/test_real_broker_reproduce.py",
+    "hostile/test_parsers_bounds.py",
+    "spark/test_compare.py",
+    "e2e/test_nightly.py",
+)
+"""The test files of the longest wall time (a minute to 20 s each, measured with ``--durations``), which a
+pytest-xdist worker starts with, longest first: the other files, a few seconds each, then fill both workers
+to the end instead of one worker running the slowest file alone at the end (``--no-loadscope-reorder``)."""
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    """In a pytest-xdist worker: the files of :data:`SLOWEST_FIRST` first, in its order, then the others in
+    the order collected (every worker sorts alike, so the collections stay identical)."""
+    if not hasattr(config, "workerinput"):
+        return
+    rank = {REPO / "tests" / name: i for i, name in enumerate(SLOWEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path, len(rank)))
+
+
 @pytest.fixture(scope="session")
 def corpus() -> Path:
     return corpus_path()
