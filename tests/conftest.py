@@ -46,24 +46,26 @@ def pytest_configure(config) -> None:
 
 SLOWEST_FIRST = (
     "e2e/test_scale.py",
-    "e2e/test_spark_cluster.py",
     "e2e/test_real_broker_identity.py",
-    "spark/test_tuning.py",
-    "rules/test_rules.py",
-    "cli/test_report_options.py",
-    "e2e/test_scenarios.py",
-    "report/test_html_browser.py",
-    "spark/test_session.py",
-    "e2e/test_identity_audit.py",
     "e2e/test_real_broker_groups.py",
     "e2e/test_real_broker_reproduce.py",
+    "rules/test_rules.py",
+    "cli/test_report_options.py",
+    "report/test_html_browser.py",
+    "e2e/test_spark_cluster.py",
+    "spark/test_tuning.py",
+    "spark/test_session.py",
+    "e2e/test_scenarios.py",
+    "e2e/test_identity_audit.py",
     "hostile/test_parsers_bounds.py",
     "spark/test_compare.py",
     "e2e/test_nightly.py",
 )
-"""The test files of the longest wall time (a minute to 20 s each, measured with ``--durations``), which a
-pytest-xdist worker starts with, longest first: the other files, a few seconds each, then fill both workers
-to the end instead of one worker running the slowest file alone at the end (``--no-loadscope-reorder``)."""
+"""The test files of the longest wall time (two minutes to 20 s each, measured with ``--durations``), which
+the pytest-xdist workers start with: the scale audit (a JVM on both cores) first, beside the real brokers
+(which mostly wait), the other audits in their own JVMs after it rather than beside it (run together,
+each took three times as long); then the files of a few seconds fill both workers to the end, instead of
+one worker running the slowest file alone at the end (xdist's own order, by number of tests)."""
 
 
 def pytest_collection_modifyitems(config, items) -> None:
