@@ -24,6 +24,59 @@ def corpus_path() -> Path:
     return CORPUS
 
 
+TERMINAL_SIZE = ("COLUMNS", "LINES")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node) -> None:
+    """pytest-xdist, in the controller: hand each worker the terminal size variables of this process."""
+    node.workerinput["terminal_size"] = {name: os.environ.get(name) for name in TERMINAL_SIZE}
+
+
+def pytest_configure(config) -> None:
+    """In a pytest-xdist worker, which starts with COLUMNS and LINES set (80 x 24 without a terminal), the
+    controller's values (unset there, in CI): the text outputs wrap at the same width as in one process."""
+    told = getattr(config, "workerinput", {}).get("terminal_size")
+    for name, value in (told or {}).items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+
+
+SLOWEST_FIRST = (
+    "e2e/test_scale.py",
+    "e2e/test_real_broker_identity.py",
+    "e2e/test_real_broker_groups.py",
+    "e2e/test_real_broker_reproduce.py",
+    "rules/test_rules.py",
+    "cli/test_report_options.py",
+    "report/test_html_browser.py",
+    "e2e/test_spark_cluster.py",
+    "spark/test_tuning.py",
+    "spark/test_session.py",
+    "e2e/test_scenarios.py",
+    "e2e/test_identity_audit.py",
+    "hostile/test_parsers_bounds.py",
+    "spark/test_compare.py",
+    "e2e/test_nightly.py",
+)
+"""The test files of the longest wall time (two minutes to 20 s each, measured with ``--durations``), which
+the pytest-xdist workers start with: the scale audit (a JVM on both cores) first, beside the real brokers
+(which mostly wait), the other audits in their own JVMs after it rather than beside it (run together,
+each took three times as long); then the files of a few seconds fill both workers to the end, instead of
+one worker running the slowest file alone at the end (xdist's own order, by number of tests)."""
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    """In a pytest-xdist worker: the files of :data:`SLOWEST_FIRST` first, in its order, then the others in
+    the order collected (every worker sorts alike, so the collections stay identical)."""
+    if not hasattr(config, "workerinput"):
+        return
+    rank = {REPO / "tests" / name: i for i, name in enumerate(SLOWEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path, len(rank)))
+
+
 @pytest.fixture(scope="session")
 def corpus() -> Path:
     return corpus_path()

@@ -121,19 +121,20 @@ def test_crc_corruption_is_reported_with_its_byte_offset(logdir):
     assert f"byte {size * 2}" in res.stderr and "Traceback" not in res.stderr
 
 
-@pytest.mark.parametrize(
-    "name,content",
-    [
-        ("00000000000000000000.log", os.urandom(3000)),
-        ("00000000000000000000.index", b"\x00" * 13),
-        ("00000000000000000000.snapshot", b"\x00\x02" + os.urandom(40)),
-        ("leader-epoch-checkpoint", b"0\n2\n0 0\n"),
-        ("replication-offset-checkpoint", b"1\n0\n"),
-        ("partition.metadata", b"garbage"),
-        ("meta.properties", b"\xff\xfe\x00"),
-        ("quorum-state", b"{not json"),
-    ],
-)
+FOREIGN_OR_CORRUPT = [
+    ("00000000000000000000.log", os.urandom(3000)),
+    ("00000000000000000000.index", b"\x00" * 13),
+    ("00000000000000000000.snapshot", b"\x00\x02" + os.urandom(40)),
+    ("leader-epoch-checkpoint", b"0\n2\n0 0\n"),
+    ("replication-offset-checkpoint", b"1\n0\n"),
+    ("partition.metadata", b"garbage"),
+    ("meta.properties", b"\xff\xfe\x00"),
+    ("quorum-state", b"{not json"),
+]
+
+
+# Named by file: random bytes in a test id would differ between collections (and between xdist workers).
+@pytest.mark.parametrize("name,content", FOREIGN_OR_CORRUPT, ids=[name for name, _ in FOREIGN_OR_CORRUPT])
 def test_foreign_or_corrupt_files_give_one_line_error_and_exit_2(tmp_path, name, content):
     path = tmp_path / name
     path.write_bytes(content)
