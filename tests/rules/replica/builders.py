@@ -70,6 +70,29 @@ def replica(broker: int, leo: int, hw: int | None = None, latest_epoch: int | No
     }
 
 
+def lost_run(kind: str, lo: int, hi: int, committed_hw: int, **kw) -> dict:
+    """A ``pass_loss.lost_runs`` row of topic ``t`` partition 0: broker 2's batches ``lo..hi`` the leader 1
+    lacks (``kw``: other fields or other values)."""
+    return {
+        "kind": kind,
+        "cluster": "c",
+        "topic": "t",
+        "partition": 0,
+        "broker": 2,
+        "leader": 1,
+        "log_dir": "/d/2",
+        "lo": lo,
+        "hi": hi,
+        "epochs": [1],
+        "records": hi - lo + 1,
+        "bytes": 1000,
+        "batches": 2,
+        "committed_hw": committed_hw,
+        "leader_source": "kraft",
+        **kw,
+    }
+
+
 def div(a: int, b: int, offset: int, hi: int = 300) -> dict:
     """Replicas ``a < b`` first differ at ``offset`` in their common range ``[0, hi)``."""
     return {

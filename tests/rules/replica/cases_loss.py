@@ -6,28 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.rules.harness import fire, silent
-from tests.rules.replica.builders import CACHES, KRAFT, Audit, div, one, replica
-
-
-def lost_run(kind: str, lo: int, hi: int, committed_hw: int) -> dict:
-    """A ``pass_loss.lost_runs`` row: broker 2's batches ``lo..hi`` the leader 1 lacks."""
-    return {
-        "kind": kind,
-        "cluster": "c",
-        "topic": "t",
-        "partition": 0,
-        "broker": 2,
-        "leader": 1,
-        "log_dir": "/d/2",
-        "lo": lo,
-        "hi": hi,
-        "epochs": [1],
-        "records": hi - lo + 1,
-        "bytes": 1000,
-        "batches": 2,
-        "committed_hw": committed_hw,
-        "leader_source": "kraft",
-    }
+from tests.rules.replica.builders import CACHES, KRAFT, Audit, div, lost_run, one, replica
 
 
 def _diverged(*runs: dict) -> Audit:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from auditor.spark.partition_rules import PartitionInput, evaluate
 from tests.rules.harness import fire, silent
+from tests.rules.replica import builders
 
 T0 = 1_700_000_000_000
 
@@ -52,17 +53,8 @@ def _range(
 
 
 def replica(broker: int, leo: int, latest_epoch: int, log_start: int = 0) -> dict:
-    return {
-        "cluster": "c",
-        "topic": "t",
-        "partition": 0,
-        "broker": broker,
-        "log_dir": f"/d/{broker}",
-        "leo": leo,
-        "hw": leo,
-        "log_start": log_start,
-        "latest_epoch": latest_epoch,
-    }
+    """A caught-up replica row (``builders.replica``) whose latest epoch comes third."""
+    return builders.replica(broker, leo, latest_epoch=latest_epoch, log_start=log_start)
 
 
 def meta(seq: int, record_type: str, ts_step: int = 1000, **fields) -> dict:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.rules.harness import fire, silent
+from tests.rules.replica.builders import lost_run
 
 
 class LostRunsCase:
@@ -32,28 +33,20 @@ def txn_run(
         {"offset": o, "marker": m, "producer_id": 7, "producer_epoch": 0, "first_offset": f, "epoch": 0}
         for o, m, f in markers
     ]
-    return {
-        "kind": kind,
-        "cluster": "c",
-        "topic": "t",
-        "partition": 0,
-        "broker": 2,
-        "leader": 1,
-        "log_dir": "/d/2",
-        "lo": lo,
-        "hi": hi,
-        "epochs": [0],
-        "records": records,
-        "bytes": 1000,
-        "batches": 4,
-        "committed_hw": hi + 1 if kind == "committed" else lo,
-        "leader_source": "kraft",
-        "aborted_records": aborted,
-        "open_records": 0,
-        "markers": len(listed),
-        "commit_markers": sum(1 for m in listed if m["marker"] == "COMMIT"),
-        "lost_markers": listed,
-    }
+    return lost_run(
+        kind,
+        lo,
+        hi,
+        hi + 1 if kind == "committed" else lo,
+        epochs=[0],
+        records=records,
+        batches=4,
+        aborted_records=aborted,
+        open_records=0,
+        markers=len(listed),
+        commit_markers=sum(1 for m in listed if m["marker"] == "COMMIT"),
+        lost_markers=listed,
+    )
 
 
 @fire("KA712")
