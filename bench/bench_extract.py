@@ -19,8 +19,9 @@ The log dir is shut down cleanly with its recovery point at the log end offset, 
 batch lies below the recovery point, so ``extract`` reads batch headers without computing their CRC, as
 Kafka's loader does (``LogRecovery.trusted_below_in``), where the baseline computes every CRC.
 
-Both are timed as the wall clock of their process (interpreter start and imports included; the start-up
-alone, on a log dir holding only ``meta.properties``, is printed and subtracted for a second ratio), with
+Both are timed as the wall clock of their process (interpreter start and imports included, modules loaded
+from their bytecode cache as an installed package loads them; the start-up alone, on a log dir holding only
+``meta.properties``, is printed and subtracted for a second ratio), with
 their CPU seconds (user + system) and peak RSS. Prints MB/s, the ratios extract / walk (target >= 100 %:
 extract at least as fast as the walk) and the peak RSS at both sizes (bounded memory: about the same at
 both). No assertion on timings; the machine may be shared, so read the ratios of one run.
@@ -143,6 +144,14 @@ os.write(fd, b"%d %d %f" % (os.waitstatus_to_exitcode(status), usage.ru_maxrss, 
 this process would inherit this process's RSS high-water mark."""
 
 
+def installed_env() -> dict[str, str]:
+    """The environment of the children: this one, with Python's bytecode cache on (an installed package has
+    its modules compiled; with ``PYTHONDONTWRITEBYTECODE`` set every child would compile every module it
+    imports from source, about 0.13 s more for ``extract``'s 350 modules than for the walk's few). The
+    start-ups, measured first, write the cache."""
+    return {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
 def run_timed(argv: list[str]) -> tuple[float, float, float, str]:
     """Wall seconds, CPU seconds, peak RSS (MB) and output of one command."""
     read, write = os.pipe()
@@ -154,6 +163,7 @@ def run_timed(argv: list[str]) -> tuple[float, float, float, str]:
         stderr=subprocess.STDOUT,
         pass_fds=(write,),
         preexec_fn=pin,
+        env=installed_env(),
     )
     os.close(write)
     out = proc.communicate()[0].decode(errors="replace")

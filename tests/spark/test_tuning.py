@@ -29,6 +29,7 @@ from auditor.spark.audit import AuditResult, run_audit
 from auditor.spark.tuning import (
     CACHE_ENV,
     CDS_ENV,
+    LARGE_INPUT_JVM,
     SMALL_INPUT_BYTES,
     SMALL_INPUT_ENV,
     SMALL_INPUT_JVM,
@@ -80,28 +81,37 @@ def test_small_input_is_chosen_by_size_and_master(size, master, env, small, monk
 def test_jvm_options_without_the_archive(cache, java_home, monkeypatch):
     monkeypatch.setenv(CDS_ENV, "off")
     assert jvm_plan(java_home, "local[*]", 1 << 20, 17).options == list(SMALL_INPUT_JVM)
-    assert jvm_plan(java_home, "local[*]", 1 << 40, 17).options == []
+    assert jvm_plan(java_home, "local[*]", 1 << 40, 17).options == list(LARGE_INPUT_JVM)
+    assert jvm_plan(java_home, "local[*]", None, 17).options == list(LARGE_INPUT_JVM)  # size unknown
     assert jvm_plan(java_home, "spark://127.0.0.1:7077", 1 << 20, 17).options == []
+    assert jvm_plan(java_home, "spark://127.0.0.1:7077", 1 << 40, 17).options == []  # never a cluster's
     assert not cache.exists()
 
 
 def test_first_session_builds_the_archive_and_later_ones_map_it(cache, java_home):
     first = jvm_plan(java_home, "local[*]", 1 << 40, 17)
-    archive = archive_path(java_home)
+    archive = archive_path(java_home, small=False)
     assert archive.parent == cache and first.archive == archive and first.lock_fd is not None
+    assert archive.name.endswith("-large.jsa")
     assert f"-XX:ArchiveClassesAtExit={first.building}" in first.options
     # the JVM's CDS warnings and its own warnings never reach stdout
     assert {"-Xlog:disable", "-XX:+DisplayVMOutputToStderr"} <= set(first.options)
-    # a second session while the first builds: no archive option at all
-    second = jvm_plan(java_home, "local[*]", 1 << 20, 17)
-    assert second.options == list(SMALL_INPUT_JVM) and second.building is None
+    # a second session of the same kind while the first builds: no archive option at all
+    second = jvm_plan(java_home, "local[*]", 1 << 40, 17)
+    assert second.options == list(LARGE_INPUT_JVM) and second.building is None
+    # a small input's session builds the small inputs' own archive meanwhile
+    small = jvm_plan(java_home, "local[*]", 1 << 20, 17)
+    assert small.archive == archive_path(java_home, small=True) != archive and small.lock_fd is not None
+    assert small.options[: len(SMALL_INPUT_JVM)] == list(SMALL_INPUT_JVM)
+    small.release()
     # the first process ends: its "JVM" writes the archive when its stdin closes, and it is moved in place
     jvm = _fake_jvm(first.building)
     tuning._finish(first, _Gateway(jvm))
     assert jvm.returncode == 0 and archive.read_bytes() == b"classes" and first.lock_fd is None
     assert not first.building.exists()
     third = jvm_plan(java_home, "local[*]", 1 << 40, 17)
-    assert third.options[:2] == [f"-XX:SharedArchiveFile={archive}", "-Xshare:auto"]
+    assert third.options[: len(LARGE_INPUT_JVM)] == list(LARGE_INPUT_JVM)
+    assert third.sharing[:2] == [f"-XX:SharedArchiveFile={archive}", "-Xshare:auto"]
     assert third.building is None and third.lock_fd is None
 
 
@@ -129,7 +139,7 @@ def test_an_unwritable_cache_means_no_archive(tmp_path, java_home, monkeypatch):
     blocker.write_text("")
     monkeypatch.setenv(CACHE_ENV, str(blocker / "cache"))  # below a regular file: cannot be created
     monkeypatch.delenv(CDS_ENV, raising=False)
-    assert jvm_plan(java_home, "local[*]", None, 17) == JvmPlan([])
+    assert jvm_plan(java_home, "local[*]", None, 17) == JvmPlan(list(LARGE_INPUT_JVM))
 
 
 def test_no_home_directory_means_no_archive(java_home, monkeypatch):
@@ -167,7 +177,7 @@ def test_a_path_with_a_space_is_quoted(tmp_path, java_home, monkeypatch):
     monkeypatch.setenv(CACHE_ENV, str(tmp_path / "my cache"))
     monkeypatch.delenv(CDS_ENV, raising=False)
     plan = jvm_plan(java_home, "local[*]", None, 17)
-    assert plan.options[0] == f'"-XX:ArchiveClassesAtExit={plan.building}"'
+    assert plan.sharing[0] == f'"-XX:ArchiveClassesAtExit={plan.building}"'
 
 
 class _Gateway:
