@@ -9,12 +9,12 @@ starts (discovery knows the input's bytes by then).
   the per-partition rules run in the driver's Python (no Python worker started per core; the same code as
   on the executors). On large inputs each of these costs several times what it saves (codegen off makes a
   30 M-row audit 8-15x slower), so they are chosen by size, never for a cluster.
-* Large inputs on a local master keep both compilers and code generation, but their driver JVM (where the
-  executors run) uses the serial collector and compiles a method after twice the usual number of calls
-  (``-XX:CompileThresholdScaling=2.0``): on a few cores the JIT's compile threads and G1's concurrent
-  threads take CPU from the tasks, and an audit is one fresh JVM (the CLI's) whose first run pays for them.
-  Measured on the 30 M-row benchmark (2 cores, interleaved): first run 18.2-20.7 s against 19.9-26.0 s,
-  the warm run unchanged (8.0-10.0 s against 8.4-9.2 s).
+* Large inputs on a local master of few threads (:data:`FEW_THREADS`) keep both compilers and code
+  generation, but their driver JVM (where the executors run) uses the serial collector and compiles a method
+  after twice the usual number of calls (``-XX:CompileThresholdScaling=2.0``): on a few cores the JIT's
+  compile threads and G1's concurrent threads take CPU from the tasks, and an audit is one fresh JVM (the
+  CLI's) whose first run pays for them. Measured on the 30 M-row benchmark (2 cores, interleaved): first run
+  18.2-20.7 s against 19.9-26.0 s, the warm run unchanged (8.0-10.0 s against 8.4-9.2 s).
 * Class-data sharing: Spark loads about 14,000 classes at start-up. A dynamic class-data-sharing archive of
   them (JDK 13+, ``-XX:ArchiveClassesAtExit``) is written once, at the end of the first run of a local
   session, to the user's cache directory (:func:`cache_dir`), and mapped by every later start
@@ -34,6 +34,7 @@ import contextlib
 import fcntl
 import hashlib
 import os
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,8 +46,15 @@ SMALL_INPUT_JVM = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC")
 """Driver JVM options for small inputs: C1 only, the serial collector."""
 
 LARGE_INPUT_JVM = ("-XX:CompileThresholdScaling=2.0", "-XX:+UseSerialGC")
-"""Driver JVM options for large inputs on a local master: fewer compilations of lukewarm methods, the
-serial collector (see the module docstring)."""
+"""Driver JVM options for large inputs on a local master of at most :data:`FEW_THREADS` task threads: fewer
+compilations of lukewarm methods, the serial collector (see the module docstring)."""
+
+FEW_THREADS = 2
+"""The most task threads of a local master (``local[N]``; ``local[*]``: the machine's cores) for which
+:data:`LARGE_INPUT_JVM` applies: where it was measured to pay. With more cores the JIT and G1 have CPU to
+spare, and one thread collecting for many would hold them all up."""
+
+_LOCAL_THREADS = re.compile(r"local(?:\[\s*([0-9]+|\*)\s*(?:,\s*[0-9]+\s*)?\])?")
 
 SMALL_INPUT_CONF = {
     "spark.sql.codegen.wholeStage": "false",
@@ -172,12 +180,25 @@ def can_share_classes(java_home: str, version: int | None) -> bool:
     )
 
 
+def local_threads(master: str) -> int | None:
+    """The task threads of a local master (``local``: 1, ``local[N]`` and ``local[N,F]``: N, ``local[*]``:
+    the machine's cores); None for any other master (``local-cluster`` included: its executors are JVMs of
+    their own)."""
+    m = _LOCAL_THREADS.fullmatch(master.strip())
+    if m is None:
+        return None
+    if m.group(1) is None:
+        return 1
+    return (os.cpu_count() or 1) if m.group(1) == "*" else int(m.group(1))
+
+
 def input_jvm_options(input_bytes: int | None, master: str) -> list[str]:
-    """The driver JVM options for the input's size: :data:`SMALL_INPUT_JVM` or, on a local master,
-    :data:`LARGE_INPUT_JVM`; none for a cluster's driver."""
+    """The driver JVM options for the input's size: :data:`SMALL_INPUT_JVM`, or :data:`LARGE_INPUT_JVM` on
+    a local master of at most :data:`FEW_THREADS` threads; none otherwise (a cluster's driver included)."""
     if is_small(input_bytes, master):
         return list(SMALL_INPUT_JVM)
-    return list(LARGE_INPUT_JVM) if master.startswith("local") else []
+    threads = local_threads(master)
+    return list(LARGE_INPUT_JVM) if threads is not None and threads <= FEW_THREADS else []
 
 
 def jvm_plan(

@@ -78,18 +78,39 @@ def test_small_input_is_chosen_by_size_and_master(size, master, env, small, monk
     assert is_small(size, master) is small
 
 
+@pytest.mark.parametrize(
+    ("master", "cpus", "threads", "large"),
+    [
+        ("local", 8, 1, True),
+        ("local[2]", 8, 2, True),
+        ("local[2,3]", 8, 2, True),
+        ("local[*]", 2, 2, True),
+        ("local[*]", 16, 16, False),
+        ("local[4]", 2, 4, False),
+        ("local-cluster[2,1,1024]", 2, None, False),  # executors in JVMs of their own
+        ("spark://127.0.0.1:7077", 2, None, False),
+    ],
+)
+def test_large_input_options_only_on_few_local_threads(master, cpus, threads, large, monkeypatch):
+    monkeypatch.setattr(tuning.os, "cpu_count", lambda: cpus)
+    monkeypatch.delenv(SMALL_INPUT_ENV, raising=False)
+    assert tuning.local_threads(master) == threads
+    assert tuning.input_jvm_options(1 << 40, master) == (list(LARGE_INPUT_JVM) if large else [])
+
+
 def test_jvm_options_without_the_archive(cache, java_home, monkeypatch):
     monkeypatch.setenv(CDS_ENV, "off")
     assert jvm_plan(java_home, "local[*]", 1 << 20, 17).options == list(SMALL_INPUT_JVM)
-    assert jvm_plan(java_home, "local[*]", 1 << 40, 17).options == list(LARGE_INPUT_JVM)
-    assert jvm_plan(java_home, "local[*]", None, 17).options == list(LARGE_INPUT_JVM)  # size unknown
+    assert jvm_plan(java_home, "local[2]", 1 << 40, 17).options == list(LARGE_INPUT_JVM)
+    assert jvm_plan(java_home, "local[2]", None, 17).options == list(LARGE_INPUT_JVM)  # size unknown
+    assert jvm_plan(java_home, "local[8]", 1 << 40, 17).options == []  # many threads: the JVM's defaults
     assert jvm_plan(java_home, "spark://127.0.0.1:7077", 1 << 20, 17).options == []
     assert jvm_plan(java_home, "spark://127.0.0.1:7077", 1 << 40, 17).options == []  # never a cluster's
     assert not cache.exists()
 
 
 def test_first_session_builds_the_archive_and_later_ones_map_it(cache, java_home):
-    first = jvm_plan(java_home, "local[*]", 1 << 40, 17)
+    first = jvm_plan(java_home, "local[2]", 1 << 40, 17)
     archive = archive_path(java_home, small=False)
     assert archive.parent == cache and first.archive == archive and first.lock_fd is not None
     assert archive.name.endswith("-large.jsa")
@@ -97,7 +118,7 @@ def test_first_session_builds_the_archive_and_later_ones_map_it(cache, java_home
     # the JVM's CDS warnings and its own warnings never reach stdout
     assert {"-Xlog:disable", "-XX:+DisplayVMOutputToStderr"} <= set(first.options)
     # a second session of the same kind while the first builds: no archive option at all
-    second = jvm_plan(java_home, "local[*]", 1 << 40, 17)
+    second = jvm_plan(java_home, "local[2]", 1 << 40, 17)
     assert second.options == list(LARGE_INPUT_JVM) and second.building is None
     # a small input's session builds the small inputs' own archive meanwhile
     small = jvm_plan(java_home, "local[*]", 1 << 20, 17)
@@ -109,7 +130,7 @@ def test_first_session_builds_the_archive_and_later_ones_map_it(cache, java_home
     tuning._finish(first, _Gateway(jvm))
     assert jvm.returncode == 0 and archive.read_bytes() == b"classes" and first.lock_fd is None
     assert not first.building.exists()
-    third = jvm_plan(java_home, "local[*]", 1 << 40, 17)
+    third = jvm_plan(java_home, "local[2]", 1 << 40, 17)
     assert third.options[: len(LARGE_INPUT_JVM)] == list(LARGE_INPUT_JVM)
     assert third.sharing[:2] == [f"-XX:SharedArchiveFile={archive}", "-Xshare:auto"]
     assert third.building is None and third.lock_fd is None
@@ -139,7 +160,7 @@ def test_an_unwritable_cache_means_no_archive(tmp_path, java_home, monkeypatch):
     blocker.write_text("")
     monkeypatch.setenv(CACHE_ENV, str(blocker / "cache"))  # below a regular file: cannot be created
     monkeypatch.delenv(CDS_ENV, raising=False)
-    assert jvm_plan(java_home, "local[*]", None, 17) == JvmPlan(list(LARGE_INPUT_JVM))
+    assert jvm_plan(java_home, "local[2]", None, 17) == JvmPlan(list(LARGE_INPUT_JVM))
 
 
 def test_no_home_directory_means_no_archive(java_home, monkeypatch):
