@@ -259,8 +259,14 @@ def _take_lock(archive: Path) -> int | None:
 
 def _remove_leftovers(archive: Path) -> None:
     """Temporary archives of builders that died before moving theirs into place (the lock is ours, so no
-    other builder is running)."""
-    for leftover in archive.parent.glob(f".{archive.name}.*.tmp"):
+    other builder is running), and the archive this runtime had when one archive served every input (its
+    name without the kind), with its lock file: no release reads it any more."""
+    leftovers = list(archive.parent.glob(f".{archive.name}.*.tmp"))
+    for kind in ARCHIVE_KINDS.values():
+        if archive.name.endswith(f"-{kind}.jsa"):
+            former = archive.with_name(archive.name[: -len(f"-{kind}.jsa")] + ".jsa")
+            leftovers += [former, former.with_name(former.name + ".lock")]
+    for leftover in leftovers:
         with contextlib.suppress(OSError):
             leftover.unlink()
 

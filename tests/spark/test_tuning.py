@@ -147,6 +147,21 @@ def test_a_dead_builders_leftovers_are_removed(cache, java_home):
     assert again.building is not None and again.lock_fd is not None and not leftover.exists()
 
 
+def test_the_archive_of_the_former_name_is_removed_by_the_next_builder(cache, java_home):
+    """Before one archive per kind of input, the archive had no kind in its name: the first builder of this
+    runtime removes it and its lock file; another runtime's archive stays."""
+    large = archive_path(java_home, small=False)
+    cache.mkdir(parents=True)
+    former = large.with_name(large.name.removesuffix("-large.jsa") + ".jsa")
+    other = cache / "spark-3.5.9-0123456789abcdef.jsa"
+    for path in (former, former.with_name(former.name + ".lock"), other):
+        path.write_bytes(b"classes")
+    plan = jvm_plan(java_home, "local[2]", 1 << 40, 17)
+    assert plan.building is not None and plan.archive == large
+    assert not former.exists() and not former.with_name(former.name + ".lock").exists() and other.exists()
+    plan.release()
+
+
 @pytest.mark.parametrize("exit_code", [0, 3])
 def test_no_archive_unless_the_jvm_wrote_it_and_exited_normally(cache, java_home, exit_code):
     plan = jvm_plan(java_home, "local[*]", None, 17)
