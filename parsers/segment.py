@@ -174,8 +174,8 @@ class WalkStop:
         return self.reason in ("end", "max-bytes")
 
 
-_LENGTH = struct.Struct(">8xi")
-"""A v2 batch's batchLength, read from the batch's first byte."""
+_LENGTH_MAGIC = struct.Struct(">8xi4xb")
+"""An entry's batchLength and magic, read from its first byte."""
 _BATCH_START = np.dtype(
     [("base", ">i8"), ("length", ">i4"), ("epoch", "V4"), ("magic", "i1"), ("crc", "V6"), ("delta", ">i4")]
 )
@@ -187,15 +187,15 @@ def _trusted_run(buf: bytes, rel: int, last_header: int, reach: int, trusted_bel
     that a walk trusting the batches below ``trusted_below`` takes from their header alone, and return where
     it stopped (the first entry that is not one of them, left to the checking loop and the general path).
 
-    Batches are chained by their length alone (the only per-batch work in Python), then judged together as
+    Batches are chained by their length and magic (the only per-batch work in Python), then judged together as
     the checking loop judges them one by one: v2 magic, offsets in range (``offsets_problem``), a length of
     at least a header, each batch ending within ``reach``; and its last offset below ``trusted_below``."""
-    length_at = _LENGTH.unpack_from
+    length_at = _LENGTH_MAGIC.unpack_from
     start = len(run)
     keep = run.append
     while rel <= last_header:
-        (length,) = length_at(buf, rel)
-        if length < _MIN_V2_LENGTH:
+        length, magic = length_at(buf, rel)
+        if length < _MIN_V2_LENGTH or magic != MAGIC_V2:  # a legacy entry: the general path takes it
             break
         keep(rel)
         rel += LOG_OVERHEAD + length

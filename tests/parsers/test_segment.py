@@ -419,3 +419,28 @@ def test_header_only_walk_of_the_corpus_and_fixtures(tmp_path):
         full, full_stop, _ = _header_rows(path)
         trusted, stop, _ = _header_rows(path, verify_crc=False)
         assert stop == full_stop and [r[:2] for r in trusted] == [r[:2] for r in full], path
+
+
+def test_the_trusted_chain_stops_at_the_first_legacy_entry():
+    """Below the recovery point batches are chained by their header alone; a legacy (magic 0/1) entry ends the
+    chain where it lies, for the general path to take: chaining on through the legacy entries of a window
+    (only to drop them again) would cost each of them a pass over the rest of the window."""
+    from array import array
+
+    from parsers.legacy import build_legacy_message
+    from parsers.record_batch import RECORD_BATCH_OVERHEAD
+    from parsers.segment import INT64_MAX, _trusted_run
+
+    class Counted(array):
+        appended = 0
+
+        def append(self, value):
+            Counted.appended += 1
+            super().append(value)
+
+    first = build_batch([RecordSpec(b"k", b"v" * 80, 1)])
+    legacy = b"".join(build_legacy_message(1 + i, b"k", b"v" * 80, magic=i % 2) for i in range(500))
+    buf = first + legacy
+    run = Counted("q")
+    stop = _trusted_run(buf, 0, len(buf) - RECORD_BATCH_OVERHEAD, len(buf), INT64_MAX + 1, run)
+    assert stop == len(first) and list(run) == [0] and Counted.appended == 1
