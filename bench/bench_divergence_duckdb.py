@@ -315,13 +315,16 @@ def _class_archive(args: argparse.Namespace) -> None:
     from auditor.spark import tuning
     from auditor.spark.session import resolve_java
 
+    master = _masters(args)[0]
     choice = resolve_java()
+    if not master.startswith("local"):
+        return  # archives are a local session's
     if not tuning.cds_enabled() or not tuning.can_share_classes(choice.java_home, choice.version):
         print("class-data sharing: off or not possible with this Java (no archive in the first runs)")
         return
     archive = tuning.archive_path(choice.java_home, small=False)
-    if not archive.is_file():
-        run_spark(argparse.Namespace(**{**vars(args), "runs": 1}), _masters(args)[0], "divergence")
+    if not archive.is_file():  # the child's warm figure needs a second run
+        run_spark(argparse.Namespace(**{**vars(args), "runs": 2}), master, "audit")
     state = "in place" if archive.is_file() else "missing (its build failed)"
     print(f"class-data archive of large inputs: {state} ({archive})", flush=True)
 

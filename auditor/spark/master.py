@@ -19,6 +19,7 @@ endpoint first (a few seconds at most) and names the one that failed.
 
 from __future__ import annotations
 
+import os
 import re
 import socket
 import threading
@@ -40,16 +41,26 @@ class MasterError(ValueError):
 
 @dataclass(frozen=True)
 class Master:
-    """A parsed master URL: its ``kind`` (local, local-cluster, spark, yarn, k8s, mesos) and the
-    ``host:port`` endpoints the driver must reach (none for local modes and YARN)."""
+    """A parsed master URL: its ``kind`` (local, local-cluster, spark, yarn, k8s, mesos), the ``host:port``
+    endpoints the driver must reach (none for local modes and YARN) and, for ``local`` masters, the task
+    ``threads`` (``local``: 1; ``local[*]``: :func:`available_cpus`)."""
 
     url: str
     kind: str
     endpoints: tuple[tuple[str, int], ...] = field(default=())
+    threads: int | None = None
 
     @property
     def is_local(self) -> bool:
         return self.kind == "local"
+
+
+def available_cpus() -> int:
+    """The CPUs this process may run on (its affinity, which container CPU limits set): what the JVM's
+    ``availableProcessors``, and so Spark's ``local[*]``, count."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
 
 
 def parse_master(url: str) -> Master:
@@ -58,13 +69,14 @@ def parse_master(url: str) -> Master:
     if text != url or not text:
         raise MasterError(f"--master {url!r}: empty or surrounded by blanks")
     if text == "local":
-        return Master(text, "local")
+        return Master(text, "local", threads=1)
     for pattern in (_LOCAL_N, _LOCAL_N_FAILURES):
         m = pattern.fullmatch(text)
         if m:
             if m.group(1) != "*" and int(m.group(1)) <= 0:
                 raise MasterError(f"--master {url}: asked to run locally with {m.group(1)} threads")
-            return Master(text, "local")
+            threads = available_cpus() if m.group(1) == "*" else int(m.group(1))
+            return Master(text, "local", threads=threads)
     if _LOCAL_CLUSTER.fullmatch(text):
         return Master(text, "local-cluster")
     if text == "yarn":

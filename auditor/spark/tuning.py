@@ -34,7 +34,6 @@ import contextlib
 import fcntl
 import hashlib
 import os
-import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,11 +49,9 @@ LARGE_INPUT_JVM = ("-XX:CompileThresholdScaling=2.0", "-XX:+UseSerialGC")
 compilations of lukewarm methods, the serial collector (see the module docstring)."""
 
 FEW_THREADS = 2
-"""The most task threads of a local master (``local[N]``; ``local[*]``: the machine's cores) for which
+"""The most task threads of a local master (``local[N]``; ``local[*]``: the CPUs it may use) for which
 :data:`LARGE_INPUT_JVM` applies: where it was measured to pay. With more cores the JIT and G1 have CPU to
 spare, and one thread collecting for many would hold them all up."""
-
-_LOCAL_THREADS = re.compile(r"local(?:\[\s*([0-9]+|\*)\s*(?:,\s*[0-9]+\s*)?\])?")
 
 SMALL_INPUT_CONF = {
     "spark.sql.codegen.wholeStage": "false",
@@ -181,21 +178,21 @@ def can_share_classes(java_home: str, version: int | None) -> bool:
 
 
 def local_threads(master: str) -> int | None:
-    """The task threads of a local master (``local``: 1, ``local[N]`` and ``local[N,F]``: N, ``local[*]``:
-    the machine's cores); None for any other master (``local-cluster`` included: its executors are JVMs of
-    their own)."""
-    m = _LOCAL_THREADS.fullmatch(master.strip())
-    if m is None:
+    """The task threads of a local master (``auditor.spark.master.Master.threads``); None for any other
+    master (``local-cluster`` included: its executors are JVMs of their own) or one Spark would refuse."""
+    from auditor.spark.master import MasterError, parse_master
+
+    try:
+        return parse_master(master).threads
+    except MasterError:
         return None
-    if m.group(1) is None:
-        return 1
-    return (os.cpu_count() or 1) if m.group(1) == "*" else int(m.group(1))
 
 
-def input_jvm_options(input_bytes: int | None, master: str) -> list[str]:
-    """The driver JVM options for the input's size: :data:`SMALL_INPUT_JVM`, or :data:`LARGE_INPUT_JVM` on
-    a local master of at most :data:`FEW_THREADS` threads; none otherwise (a cluster's driver included)."""
-    if is_small(input_bytes, master):
+def input_jvm_options(small: bool, master: str) -> list[str]:
+    """The driver JVM options for a small input (``small``: :func:`is_small`) or a large one:
+    :data:`SMALL_INPUT_JVM`, or :data:`LARGE_INPUT_JVM` on a local master of at most :data:`FEW_THREADS`
+    threads; none otherwise (a cluster's driver included)."""
+    if small:
         return list(SMALL_INPUT_JVM)
     threads = local_threads(master)
     return list(LARGE_INPUT_JVM) if threads is not None and threads <= FEW_THREADS else []
@@ -208,14 +205,13 @@ def jvm_plan(
     ``java_home`` (major ``java_version``). The archive never stops a run: any trouble with the cache
     directory (none, not writable, full) means no archive options."""
     small = is_small(input_bytes, master)
-    plan = JvmPlan(input_jvm_options(input_bytes, master))
+    plan = JvmPlan(input_jvm_options(small, master))
     if not master.startswith("local") or not cds_enabled() or not can_share_classes(java_home, java_version):
         return plan
     try:
         _share_classes(plan, archive_path(java_home, small))
     except (OSError, RuntimeError):
-        plan.release()
-        return JvmPlan(input_jvm_options(input_bytes, master))
+        return plan.without_sharing()
     return plan
 
 
@@ -231,6 +227,7 @@ def _share_classes(plan: JvmPlan, archive: Path) -> None:
         return
     plan.lock_fd = lock
     _remove_leftovers(archive)
+    _remove_former(archive)
     plan.building = archive.with_name(f".{archive.name}.{os.getpid()}.tmp")
     plan.archive = archive
     plan.sharing = [_option("-XX:ArchiveClassesAtExit=", plan.building), *QUIET_JVM_LOG]
@@ -259,16 +256,27 @@ def _take_lock(archive: Path) -> int | None:
 
 def _remove_leftovers(archive: Path) -> None:
     """Temporary archives of builders that died before moving theirs into place (the lock is ours, so no
-    other builder is running), and the archive this runtime had when one archive served every input (its
-    name without the kind), with its lock file: no release reads it any more."""
-    leftovers = list(archive.parent.glob(f".{archive.name}.*.tmp"))
-    for kind in ARCHIVE_KINDS.values():
-        if archive.name.endswith(f"-{kind}.jsa"):
-            former = archive.with_name(archive.name[: -len(f"-{kind}.jsa")] + ".jsa")
-            leftovers += [former, former.with_name(former.name + ".lock")]
-    for leftover in leftovers:
+    other builder is running)."""
+    for leftover in archive.parent.glob(f".{archive.name}.*.tmp"):
         with contextlib.suppress(OSError):
             leftover.unlink()
+
+
+def _remove_former(archive: Path) -> None:
+    """The archive this runtime had when one archive served every input (``archive``'s name without its
+    kind), its builders' leftovers and its lock file, which no release reads any more; left alone while
+    an older release holds its build lock."""
+    former = archive.with_name(archive.name.rsplit("-", 1)[0] + ".jsa")
+    lock = _take_lock(former)
+    if lock is None:
+        return
+    try:
+        _remove_leftovers(former)
+        for path in (former, former.with_name(former.name + ".lock")):
+            with contextlib.suppress(OSError):
+                path.unlink()
+    finally:
+        os.close(lock)
 
 
 def finish_at_exit(plan: JvmPlan, gateway) -> None:

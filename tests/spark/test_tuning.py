@@ -92,10 +92,9 @@ def test_small_input_is_chosen_by_size_and_master(size, master, env, small, monk
     ],
 )
 def test_large_input_options_only_on_few_local_threads(master, cpus, threads, large, monkeypatch):
-    monkeypatch.setattr(tuning.os, "cpu_count", lambda: cpus)
-    monkeypatch.delenv(SMALL_INPUT_ENV, raising=False)
+    monkeypatch.setattr("auditor.spark.master.available_cpus", lambda: cpus)
     assert tuning.local_threads(master) == threads
-    assert tuning.input_jvm_options(1 << 40, master) == (list(LARGE_INPUT_JVM) if large else [])
+    assert tuning.input_jvm_options(False, master) == (list(LARGE_INPUT_JVM) if large else [])
 
 
 def test_jvm_options_without_the_archive(cache, java_home, monkeypatch):
@@ -160,6 +159,20 @@ def test_the_archive_of_the_former_name_is_removed_by_the_next_builder(cache, ja
     assert plan.building is not None and plan.archive == large
     assert not former.exists() and not former.with_name(former.name + ".lock").exists() and other.exists()
     plan.release()
+
+
+def test_the_archive_of_the_former_name_stays_while_an_older_release_builds_it(cache, java_home):
+    large = archive_path(java_home, small=False)
+    cache.mkdir(parents=True)
+    former = large.with_name(large.name.removesuffix("-large.jsa") + ".jsa")
+    former.write_bytes(b"classes")
+    held = tuning._take_lock(former)  # an older release building its archive
+    try:
+        plan = jvm_plan(java_home, "local[2]", 1 << 40, 17)
+        assert plan.building is not None and former.exists()
+        plan.release()
+    finally:
+        os.close(held)
 
 
 @pytest.mark.parametrize("exit_code", [0, 3])
