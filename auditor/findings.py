@@ -218,7 +218,10 @@ def _base_name(log_dir: str | None) -> str | None:
     return None if log_dir is None else os.path.basename(os.path.normpath(log_dir))
 
 
-PLAIN_FIELDS = ("code", "name", "severity", "message", *(f.name for f in fields(Place)), "time")
+PLACE_FIELDS = tuple(f.name for f in fields(Place))
+"""The fields of :class:`Place`, in their order."""
+
+PLAIN_FIELDS = ("code", "name", "severity", "message", *PLACE_FIELDS, "time")
 """The plain fields of a finding (all but evidence and related) in the order of :meth:`Finding.to_dict`."""
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import numpy as np
 
@@ -70,6 +71,8 @@ class OffsetIndexFacts(IndexFileFacts):
     position; ``batch_base``/``batch_last`` the offsets of that batch (-1 when none).
     """
 
+    entry_size: ClassVar[int] = OFFSET_INDEX.size
+    """The bytes of one slot."""
     positions: np.ndarray
     at_batch: np.ndarray = field(init=False)
     batch_base: np.ndarray = field(init=False)
@@ -86,6 +89,8 @@ class TimeIndexFacts(IndexFileFacts):
     ends at ``offsets[i]``, ``batch_max_ts[i]`` that batch's max timestamp. ``next_slot`` is the non-zero slot
     right after the real prefix, (timestamp, offset), when there is one (evidence of disorder)."""
 
+    entry_size: ClassVar[int] = TIME_INDEX.size
+    """The bytes of one slot."""
     timestamps: np.ndarray
     found: np.ndarray = field(init=False)
     batch_max_ts: np.ndarray = field(init=False)

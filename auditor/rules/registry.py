@@ -42,10 +42,10 @@ import json
 import re
 import sys
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any
 
-from auditor.findings import Finding, Location, Place, Severity
+from auditor.findings import PLACE_FIELDS, Finding, Location, Place, Severity
 
 FAMILIES: dict[str, str] = {
     "KA0": "scan",
@@ -142,19 +142,15 @@ class Violation(Place):
             evidence["found"] = self.found
         return evidence
 
-    def log_dir_or(self, default: str | None) -> str | None:
-        """The overridden log directory, else ``default``."""
-        return default if self.log_dir is _UNSET else self.log_dir
-
     def located(self, where: Location) -> dict[str, Any]:
         """The finding's place (:class:`~auditor.findings.Place` fields): the violation's, with the context's
         broker, topic and partition where it leaves them unset and the context's log dir unless it
         overrides it."""
-        place = {f.name: getattr(self, f.name) for f in fields(Place)}
+        place = {name: getattr(self, name) for name in PLACE_FIELDS}
         for name in ("broker", "topic", "partition"):
             if place[name] is None:
                 place[name] = getattr(where, name)
-        place["log_dir"] = self.log_dir_or(where.log_dir)
+        place["log_dir"] = where.log_dir if self.log_dir is _UNSET else self.log_dir
         return place
 
 

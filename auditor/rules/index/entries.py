@@ -10,10 +10,8 @@ import numpy as np
 
 from auditor.findings import Severity
 from auditor.observe.context import PartitionContext
-from auditor.observe.indexes import TimeIndexFacts
 from auditor.observe.segments import SegmentFacts
 from auditor.rules.registry import Violation
-from parsers.indexes import OFFSET_INDEX_ENTRY_SIZE, TIME_INDEX_ENTRY_SIZE
 
 EXAMPLES = 5
 
@@ -51,11 +49,6 @@ def _more(count: int) -> str:
     return f" ({count} entries)" if count > 1 else ""
 
 
-def _width(idx) -> int:
-    """The bytes of one slot of ``idx``: 12 for a ``.timeindex``, 8 for a ``.index``."""
-    return TIME_INDEX_ENTRY_SIZE if isinstance(idx, TimeIndexFacts) else OFFSET_INDEX_ENTRY_SIZE
-
-
 def _flagged(
     idx, classes: Callable[[SegmentFacts], dict[str, np.ndarray]], seg: SegmentFacts, key: str
 ) -> Iterator[tuple[np.ndarray, int]]:
@@ -77,7 +70,7 @@ def _located(
     if examples:
         fields["evidence"] = {"entries": len(bad), "examples": _examples(bad, *examples)}
     return Violation(
-        message, file=idx.path, position=i * _width(idx), offset_start=int(idx.offsets[i]), **fields
+        message, file=idx.path, position=i * idx.entry_size, offset_start=int(idx.offsets[i]), **fields
     )
 
 
@@ -112,7 +105,7 @@ def _stale_entries(
 def _partial_entry(index):
     """A violation when an index file's length is not a whole number of entries."""
     if index is not None and index.trailing_bytes:
-        entry_size = _width(index)
+        entry_size = index.entry_size
         yield Violation(
             f"{os.path.basename(index.path)} is {index.size} bytes, {index.trailing_bytes} bytes past a "
             f"whole number of {entry_size}-byte entries",

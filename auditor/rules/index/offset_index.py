@@ -18,7 +18,6 @@ from auditor.rules.index.entries import (
     _stale_entries,
     _time_slot_disorder,
     _walk_end,
-    _width,
 )
 from auditor.rules.registry import Violation, rule
 
@@ -258,7 +257,7 @@ def index_garbage(seg: SegmentFacts, part: PartitionContext) -> Iterator[Violati
     """
     for idx in (seg.offset_index, seg.time_index):
         garbage = None if idx is None else idx.garbage_after_padding
-        if garbage is None or garbage >= idx.slots * _width(idx):
+        if garbage is None or garbage >= idx.slots * idx.entry_size:
             continue  # garbage inside a trailing partial slot is KA201/KA211
         if idx is seg.time_index and idx.next_slot is not None and _time_slot_disorder(seg):
             continue  # reported as KA212
@@ -301,7 +300,7 @@ def index_not_trimmed(seg: SegmentFacts, part: PartitionContext) -> Iterator[Vio
                 "entries "
                 "although the segment was rolled",
                 file=idx.path,
-                position=len(idx) * _width(idx),
+                position=len(idx) * idx.entry_size,
                 evidence={"realEntries": len(idx), "paddingSlots": idx.padding_slots, "size": idx.size},
             )
 

@@ -16,7 +16,6 @@ from auditor.rules.index.entries import (
     _partial_entry,
     _stale_entries,
     _time_slot_disorder,
-    _width,
 )
 from auditor.rules.registry import Violation, rule
 
@@ -70,7 +69,7 @@ def timeindex_not_increasing(seg: SegmentFacts, part: PartitionContext) -> Itera
             f"slot {i} of {os.path.basename(ti.path)} holds timestamp {ts} (offset {off}) after timestamp "
             f"{ti.timestamps[-1]} (offset {ti.offsets[-1]})",
             file=ti.path,
-            position=i * _width(ti),
+            position=i * ti.entry_size,
             offset_start=off,
             expected=f"timestamp > {ti.timestamps[-1]} and offset >= {ti.offsets[-1]}",
             found=f"timestamp {ts}, offset {off}",
@@ -225,7 +224,7 @@ def timeindex_missing_max(seg: SegmentFacts, part: PartitionContext) -> Iterator
             f"{os.path.basename(ti.path)} ends with timestamp {last_ts}, but the segment's largest batch "
             f"maxTimestamp is {seg.max_timestamp} (offset {seg.max_timestamp_offset})",
             file=ti.path,
-            position=max(0, len(ti) - 1) * _width(ti),
+            position=max(0, len(ti) - 1) * ti.entry_size,
             offset_start=seg.max_timestamp_offset,
             expected=seg.max_timestamp,
             found=last_ts,
