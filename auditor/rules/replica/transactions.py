@@ -98,6 +98,9 @@ _NOT_SHOWN = ("timeout_ms", "start_timestamp", "offset")
 """The fields of the coordinator's metadata a finding's evidence leaves out (the offset follows the
 ``__transaction_state`` partition)."""
 
+_SHOWN = tuple(f.name for f in fields(TxnMetadata) if f.name not in _NOT_SHOWN)
+"""The fields of the coordinator's metadata a finding's evidence shows, in their order."""
+
 
 @dataclass(frozen=True)
 class CoordinatorView:
@@ -141,8 +144,7 @@ class CoordinatorView:
         if self.metadata is None:
             values["producer_id"] = self.producer_id
         else:
-            shown = [f.name for f in fields(TxnMetadata) if f.name not in _NOT_SHOWN]
-            values |= {name: getattr(self.metadata, name) for name in shown}
+            values |= {name: getattr(self.metadata, name) for name in _SHOWN}
             values |= {"partition": self.partition, "offset": self.metadata.offset}
         return {k: v for k, v in values.items() if v is not None and v != ()}
 
