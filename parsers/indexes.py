@@ -32,7 +32,9 @@ from dataclasses import dataclass, field
 import construct as cs
 import numpy as np
 
+from parsers.batch_header import RECORD_BATCH_OVERHEAD
 from parsers.errors import ParseError
+from parsers.files import open_regular
 from parsers.primitives import struct_of
 
 # ------------------------------------------------------------------------------------------- schemas
@@ -711,3 +713,39 @@ def build_txn_index(entries: Iterable[AbortedTxnEntry | tuple[int, int, int, int
             }
         )
     return _build(AbortedTxn, items)
+
+
+ANCHOR_GAP = 1 << 10
+""":func:`batch_positions` keeps at most one position per this many bytes of segment."""
+
+
+def batch_positions(path: str | os.PathLike, segment_size: int, gap: int = ANCHOR_GAP) -> np.ndarray:
+    """The batch positions an offset index gives (§7.1: the byte of the batch each entry points to), from its
+    real prefix (§7.3), inside ``(0, segment_size)``, increasing, at most one per ``gap`` bytes of the segment
+    (memory: one index window, then ``segment_size / gap`` positions at most). Hints for a walk of the
+    segment, never proof that a batch starts there; an index that cannot be read gives none."""
+    kept: list[np.ndarray] = []
+    try:
+        fd = open_regular(path)
+    except (OSError, ParseError):
+        return np.zeros(0, dtype=np.int64)
+    try:
+        # more entries than the segment holds v2 batches cannot all point to one: never read past them
+        size = min(os.fstat(fd).st_size, (segment_size // RECORD_BATCH_OVERHEAD + 1) * OFFSET_INDEX.size)
+        scan = IndexScan.of_fd(OFFSET_INDEX, fd, size=size)
+        for table in scan.prefix():
+            positions = table["position"].astype(np.int64)
+            positions = positions[(positions > 0) & (positions < segment_size)]
+            _, first = np.unique(positions // gap, return_index=True)
+            kept.append(positions[first])
+            if len(table) < scan.window // scan.width:
+                break  # the real prefix ended in this window: the rest is its tail
+    except OSError:
+        return np.zeros(0, dtype=np.int64)
+    finally:
+        os.close(fd)
+    if not kept:
+        return np.zeros(0, dtype=np.int64)
+    positions = np.concatenate(kept)
+    _, first = np.unique(positions // gap, return_index=True)
+    return positions[first]

@@ -182,23 +182,94 @@ _BATCH_START = np.dtype(
 """The first 27 bytes of a v2 batch (baseOffset .. lastOffsetDelta), for :func:`_trusted_run`."""
 
 
-def _trusted_run(buf: bytes, rel: int, last_header: int, reach: int, trusted_below: int, run: array) -> int:
-    """The header-only fast path: append to ``run`` the positions of the consecutive v2 batches from ``rel``
-    that a walk trusting the batches below ``trusted_below`` takes from their header alone, and return where
-    it stopped (the first entry that is not one of them, left to the checking loop and the general path).
+ANCHORS_MIN = 32
+"""Anchors in a window below which :func:`_chain` takes the batches one by one: advancing fewer chains in step
+costs more in numpy calls than it saves."""
+_STRAGGLERS = 8
+"""Chains still advancing in step below which :func:`_chain` finishes each one by one."""
 
-    Batches are chained by their length and magic (the only per-batch work in Python), then judged together as
-    the checking loop judges them one by one: v2 magic, offsets in range (``offsets_problem``), a length of
-    at least a header, each batch ending within ``reach``; and its last offset below ``trusted_below``."""
+
+def _serial_chain(buf: bytes, rel: int, last: int, run: array) -> int:
+    """Append to ``run`` the positions of the consecutive v2 batches from ``rel`` that start at or before
+    ``last``, chained by their length and magic; return where the chain stopped."""
     length_at = _LENGTH_MAGIC.unpack_from
-    start = len(run)
     keep = run.append
-    while rel <= last_header:
+    while rel <= last:
         length, magic = length_at(buf, rel)
         if length < _MIN_V2_LENGTH or magic != MAGIC_V2:  # a legacy entry: the general path takes it
             break
         keep(rel)
         rel += LOG_OVERHEAD + length
+    return rel
+
+
+def _chain(buf: bytes, rel: int, last_header: int, anchors: np.ndarray | None, run: array) -> int:
+    """:func:`_serial_chain` from ``rel`` to ``last_header``, the same positions and stop, advanced in step
+    from ``anchors`` when there are enough of them: positions (strictly increasing, each in
+    ``(rel, last_header]``) that are believed to start batches, such as the offset index's.
+
+    No anchor is taken on trust. The chain from ``rel`` and the chains from the anchors advance together, one
+    batch per step; an anchor counts only once the chain before it lands on it exactly, so the positions kept
+    are the serial chain's. From the first chain that stops or overshoots its anchor, the rest is chained one
+    batch at a time."""
+    if anchors is None or len(anchors) < ANCHORS_MIN:
+        return _serial_chain(buf, rel, last_header, run)
+    raw = np.frombuffer(buf, dtype=np.uint8)
+    lengths = np.ndarray(shape=(len(raw) - 3,), dtype=">i4", buffer=buf, strides=(1,))
+    starts = np.concatenate(([rel], anchors)).astype(np.int64)
+    cur, target, chain = starts[:-1], starts[1:], np.arange(len(anchors))
+    failed, resume = len(anchors), int(starts[-1])  # the first chain that did not land, where to go on
+    kept_pos: list[np.ndarray] = []
+    kept_chain: list[np.ndarray] = []
+    while len(cur) >= _STRAGGLERS:
+        length = lengths[cur + 8].astype(np.int64)
+        ok = (length >= _MIN_V2_LENGTH) & (raw[cur + 16] == MAGIC_V2)
+        nxt = cur + LOG_OVERHEAD + length
+        kept_pos.append(cur[ok])
+        kept_chain.append(chain[ok])
+        bad = ~ok | (nxt > target)
+        if bad.any():
+            first = int(np.argmax(bad))  # chains stay in order: the first bad one is the lowest
+            if int(chain[first]) < failed:
+                failed = int(chain[first])
+                resume = int(nxt[first] if ok[first] else cur[first])
+        going = ~bad & (nxt < target) & (chain < failed)
+        cur, target, chain = nxt[going], target[going], chain[going]
+    for c, t, j in zip(cur.tolist(), target.tolist(), chain.tolist(), strict=True):
+        if j > failed:
+            break
+        part = array("q")
+        stop = _serial_chain(buf, c, t - 1, part)
+        kept_pos.append(np.frombuffer(part, dtype=np.int64))
+        kept_chain.append(np.full(len(part), j))
+        if stop != t:
+            failed, resume = j, stop
+            break
+    positions = np.concatenate(kept_pos)[np.concatenate(kept_chain) <= failed]
+    positions.sort()
+    run.frombytes(positions.astype(np.int64).tobytes())
+    return _serial_chain(buf, resume, last_header, run) if resume <= last_header else resume
+
+
+def _trusted_run(
+    buf: bytes,
+    rel: int,
+    last_header: int,
+    reach: int,
+    trusted_below: int,
+    run: array,
+    anchors: np.ndarray | None = None,
+) -> int:
+    """The header-only fast path: append to ``run`` the positions of the consecutive v2 batches from ``rel``
+    that a walk trusting the batches below ``trusted_below`` takes from their header alone, and return where
+    it stopped (the first entry that is not one of them, left to the checking loop and the general path).
+
+    Batches are chained by their length and magic (:func:`_chain`, from ``anchors`` when given), then judged
+    together as the checking loop judges them one by one: v2 magic, offsets in range (``offsets_problem``),
+    a length of at least a header, each batch ending within ``reach``; and its last offset below
+    ``trusted_below``."""
+    start = len(run)
+    rel = _chain(buf, rel, last_header, anchors, run)
     if len(run) > start and rel > reach:  # only the last batch chained can end past the walk
         rel = run.pop()
     if len(run) == start:
@@ -248,6 +319,7 @@ class SegmentWalker:
         verify_crc: bool = True,
         skip_read_min: int = SKIP_READ_MIN,
         trusted_below: int | None = None,
+        anchors: np.ndarray | None = None,
     ) -> None:
         self.path = str(path)
         self.file_size = os.stat(self.path).st_size
@@ -259,6 +331,9 @@ class SegmentWalker:
         self.skip_read_min = skip_read_min
         self.trusted_below = INT64_MAX + 1 if trusted_below is None else trusted_below
         """``verify_crc=False``: v2 batches whose last offset is below this are trusted, others checked."""
+        self.anchors = None if anchors is None else np.unique(np.asarray(anchors, dtype=np.int64))
+        """``verify_crc=False``: byte positions believed to start batches (the offset index's), from which the
+        header-only chain advances in step (:func:`_chain`); a hint only, never taken on trust."""
         self.stop: WalkStop | None = None
         self.invalid_count = 0
         self.bytes_read = 0
@@ -277,6 +352,14 @@ class SegmentWalker:
         data = os.pread(self._read_fd, size, position)
         self.bytes_read += len(data)
         return data
+
+    def _anchors_in(self, buf_start: int, rel: int, last_header: int) -> np.ndarray | None:
+        """The anchors after ``rel`` whose header lies in the window at ``buf_start``, window-relative."""
+        anchors = self.anchors
+        if anchors is None or last_header - rel < ANCHORS_MIN * RECORD_BATCH_OVERHEAD:
+            return None
+        lo, hi = np.searchsorted(anchors, (buf_start + rel, buf_start + last_header), side="right")
+        return anchors[lo:hi] - buf_start if hi - lo >= ANCHORS_MIN else None
 
     def batch_crc(self, batch: RecordBatch) -> int:
         """CRC-32C of a v2 batch's covered bytes, read ``_CRC_CHUNK`` at a time (never the batch whole)."""
@@ -335,7 +418,15 @@ class SegmentWalker:
                 run = array("q")
                 keep = run.append
                 if not verify:
-                    rel = _trusted_run(buf, rel, last_header, reach, trusted_below, run)
+                    rel = _trusted_run(
+                        buf,
+                        rel,
+                        last_header,
+                        reach,
+                        trusted_below,
+                        run,
+                        self._anchors_in(buf_start, rel, last_header),
+                    )
                 while rel <= last_header:
                     base, length, magic, stored, delta = check(buf, rel)
                     nxt = rel + LOG_OVERHEAD + length

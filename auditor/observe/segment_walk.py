@@ -34,6 +34,7 @@ from auditor.observe.spill import Held
 from parsers.control import first_control_type
 from parsers.errors import ParseError
 from parsers.files import regular_file_problem
+from parsers.indexes import batch_positions
 from parsers.record_batch import (
     ATTR_CONTROL,
     LOG_OVERHEAD,
@@ -196,7 +197,11 @@ def _walk_segment(task: PartitionTask, base: int, path: Path, next_base: int | N
             if problem is None:
                 trusted = _trusted_below(task, base, path, state)
                 walker = SegmentWalker(
-                    path, stop_on_invalid=False, verify_crc=trusted is None, trusted_below=trusted
+                    path,
+                    stop_on_invalid=False,
+                    verify_crc=trusted is None,
+                    trusted_below=trusted,
+                    anchors=None if trusted is None else _anchors(path),
                 )
             records = SegmentRecords(task, path, base, walker, state) if task.compacted and walker else None
             for positions, headers, computed in _groups(walker) if walker is not None else ():
@@ -245,6 +250,12 @@ def _trusted_below(task: PartitionTask, base: int, path: Path, state: LogState) 
     if trusted is None or trusted <= base or not path.with_suffix(".index").exists():
         return None
     return trusted
+
+
+def _anchors(path: Path) -> np.ndarray:
+    """The batch positions of a trusted segment's offset index: where its header-only walk may chain from
+    (``SegmentWalker(anchors=...)``: hints, each proven by the chain before it landing on it)."""
+    return batch_positions(path.with_suffix(".index"), path.stat().st_size)
 
 
 @dataclass

@@ -586,3 +586,25 @@ def test_streamed_dump_equals_the_in_memory_reader(tmp_path_factory, entries, pa
         elif ref.garbage_after_padding is not None:
             expected = ref.garbage_after_padding
         assert [e["offset"] for e in failed] == ([] if expected is None else [expected])
+
+
+def test_batch_positions_of_an_offset_index(tmp_path):
+    """The positions of the real prefix (never the zero slots of a preallocated tail), inside the segment,
+    at most one per ``gap`` bytes; none from a missing index or one that is not a regular file."""
+    import os
+
+    import numpy as np
+
+    from parsers.indexes import batch_positions
+
+    entries = [(10 * i, 4100 * i) for i in range(1, 41)] + [(405, 4100 * 40 + 10)]
+    slots = np.array(entries, dtype=">i4").tobytes() + bytes(8 * 100)  # then preallocated zero slots
+    index = tmp_path / "00000000000000000000.index"
+    index.write_bytes(slots)
+    assert batch_positions(index, 1 << 30).tolist() == [p for _, p in entries[:-1]]  # one per 1 KiB bucket
+    assert batch_positions(index, 4100 * 20).tolist() == [4100 * i for i in range(1, 20)]
+    assert batch_positions(index, 1 << 30, gap=8200).tolist() == [4100] + [8200 * k for k in range(1, 21)]
+    assert batch_positions(tmp_path / "missing.index", 1 << 30).tolist() == []
+    fifo = tmp_path / "fifo.index"
+    os.mkfifo(fifo)
+    assert batch_positions(fifo, 1 << 30).tolist() == []

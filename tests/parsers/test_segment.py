@@ -444,3 +444,75 @@ def test_the_trusted_chain_stops_at_the_first_legacy_entry():
     run = Counted("q")
     stop = _trusted_run(buf, 0, len(buf) - RECORD_BATCH_OVERHEAD, len(buf), INT64_MAX + 1, run)
     assert stop == len(first) and list(run) == [0] and Counted.appended == 1
+
+
+def _chained_buffer(sizes: list[int], breaks: dict[int, str]) -> tuple[bytes, list[int]]:
+    """Entries of ``sizes`` bytes laid end to end, each with a v2 header's length and magic (its other bytes
+    are noise), entry ``i`` broken as ``breaks[i]`` says (``magic``: a legacy magic; ``short``: a length
+    below a v2 header); and every entry's position."""
+    import random
+
+    rng = random.Random(len(sizes))
+    out, starts = bytearray(), []
+    for i, size in enumerate(sizes):
+        starts.append(len(out))
+        entry = bytearray(rng.randbytes(size))
+        struct.pack_into(">i", entry, 8, 20 if breaks.get(i) == "short" else size - 12)
+        entry[16] = 1 if breaks.get(i) == "magic" else 2
+        out += entry
+    return bytes(out) + bytes(61), starts
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    sizes=st.lists(st.integers(61, 600), min_size=1, max_size=400),
+    breaks=st.dictionaries(st.integers(0, 399), st.sampled_from(["magic", "short"]), max_size=3),
+    kept=st.floats(0, 1),
+    bogus=st.lists(st.integers(1, 1 << 18), max_size=60),
+    shifted=st.lists(st.integers(0, 399), max_size=10),
+    start=st.integers(0, 3),
+)
+def test_the_chain_from_anchors_is_the_serial_chain(sizes, breaks, kept, bogus, shifted, start):
+    """``_chain`` from anchors (some true batch starts, positions inside batches, starts moved by a byte, past
+    a break) keeps the positions and stop of the one-by-one chain, in step or one by one."""
+    import random
+    from array import array
+
+    import numpy as np
+
+    from parsers.segment import _chain, _serial_chain
+
+    buf, starts = _chained_buffer(sizes, breaks)
+    last = len(buf) - 61
+    rel = starts[min(start, len(starts) - 1)]
+    rng = random.Random(len(sizes) + len(bogus))
+    moved = [starts[i] + 1 for i in shifted if i < len(starts)]
+    picks = [p for p in starts if rng.random() < kept] + bogus + moved
+    anchors = np.unique(np.array([p for p in picks if rel < p <= last], dtype=np.int64))
+    serial, chained = array("q"), array("q")
+    assert _chain(buf, rel, last, anchors, chained) == _serial_chain(buf, rel, last, serial)
+    assert chained == serial
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("window", [1 << 16, 1 << 23])
+def test_header_only_walk_from_the_offset_index_gives_the_same_rows(seg, seed, window):
+    """``anchors`` (here the offset index Kafka would write, then one with wrong entries) change how the
+    header-only walk chains small batches, never its rows, stop or bytes read, on a segment that ends or
+    breaks in every way ``_damaged`` knows."""
+    import random
+
+    rng = random.Random(seed)
+    sizes = [rng.randrange(0, 300) for _ in range(3000)]
+    data = b"".join(
+        build_batch([RecordSpec(b"k", b"x" * size, 1_700_000_000_000)], base_offset=i)
+        for i, size in enumerate(sizes)
+    )
+    starts = [row[0] for row in _walk_positions(data)]
+    every_4k = [p for i, p in enumerate(starts) if i and p // 4096 != starts[i - 1] // 4096]
+    wrong = sorted({p + rng.choice([0, 1, 7, 61]) for p in every_4k})
+    for i, damaged in enumerate(_damaged(data, seed)):
+        path = seg(damaged)
+        plain = _header_rows(path, window=window, verify_crc=False)
+        for anchors in (every_4k, wrong, starts):
+            assert _header_rows(path, window=window, verify_crc=False, anchors=anchors) == plain, i
