@@ -230,17 +230,38 @@ def tagged_rows(batches: Iterable[pa.RecordBatch]) -> Iterator[tuple[int, str, A
         yield from zip(b.column("tp").to_pylist(), kinds, items, strict=True)
 
 
-def _grouped(records: Iterable[tuple[int, str, Any]]) -> Iterator[tuple[int, dict[str, list]]]:
-    """Tagged rows (:func:`tagged_rows`, ordered by ``tp``) grouped by partition."""
-    current, group = None, None
-    for tp, kind, item in records:
-        if tp != current:
-            if group is not None:
-                yield current, group
-            current, group = tp, {}
-        group.setdefault(kind, []).append(item)
-    if group is not None:
-        yield current, group
+def _grouped(rows_: Iterable[tuple[int, str, Any]]) -> Iterator[tuple[int, dict[str, list]]]:
+    """Tagged rows (:func:`tagged_rows`, ordered by ``tp``, a partition's record rows last and by offset, as
+    :func:`_ordered` sorts them) grouped by partition: every kind as a list but ``record``, an iterator over
+    the partition's record rows as they stream by (never held; what the consumer leaves is skipped)."""
+    it = iter(rows_)
+    head = next(it, None)
+    while head is not None:
+        tp, group = head[0], {}
+        while head is not None and head[0] == tp and head[1] != "record":
+            group.setdefault(head[1], []).append(head[2])
+            head = next(it, None)
+
+        def records(tp=tp):
+            nonlocal head
+            while head is not None and head[0] == tp:
+                if head[1] != "record":
+                    raise ValueError(f"partition {tp}: a {head[1]} row after its record rows")
+                item = head[2]
+                head = next(it, None)
+                yield item
+
+        group["record"] = stream = records()
+        yield tp, group
+        for _ in stream:  # the rest of the partition's records, unread
+            pass
+
+
+def _ordered(union: DataFrame) -> DataFrame:
+    """The tagged rows of a task ordered by partition, a partition's record rows last and by offset (nulls,
+    the other kinds, sort first): what :func:`_grouped` streams."""
+    keys = ["tp", F.col("record.offset")] if "record" in union.columns else ["tp"]
+    return union.sortWithinPartitions(*keys)
 
 
 def run_partitions(
@@ -324,6 +345,8 @@ def audit(
         for tp, kind, item in tagged_rows(arrow_batches(union)):
             gathered.setdefault(tp, {}).setdefault(kind, []).append(item)
         got: dict[str, list[dict]] = {k: [] for k in rows.PASS_OUTPUTS}
+        for group in gathered.values():
+            group.get("record", []).sort(key=lambda r: r["offset"])
         for _tp, out in run_partitions(iter(sorted(gathered.items())), index, export=True):
             for kind, items in out.items():
                 got[kind] += items
@@ -344,7 +367,7 @@ def audit(
         index_var = spark.sparkContext.broadcast(index)
         # not materialised: the small outputs are collected in the action that runs the pass, the lost
         # batches only read again by --export-lost (which runs the plan once more)
-        grouped = union.repartition(n, "tp").sortWithinPartitions("tp")
+        grouped = _ordered(union.repartition(n, "tp"))
         out_df = grouped.mapInArrow(_pass_task(index_var, SMALL_KINDS), rows.spark_schema(rows.PASS_OUTPUT))
         lost_plan = grouped.mapInArrow(_pass_task(index_var, ("lost",)), rows.spark_schema(rows.PASS_OUTPUT))
         got = {k: [] for k in rows.PASS_OUTPUTS}
@@ -422,9 +445,9 @@ def divergence_frame(tables, chunk_bits: int = CHUNK_BITS) -> DataFrame:
             if group.get("replica"):
                 by_broker = pass_divergence.batches_by_broker(group.get("batch", ()))
                 found += pass_divergence.first_divergences(
-                    pass_divergence.replica_pairs(group["replica"]), by_broker, {}
+                    pass_divergence.replica_pairs(group["replica"]), by_broker, ()
                 )
         yield pa.RecordBatch.from_pylist(found, schema=schema)
 
     n = max(1, int(tables.replica.sparkSession.conf.get("spark.sql.shuffle.partitions")))
-    return union.repartition(n, "tp").sortWithinPartitions("tp").mapInArrow(task, rows.spark_schema(schema))
+    return _ordered(union.repartition(n, "tp")).mapInArrow(task, rows.spark_schema(schema))

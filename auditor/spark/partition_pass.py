@@ -168,20 +168,17 @@ def _gt(a, b) -> bool:
 
 def run(rows: Mapping[str, list], metadata: list[Row], export: bool = False) -> dict[str, list[Row]]:
     """Every comparison of one partition from its rows by kind (:data:`INPUT_KINDS`; batch rows as
-    :class:`BatchRow`) and its metadata rows (:func:`metadata_for`): the output rows by ``rows.PASS_OUTPUTS``
-    kind; the lost batches ``--export-lost`` decodes (``lost``) only when ``export``."""
+    :class:`BatchRow`; record rows in offset order, any iterable, walked once) and its metadata rows
+    (:func:`metadata_for`): the output rows by ``rows.PASS_OUTPUTS`` kind; the lost batches
+    ``--export-lost`` decodes (``lost``) only when ``export``."""
     replica_rows = rows.get("replica", [])
     if not replica_rows:
         return {}
     replicas = {r["broker"]: r for r in replica_rows}
     by_broker = batches_by_broker(rows.get("batch", ()))
-    records: dict[int, dict[int, int]] = {}
-    for r in rows.get("record", ()):
-        held = records.setdefault(r["broker"], {})
-        held[r["offset"]] = max(held.get(r["offset"], r["record_hash"]), r["record_hash"])
-
     pairs = replica_pairs(replica_rows)
-    divergences = first_divergences(pairs, by_broker, records)
+    # the record rows (compacted partitions) are walked once, in offset order, and never held
+    divergences = first_divergences(pairs, by_broker, rows.get("record", ()))
     digest = rows.get("digest")
     ranges = epoch_ranges(digest if digest is not None else digest_of(rows.get("batch", ())))
 

@@ -110,39 +110,68 @@ def batch_divergence(p: Row, by_broker: Mapping[int, list[Row]]) -> Row | None:
     return None
 
 
-def record_divergence(p: Row, records: Mapping[int, dict[int, int]]) -> Row | None:
-    """Compacted partitions: the first offset where pair ``p`` holds different records, or where one lacks a
-    record at or above the other's cleaner offset (below it the cleaner may have removed it)."""
-    lo, hi = p["lo"], p["hi"]
-
-    def held(broker: int) -> dict[int, int]:
-        return {o: h for o, h in records.get(broker, {}).items() if lo <= o < hi and _readable(p, o, o)}
-
-    ra, rb = held(p["a"]), held(p["b"])
+def _record_diverges(p: Row, offset: int, held: Mapping[int, int]) -> bool:
+    """Pair ``p`` (mode ``record``) diverges at ``offset``, where the replicas hold the records ``held``
+    (broker -> hash): both hold a record and they differ, or one lacks a record at or above the other's
+    cleaner offset (below it the cleaner may have removed it); inside ``[lo, hi)``, outside unreadable
+    spans."""
+    if not p["lo"] <= offset < p["hi"] or not _readable(p, offset, offset):
+        return False
+    a, b = held.get(p["a"]), held.get(p["b"])
     ca = p["cleaner_offset_a"] if p["cleaner_offset_a"] is not None else -1
     cb = p["cleaner_offset_b"] if p["cleaner_offset_b"] is not None else -1
-    for offset in sorted(ra.keys() | rb.keys()):
-        a, b = ra.get(offset), rb.get(offset)
-        if (
-            (a is not None and b is not None and a != b)
-            or (a is not None and b is None and offset >= cb)
-            or (b is not None and a is None and offset >= ca)
-        ):
-            detail = {"base_offset": None, "a": None, "b": None, "hash_a": a, "hash_b": b}
-            return _divergence(p, offset, "record", detail)
-    return None
+    return (
+        (a is not None and b is not None and a != b)
+        or (a is not None and b is None and offset >= cb)
+        or (b is not None and a is None and offset >= ca)
+    )
+
+
+def record_divergences(pairs: list[Row], records: Iterable[Row]) -> dict[int, Row]:
+    """Compacted partitions: the first offset where each pair of mode ``record`` (by its index in ``pairs``)
+    diverges (:func:`_record_diverges`), in one walk over the partition's record rows in offset order
+    (``broker``, ``offset``, ``record_hash``): memory holds one offset's records, whatever the partition's
+    size. A replica holding two records at one offset (a log that repeats offsets) counts the higher hash."""
+    open_ = [(i, p) for i, p in enumerate(pairs) if p["mode"] == "record"]
+    found: dict[int, Row] = {}
+
+    def judge(offset: int, held: dict[int, int]) -> None:
+        nonlocal open_
+        hit = [(i, p) for i, p in open_ if _record_diverges(p, offset, held)]
+        for i, p in hit:
+            hashes = {"hash_a": held.get(p["a"]), "hash_b": held.get(p["b"])}
+            found[i] = _divergence(p, offset, "record", {"base_offset": None, "a": None, "b": None, **hashes})
+        if hit:
+            open_ = [(i, p) for i, p in open_ if i not in found]
+
+    current: int | None = None
+    held: dict[int, int] = {}
+    for r in records:
+        offset = r["offset"]
+        if offset != current:
+            if current is not None:
+                if offset < current:
+                    raise ValueError(f"record rows out of offset order: {offset} after {current}")
+                if open_:
+                    judge(current, held)
+            current, held = offset, {}
+        broker, value = r["broker"], r["record_hash"]
+        held[broker] = max(held.get(broker, value), value)
+    if current is not None and open_:
+        judge(current, held)
+    return found
 
 
 def first_divergences(
-    pairs: list[Row], by_broker: Mapping[int, list[Row]], records: Mapping[int, dict[int, int]]
+    pairs: list[Row], by_broker: Mapping[int, list[Row]], records: Iterable[Row]
 ) -> list[Row]:
-    """The first divergence of every pair with a non-empty common range (batch or record mode)."""
+    """The first divergence of every pair with a non-empty common range (batch or record mode); ``records``:
+    the partition's record rows in offset order, walked once (:func:`record_divergences`)."""
+    compared = [p for p in pairs if p["lo"] is not None and p["hi"] is not None and p["lo"] < p["hi"]]
+    by_record = record_divergences(compared, records)
     out = []
-    for p in pairs:
-        if p["lo"] is None or p["hi"] is None or not p["lo"] < p["hi"]:
-            continue
-        batch_mode = p["mode"] == "batch"
-        d = batch_divergence(p, by_broker) if batch_mode else record_divergence(p, records)
+    for i, p in enumerate(compared):
+        d = batch_divergence(p, by_broker) if p["mode"] == "batch" else by_record.get(i)
         if d is not None:
             out.append(d)
     return out
