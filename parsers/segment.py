@@ -185,8 +185,10 @@ _BATCH_START = np.dtype(
 ANCHORS_MIN = 32
 """Anchors in a window below which :func:`_chain` takes the batches one by one: advancing fewer chains in step
 costs more in numpy calls than it saves."""
-_STRAGGLERS = 8
-"""Chains still advancing in step below which :func:`_chain` finishes each one by one."""
+_STRAGGLERS = ANCHORS_MIN
+"""Chains still advancing in step below which :func:`_chain` finishes each one by one: a step costs about as
+much as this many batches chained one by one, so fewer chains (a hostile index clustering its entries) would
+make the walk slower than the serial one."""
 
 
 def _serial_chain(buf: bytes, rel: int, last: int, run: array) -> int:
@@ -211,8 +213,17 @@ def _chain(buf: bytes, rel: int, last_header: int, anchors: np.ndarray | None, r
     No anchor is taken on trust. The chain from ``rel`` and the chains from the anchors advance together, one
     batch per step; an anchor counts only once the chain before it lands on it exactly, so the positions kept
     are the serial chain's. From the first chain that stops or overshoots its anchor, the rest is chained one
-    batch at a time."""
+    batch at a time; so is everything when the chain from ``rel`` does not land on the first anchor (a legacy
+    entry, a stale index)."""
     if anchors is None or len(anchors) < ANCHORS_MIN:
+        return _serial_chain(buf, rel, last_header, run)
+    # the chain from rel is needed anyway: only when it lands on the first anchor are the others worth a step
+    first = int(anchors[0])
+    stop = _serial_chain(buf, rel, first - 1, run)
+    if stop != first:
+        return _serial_chain(buf, stop, last_header, run) if stop <= last_header else stop
+    rel, anchors = first, anchors[1:]
+    if len(anchors) < _STRAGGLERS:
         return _serial_chain(buf, rel, last_header, run)
     raw = np.frombuffer(buf, dtype=np.uint8)
     lengths = np.ndarray(shape=(len(raw) - 3,), dtype=">i4", buffer=buf, strides=(1,))
@@ -408,6 +419,7 @@ class SegmentWalker:
             buf = b""
             mv = memoryview(buf)
             buf_start = buf_end = pos = 0
+            unanchored = -1  # the window whose anchors the chain did not reach (legacy entries in between)
             while True:
                 # Fast path: valid v2 batches whose header is in the current window (verify_crc, or a batch
                 # not trusted: the whole batch, CRC-checked; else its header, the batch ending in the walk).
@@ -418,15 +430,12 @@ class SegmentWalker:
                 run = array("q")
                 keep = run.append
                 if not verify:
-                    rel = _trusted_run(
-                        buf,
-                        rel,
-                        last_header,
-                        reach,
-                        trusted_below,
-                        run,
-                        self._anchors_in(buf_start, rel, last_header),
-                    )
+                    anchors = None
+                    if buf_start != unanchored and rel <= last_header and buf[rel + 16] == MAGIC_V2:
+                        anchors = self._anchors_in(buf_start, rel, last_header)
+                    rel = _trusted_run(buf, rel, last_header, reach, trusted_below, run, anchors)
+                    if anchors is not None and rel < anchors[0]:
+                        unanchored = buf_start  # the chain stops before the first anchor: not again here
                 while rel <= last_header:
                     base, length, magic, stored, delta = check(buf, rel)
                     nxt = rel + LOG_OVERHEAD + length

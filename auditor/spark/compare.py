@@ -258,9 +258,10 @@ def _grouped(rows_: Iterable[tuple[int, str, Any]]) -> Iterator[tuple[int, dict[
 
 
 def _ordered(union: DataFrame) -> DataFrame:
-    """The tagged rows of a task ordered by partition, a partition's record rows last and by offset (nulls,
-    the other kinds, sort first): what :func:`_grouped` streams."""
-    keys = ["tp", F.col("record.offset")] if "record" in union.columns else ["tp"]
+    """The tagged rows of a task ordered by partition, a partition's record rows last and by offset: what
+    :func:`_grouped` streams."""
+    record = F.col("record")
+    keys = ["tp", record.isNotNull(), record["offset"]] if "record" in union.columns else ["tp"]
     return union.sortWithinPartitions(*keys)
 
 
@@ -328,7 +329,12 @@ def audit(
     index = pass_rows.metadata_index(metadata)
     replicas = with_tp(tables.replica)
     epochs = with_tp(tables.epoch).select("tp", "broker", "epoch", "start_offset", "ordinal")
-    records = with_tp(tables.record).select("tp", "broker", "offset", "record_hash")
+    # a record row without its offset or hash (only a damaged extract has one) compares with nothing
+    records = (
+        with_tp(tables.record)
+        .select("tp", "broker", "offset", "record_hash")
+        .where(F.col("offset").isNotNull() & F.col("record_hash").isNotNull())
+    )
     stats: dict[str, Any] = {}
     if driver:
         from auditor.spark.arrow import arrow_batches
