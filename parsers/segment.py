@@ -183,12 +183,9 @@ _BATCH_START = np.dtype(
 
 
 ANCHORS_MIN = 32
-"""Anchors in a window below which :func:`_chain` takes the batches one by one: advancing fewer chains in step
-costs more in numpy calls than it saves."""
-_STRAGGLERS = ANCHORS_MIN
-"""Chains still advancing in step below which :func:`_chain` finishes each one by one: a step costs about as
-much as this many batches chained one by one, so fewer chains (a hostile index clustering its entries) would
-make the walk slower than the serial one."""
+"""Chains advancing in step below which :func:`_chain` takes the batches one by one: a step costs about as
+much as this many batches chained one by one, so fewer anchors in a window, or fewer chains still going (a
+hostile index clustering its entries), would make the walk slower than the serial one."""
 
 
 def _serial_chain(buf: bytes, rel: int, last: int, run: array) -> int:
@@ -215,16 +212,14 @@ def _chain(buf: bytes, rel: int, last_header: int, anchors: np.ndarray | None, r
     are the serial chain's. From the first chain that stops or overshoots its anchor, the rest is chained one
     batch at a time; so is everything when the chain from ``rel`` does not land on the first anchor (a legacy
     entry, a stale index)."""
-    if anchors is None or len(anchors) < ANCHORS_MIN:
+    if anchors is None or len(anchors) <= ANCHORS_MIN:
         return _serial_chain(buf, rel, last_header, run)
     # the chain from rel is needed anyway: only when it lands on the first anchor are the others worth a step
     first = int(anchors[0])
     stop = _serial_chain(buf, rel, first - 1, run)
     if stop != first:
-        return _serial_chain(buf, stop, last_header, run) if stop <= last_header else stop
+        return _serial_chain(buf, stop, last_header, run)
     rel, anchors = first, anchors[1:]
-    if len(anchors) < _STRAGGLERS:
-        return _serial_chain(buf, rel, last_header, run)
     raw = np.frombuffer(buf, dtype=np.uint8)
     lengths = np.ndarray(shape=(len(raw) - 3,), dtype=">i4", buffer=buf, strides=(1,))
     starts = np.concatenate(([rel], anchors)).astype(np.int64)
@@ -232,7 +227,7 @@ def _chain(buf: bytes, rel: int, last_header: int, anchors: np.ndarray | None, r
     failed, resume = len(anchors), int(starts[-1])  # the first chain that did not land, where to go on
     kept_pos: list[np.ndarray] = []
     kept_chain: list[np.ndarray] = []
-    while len(cur) >= _STRAGGLERS:
+    while len(cur) >= ANCHORS_MIN:
         length = lengths[cur + 8].astype(np.int64)
         ok = (length >= _MIN_V2_LENGTH) & (raw[cur + 16] == MAGIC_V2)
         nxt = cur + LOG_OVERHEAD + length
@@ -240,10 +235,10 @@ def _chain(buf: bytes, rel: int, last_header: int, anchors: np.ndarray | None, r
         kept_chain.append(chain[ok])
         bad = ~ok | (nxt > target)
         if bad.any():
-            first = int(np.argmax(bad))  # chains stay in order: the first bad one is the lowest
-            if int(chain[first]) < failed:
-                failed = int(chain[first])
-                resume = int(nxt[first] if ok[first] else cur[first])
+            low = int(np.argmax(bad))  # chains stay in order: the first bad one is the lowest
+            if int(chain[low]) < failed:
+                failed = int(chain[low])
+                resume = int(nxt[low] if ok[low] else cur[low])
         going = ~bad & (nxt < target) & (chain < failed)
         cur, target, chain = nxt[going], target[going], chain[going]
     for c, t, j in zip(cur.tolist(), target.tolist(), chain.tolist(), strict=True):
@@ -259,7 +254,7 @@ def _chain(buf: bytes, rel: int, last_header: int, anchors: np.ndarray | None, r
     positions = np.concatenate(kept_pos)[np.concatenate(kept_chain) <= failed]
     positions.sort()
     run.frombytes(positions.astype(np.int64).tobytes())
-    return _serial_chain(buf, resume, last_header, run) if resume <= last_header else resume
+    return _serial_chain(buf, resume, last_header, run)
 
 
 def _trusted_run(
@@ -370,7 +365,7 @@ class SegmentWalker:
         if anchors is None or last_header - rel < ANCHORS_MIN * RECORD_BATCH_OVERHEAD:
             return None
         lo, hi = np.searchsorted(anchors, (buf_start + rel, buf_start + last_header), side="right")
-        return anchors[lo:hi] - buf_start if hi - lo >= ANCHORS_MIN else None
+        return anchors[lo:hi] - buf_start if hi - lo > ANCHORS_MIN else None
 
     def batch_crc(self, batch: RecordBatch) -> int:
         """CRC-32C of a v2 batch's covered bytes, read ``_CRC_CHUNK`` at a time (never the batch whole)."""

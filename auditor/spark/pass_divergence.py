@@ -110,16 +110,18 @@ def batch_divergence(p: Row, by_broker: Mapping[int, list[Row]]) -> Row | None:
     return None
 
 
-def _record_diverges(p: Row, offset: int, held: Mapping[int, int]) -> bool:
-    """Pair ``p`` (mode ``record``) diverges at ``offset``, where the replicas hold the records ``held``
-    (broker -> hash): both hold a record and they differ, or one lacks a record at or above the other's
-    cleaner offset (below it the cleaner may have removed it); inside ``[lo, hi)``, outside unreadable
-    spans."""
+def _cleaner_offset(value: int | None) -> int:
+    return value if value is not None else -1
+
+
+def _record_diverges(p: Row, ca: int, cb: int, offset: int, held: Mapping[int, int]) -> bool:
+    """Pair ``p`` (mode ``record``, cleaner offsets ``ca`` and ``cb``, -1 when none) diverges at ``offset``,
+    where the replicas hold the records ``held`` (broker -> hash): both hold a record and they differ, or one
+    lacks a record at or above the other's cleaner offset (below it the cleaner may have removed it); inside
+    ``[lo, hi)``, outside unreadable spans."""
     if not p["lo"] <= offset < p["hi"] or not _readable(p, offset, offset):
         return False
     a, b = held.get(p["a"]), held.get(p["b"])
-    ca = p["cleaner_offset_a"] if p["cleaner_offset_a"] is not None else -1
-    cb = p["cleaner_offset_b"] if p["cleaner_offset_b"] is not None else -1
     return (
         (a is not None and b is not None and a != b)
         or (a is not None and b is None and offset >= cb)
@@ -132,17 +134,21 @@ def record_divergences(pairs: list[Row], records: Iterable[Row]) -> dict[int, Ro
     diverges (:func:`_record_diverges`), in one walk over the partition's record rows in offset order
     (``broker``, ``offset``, ``record_hash``): memory holds one offset's records, whatever the partition's
     size. A replica holding two records at one offset (a log that repeats offsets) counts the higher hash."""
-    open_ = [(i, p) for i, p in enumerate(pairs) if p["mode"] == "record"]
+    open_ = [
+        (i, p, _cleaner_offset(p["cleaner_offset_a"]), _cleaner_offset(p["cleaner_offset_b"]))
+        for i, p in enumerate(pairs)
+        if p["mode"] == "record"
+    ]
     found: dict[int, Row] = {}
 
     def judge(offset: int, held: dict[int, int]) -> None:
         nonlocal open_
-        hit = [(i, p) for i, p in open_ if _record_diverges(p, offset, held)]
+        hit = [(i, p) for i, p, ca, cb in open_ if _record_diverges(p, ca, cb, offset, held)]
         for i, p in hit:
             hashes = {"hash_a": held.get(p["a"]), "hash_b": held.get(p["b"])}
             found[i] = _divergence(p, offset, "record", {"base_offset": None, "a": None, "b": None, **hashes})
         if hit:
-            open_ = [(i, p) for i, p in open_ if i not in found]
+            open_ = [pair for pair in open_ if pair[0] not in found]
 
     current: int | None = None
     held: dict[int, int] = {}
