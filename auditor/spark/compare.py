@@ -9,12 +9,13 @@ complete batch of the log Kafka loads, ``live``; CRC failures are ``scan``'s job
    (map-side partial aggregation: a few rows per chunk leave each task);
 2. candidate chunks: the (tp, chunk) where the replicas of a partition are not unanimous (a replica lacks the
    chunk, or the digests differ), collected (one row per chunk that differs); the second scan keeps their
-   batch rows and every transactional batch (the state of a batch is decided by a marker that may lie in a
-   chunk where the replicas agree; the open transactions are the leader's whole story), through a broadcast
-   join and a predicate Parquet can push down.
+   batch rows (``held``) and every transactional or control batch (the state of a batch is decided by a
+   marker that may lie in a chunk where the replicas agree; the open transactions are the leader's whole
+   story), through a broadcast join and a predicate Parquet can push down.
 
 Then every row of a partition (replicas, leader-epoch caches, digests, those batch rows, compacted records)
-meets in one task, ordered by partition (``repartition`` + ``sortWithinPartitions``), and one function walks
+meets in one task, ordered by partition (``repartition`` + ``sortWithinPartitions``; a partition's batch rows
+by broker and offset, then its record rows by offset, both streamed), and one function walks
 them (:func:`auditor.spark.partition_pass.run`: divergence, the per-partition rules, lag, loss runs with
 transaction states, the election's costs), a partition at a time, in ``mapInArrow``. Small inputs run the same
 function in the driver over every batch row (no digest: the pass gives the same results on more rows). The
@@ -86,12 +87,13 @@ Parquet skips the row groups (and the cache its batches) that cannot hold them."
 
 def batch_columns(batch: DataFrame, chunk_bits: int) -> DataFrame:
     """What the comparisons need of the batch rows: partition key, chunk, signature, sizes, location, and the
-    producer and transaction fields of the batch (its transaction state: ``pass_loss.txn_states``; the
+    producer and transaction fields of the batch (its transaction state: ``pass_loss.walk_batches``; the
     export). Only the batches of the log Kafka loads (``live``: not cut by recovery,
     ``auditor.kafka.recovery``) take part, as the replica's ``leo`` is the recovered log end offset."""
     derived = {
         "leader_epoch": F.col("partition_leader_epoch"),
         "sig": F.xxhash64("base_offset", "last_offset", "crc", "partition_leader_epoch"),
+        "held": F.lit(True),
     }
     columns = [derived.get(name, F.col(name)).alias(name) for name in pass_rows.BATCH_FIELDS]
     chunk = F.shiftright("base_offset", chunk_bits).alias("chunk")
@@ -99,7 +101,8 @@ def batch_columns(batch: DataFrame, chunk_bits: int) -> DataFrame:
 
 
 def _prune(batch: DataFrame, chunks: list, chunk_bits: int) -> DataFrame:
-    """The batch rows the pass reads, by a predicate Parquet can push down: the transactional batches, and
+    """The batch rows the pass reads, by a predicate Parquet can push down: the transactional and control
+    batches, and
     the offset span of the candidate chunks of each partition that has some (``chunks``: the collected
     :func:`candidate_chunks`; the join on the chunks stays the exact filter)."""
     by_key: dict[tuple, list[int]] = {}
@@ -111,7 +114,7 @@ def _prune(batch: DataFrame, chunks: list, chunk_bits: int) -> DataFrame:
         {"cluster": k[0], "topic": k[1], "partition": k[2], "lo": lo, "hi": hi}
         for k, (lo, hi) in by_key.items()
     ]
-    txn = F.col("is_transactional")
+    txn = F.col("is_transactional") | F.col("is_control")
     if not spans:
         return batch.where(txn)
     if len(spans) > PUSHDOWN_PARTITIONS:
@@ -230,38 +233,52 @@ def tagged_rows(batches: Iterable[pa.RecordBatch]) -> Iterator[tuple[int, str, A
         yield from zip(b.column("tp").to_pylist(), kinds, items, strict=True)
 
 
-def _grouped(rows_: Iterable[tuple[int, str, Any]]) -> Iterator[tuple[int, dict[str, list]]]:
-    """Tagged rows (:func:`tagged_rows`, ordered by ``tp``, a partition's record rows last and by offset, as
-    :func:`_ordered` sorts them) grouped by partition: every kind as a list but ``record``, an iterator over
-    the partition's record rows as they stream by (never held; what the consumer leaves is skipped)."""
+STREAMED = ("batch", "record")
+"""The kinds of a partition's rows that stream by, in this order, after its other rows (:func:`_ordered`)."""
+
+
+def _grouped(rows_: Iterable[tuple[int, str, Any]]) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Tagged rows (:func:`tagged_rows`, ordered as :func:`_ordered` sorts them) grouped by partition: every
+    kind as a list but those of :data:`STREAMED`, each an iterator over the partition's rows of that kind as
+    they stream by (never held). Read them in :data:`STREAMED` order: an iterator skips the rows of the
+    kinds before it left unread, and what the consumer leaves of the partition is skipped."""
     it = iter(rows_)
     head = next(it, None)
     while head is not None:
         tp, group = head[0], {}
-        while head is not None and head[0] == tp and head[1] != "record":
+        while head is not None and head[0] == tp and head[1] not in STREAMED:
             group.setdefault(head[1], []).append(head[2])
             head = next(it, None)
 
-        def records(tp=tp):
+        def stream(kind: str, tp: int = tp) -> Iterator[Any]:
             nonlocal head
+            rank = STREAMED.index(kind)
             while head is not None and head[0] == tp:
-                if head[1] != "record":
-                    raise ValueError(f"partition {tp}: a {head[1]} row after its record rows")
+                if head[1] not in STREAMED:
+                    raise ValueError(f"partition {tp}: a {head[1]} row after its streamed rows")
+                other = STREAMED.index(head[1])
+                if other > rank:
+                    return
                 item = head[2]
                 head = next(it, None)
-                yield item
+                if other == rank:
+                    yield item
 
-        group["record"] = stream = records()
+        streams = {kind: stream(kind) for kind in STREAMED}
+        group.update(streams)
         yield tp, group
-        for _ in stream:  # the rest of the partition's records, unread
-            pass
+        for rest in streams.values():  # what the consumer left of the partition, unread
+            for _ in rest:
+                pass
 
 
 def _ordered(union: DataFrame) -> DataFrame:
-    """The tagged rows of a task ordered by partition, a partition's record rows last and by offset: what
-    :func:`_grouped` streams."""
-    record = F.col("record")
-    keys = ["tp", record.isNotNull(), record["offset"]] if "record" in union.columns else ["tp"]
+    """The tagged rows of a task ordered by partition, a partition's batch rows after its other rows and by
+    (broker, base offset), its record rows last and by offset: what :func:`_grouped` streams."""
+    order = {"batch": ("broker", "base_offset"), "record": ("offset",)}
+    present = [kind for kind in STREAMED if kind in union.columns]
+    keys: list = ["tp", *(F.col(kind).isNotNull() for kind in reversed(present))]
+    keys += [F.col(kind)[name] for kind in present for name in order[kind]]
     return union.sortWithinPartitions(*keys)
 
 
@@ -352,6 +369,7 @@ def audit(
             gathered.setdefault(tp, {}).setdefault(kind, []).append(item)
         got: dict[str, list[dict]] = {k: [] for k in rows.PASS_OUTPUTS}
         for group in gathered.values():
+            group.get("batch", []).sort(key=lambda b: (b.broker, b.base_offset))
             group.get("record", []).sort(key=lambda r: r["offset"])
         for _tp, out in run_partitions(iter(sorted(gathered.items())), index, export=True):
             for kind, items in out.items():
@@ -408,7 +426,7 @@ def replica_counts(spark, replica_keys: list[dict]) -> DataFrame:
 def scan_batches(batch: DataFrame, per_tp: DataFrame, chunk_bits: int) -> tuple[DataFrame, list, DataFrame]:
     """The two scans of the batch rows: the chunk digests (materialised), the candidate chunks (collected;
     ``per_tp``: :func:`replica_counts`) and the batch rows the pass reads (a plan: the rows of the candidate
-    chunks and every transactional batch)."""
+    chunks, ``held``, and every other transactional or control batch)."""
     batches = batch_columns(batch, chunk_bits)
     digest = _materialize(
         batches.groupBy("tp", "broker", "chunk", "leader_epoch").agg(
@@ -426,10 +444,12 @@ def scan_batches(batch: DataFrame, per_tp: DataFrame, chunk_bits: int) -> tuple[
     keys = batches.sparkSession.createDataFrame(
         [(c["tp"], c["chunk"], True) for c in chunks], "tp bigint, chunk bigint, candidate boolean"
     )
+    held = F.col("candidate").isNotNull()
     candidates = (
         batch_columns(_prune(batch, chunks, chunk_bits), chunk_bits)
         .join(broadcast(keys), ["tp", "chunk"], "left")
-        .where(F.col("candidate").isNotNull() | F.col("is_transactional"))
+        .where(held | F.col("is_transactional") | F.col("is_control"))
+        .withColumn("held", held)
         .drop("candidate")
     )
     return digest, chunks, candidates
@@ -449,7 +469,7 @@ def divergence_frame(tables, chunk_bits: int = CHUNK_BITS) -> DataFrame:
         found = []
         for _tp, group in _grouped(tagged_rows(batches)):
             if group.get("replica"):
-                by_broker = pass_divergence.batches_by_broker(group.get("batch", ()))
+                by_broker = pass_divergence.batches_by_broker(b for b in group["batch"] if b.held)
                 found += pass_divergence.first_divergences(
                     pass_divergence.replica_pairs(group["replica"]), by_broker, ()
                 )

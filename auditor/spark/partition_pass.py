@@ -2,12 +2,12 @@
 Python, no pyspark: it runs in Spark's ``mapInArrow`` over a partition at a time, and in the driver for small
 inputs).
 
-The rows of a partition (``tp``) are its replica rows, leader-epoch cache entries, batch rows (at least those
-of the chunks where its replicas are not unanimous, ``auditor.spark.compare``, and every transactional
-batch), record rows (compacted partitions), optionally the
-digests of every chunk (the epoch ranges come from them; without them, from the batch rows), and the KRaft
-metadata rows about it. :func:`run` walks them once per concern and yields, in the ``rows.PASS_OUTPUTS``
-layouts:
+The rows of a partition (``tp``) are its replica rows, leader-epoch cache entries, batch rows (those of the
+chunks where its replicas are not unanimous, ``auditor.spark.compare``, *held*, and every other
+transactional or control batch, walked for its transaction's state and dropped: ``pass_loss.walk_batches``),
+record rows (compacted partitions), optionally the digests of every chunk (the epoch ranges come from them;
+without them, from the batch rows), and the KRaft metadata rows about it. :func:`run` walks them once per
+concern and yields, in the ``rows.PASS_OUTPUTS`` layouts:
 
 * the replica pairs and their first divergence (a batch or, compacted, a record that differs inside the
   common range ``[max(log start offsets), min(LEOs))``, outside unreadable spans);
@@ -23,9 +23,11 @@ layouts:
 * the election's costs: for partitions with a divergence or an offline leader, what every other replica loses
   when each candidate is elected (``auditor.spark.election``).
 
-Giving the pass more batch rows of a partition than those (up to the whole log) changes none of its results:
-the rows of an identical chunk are the same on every replica, so they neither diverge nor differ from the
-leader, and break loss runs as a gap does; a transaction's state depends on transactional batches only.
+Holding more batch rows of a partition than those (up to the whole log) changes none of its results: the
+rows of an identical chunk are the same on every replica, so they neither diverge nor differ from the leader,
+and break loss runs as a gap does; a transaction's state depends on transactional and control batches only.
+The batch and record rows stream by (batches first, by broker and offset); what is held at once is the held
+batch rows and one open transaction per producer and replica.
 """
 
 from __future__ import annotations
@@ -45,14 +47,13 @@ from auditor.spark.partition_rules import (
     loss_findings,
 )
 from auditor.spark.pass_divergence import (
-    batches_by_broker,
     digest_of,
     epoch_ranges,
     first_divergences,
     greatest,
     replica_pairs,
 )
-from auditor.spark.pass_loss import export_rows, lost_batches, lost_runs, open_transactions, txn_states
+from auditor.spark.pass_loss import export_rows, lost_batches, lost_runs, open_transactions, walk_batches
 from auditor.spark.pass_rows import Row, present
 
 
@@ -168,19 +169,22 @@ def _gt(a, b) -> bool:
 
 def run(rows: Mapping[str, list], metadata: list[Row], export: bool = False) -> dict[str, list[Row]]:
     """Every comparison of one partition from its rows by kind (:data:`INPUT_KINDS`; batch rows as
-    :class:`BatchRow`; record rows in offset order, any iterable, walked once) and its metadata rows
+    :class:`BatchRow` in (broker, base offset) order and record rows in offset order, each any iterable walked
+    once, the batches first; ``pass_loss.walk_batches`` keeps the held batch rows) and its metadata rows
     (:func:`metadata_for`): the output rows by ``rows.PASS_OUTPUTS`` kind; the lost batches
     ``--export-lost`` decodes (``lost``) only when ``export``."""
     replica_rows = rows.get("replica", [])
     if not replica_rows:
         return {}
     replicas = {r["broker"]: r for r in replica_rows}
-    by_broker = batches_by_broker(rows.get("batch", ()))
+    walked = walk_batches(rows.get("batch", ()))  # the transactions' states; only the held rows are kept
+    by_broker, states = walked.by_broker, walked.states
     pairs = replica_pairs(replica_rows)
     # the record rows (compacted partitions) are walked once, in offset order, and never held
     divergences = first_divergences(pairs, by_broker, rows.get("record", ()))
     digest = rows.get("digest")
-    ranges = epoch_ranges(digest if digest is not None else digest_of(rows.get("batch", ())))
+    held = (b for bs in by_broker.values() for b in bs)
+    ranges = epoch_ranges(digest if digest is not None else digest_of(held))
 
     inputs = [dict(present(r), kind="replica") for r in replica_rows]
     inputs += [dict(present(e), kind="epoch") for e in rows.get("epoch", ())]
@@ -193,7 +197,6 @@ def run(rows: Mapping[str, list], metadata: list[Row], export: bool = False) -> 
     result = evaluate_rows(inputs)
 
     lags = [lag_counts(lag, by_broker.get(lag["leader"], [])) for lag in result.lags]
-    states = txn_states(by_broker)
     lost = list(lost_batches(by_broker, replicas, result.zones, states))
     runs = lost_runs(lost)
     findings = list(result.findings)
@@ -210,7 +213,7 @@ def run(rows: Mapping[str, list], metadata: list[Row], export: bool = False) -> 
         "pair": pairs,
         "epochs": [dict(g, **key) for g in ranges if g["broker"] in replicas],
         "cost": election_costs(result.summary, divergences, by_broker, replicas, states),
-        "open_txn": open_transactions(result.summary, by_broker),
+        "open_txn": open_transactions(result.summary, walked),
         "lost": export_rows(lost) if export else [],
     }
 

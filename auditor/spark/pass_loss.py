@@ -1,11 +1,13 @@
 """The pass's truncation loss: the transaction state of each batch in its replica's own log
-(``auditor.kafka.transactions.classify``), each follower's batches that differ from the leader's, their
-runs (committed or not, with markers, producers and timestamps), the rows ``--export-lost`` decodes, and
-the transactions open on the current leader with the markers other replicas hold."""
+(``auditor.kafka.transactions.classify``, walked once: :func:`walk_batches`), each follower's batches that
+differ from the leader's, their runs (committed or not, with markers, producers and timestamps), the rows
+``--export-lost`` decodes, and the transactions open on the current leader with the markers other replicas
+hold."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
 
 from auditor.kafka.topics import METADATA_TOPIC
 from auditor.kafka.transactions import (
@@ -13,12 +15,12 @@ from auditor.kafka.transactions import (
     ABORTED,
     COMMIT,
     COMMITTED,
+    CONTROL,
     MARKER,
     MARKER_NAMES,
     OPEN,
     PLAIN,
     VISIBLE_TO_READ_COMMITTED,
-    classify,
     is_end_marker,
 )
 from auditor.rules.replica.model import LOST_MARKERS_LISTED, PRODUCERS_LISTED
@@ -26,31 +28,87 @@ from auditor.spark.pass_divergence import inside
 from auditor.spark.pass_rows import BatchRow, Lost, Row
 
 
-def txn_states(by_broker: Mapping[int, list[BatchRow]]) -> dict[tuple[int, int], tuple[str, int | None]]:
-    """Per (broker, base offset) of the logs holding transactional or control batches: the batch's
-    transaction state in its replica's log (``transactions.classify``) and, for a COMMIT/ABORT marker, the
-    first offset of the data of the transaction it ends in that log (None when it has none there). Every
-    batch of another log is plain data (:func:`state_of`)."""
-    out: dict[tuple[int, int], tuple[str, int | None]] = {}
-    for broker, batches in by_broker.items():
-        if not any(b.is_transactional or b.is_control for b in batches):
-            continue
-        first_data: dict[int, int] = {}
-        for b, state in zip(batches, classify(batches), strict=True):
-            first = None
-            if b.is_control and is_end_marker(b):
-                first = first_data.pop(b.producer_id, None)
-            elif b.is_transactional and not b.is_control:
-                first_data.setdefault(b.producer_id, b.base_offset)
-            out[(broker, b.base_offset)] = (state, first)
-    return out
+@dataclass
+class _Open:
+    """A producer's transaction still open at this point of a replica's log: its first data batch (offset,
+    producer epoch), last offset, records and batches, and the held batch rows whose state its marker
+    decides."""
+
+    first: tuple[int, int]
+    last_offset: int
+    records: int = 0
+    batches: int = 0
+    held: list[BatchRow] = field(default_factory=list)
+
+
+@dataclass
+class Walked:
+    """A partition's batch rows after :func:`walk_batches`: the held ones by broker (offset order), the
+    transaction state of each held batch (:func:`state_of`) and, per broker and producer, the transaction
+    open at the end of the replica's log (``_Open``)."""
+
+    by_broker: dict[int, list[BatchRow]]
+    states: dict[tuple[int, int], tuple[str, int | None]]
+    opened: dict[int, dict[int, _Open]]
+
+
+def walk_batches(batches: Iterable[BatchRow]) -> Walked:
+    """One walk over a partition's batch rows in (broker, base offset) order, any iterable: the rows the
+    pass compares (``held``) are kept, every other row (a transactional or control batch of a chunk where
+    the replicas agree) only moves its producer's transaction on, as ``ProducerStateManager`` does, and is
+    dropped. Memory: the held rows and one open transaction per producer, never the replica's whole log.
+
+    A held batch's state is ``transactions.classify``'s in its replica's log (a data batch of an open
+    transaction takes the state its producer's next COMMIT/ABORT marker gives, ``open`` without one) and,
+    for a marker, the first offset of the data of the transaction it ends there (None when it has none).
+    Rows out of order are refused (a wrong sort would misjudge states silently)."""
+    by_broker: dict[int, list[BatchRow]] = {}
+    states: dict[tuple[int, int], tuple[str, int | None]] = {}
+    opened: dict[int, dict[int, _Open]] = {}
+    prev: tuple[int, int] | None = None
+    txns: dict[int, _Open] = {}
+    for b in batches:
+        key = (b.broker, b.base_offset)
+        if prev is not None and key < prev:
+            raise ValueError(f"batch rows out of (broker, offset) order: {key} after {prev}")
+        if prev is None or key[0] != prev[0]:
+            txns = opened.setdefault(b.broker, {})
+        prev = key
+        if b.held:
+            by_broker.setdefault(b.broker, []).append(b)
+        if b.is_control:
+            if is_end_marker(b):
+                txn = txns.pop(b.producer_id, None)
+                if txn is not None:
+                    state = COMMITTED if b.control_type == COMMIT else ABORTED
+                    for h in txn.held:
+                        states[(h.broker, h.base_offset)] = (state, None)
+                if b.held:
+                    states[key] = (MARKER, None if txn is None else txn.first[0])
+            elif b.held:
+                states[key] = (CONTROL, None)
+        elif b.is_transactional:
+            txn = txns.get(b.producer_id)
+            if txn is None:
+                txn = txns[b.producer_id] = _Open((b.base_offset, b.producer_epoch), b.last_offset)
+            txn.last_offset = max(txn.last_offset, b.last_offset)
+            txn.records += b.records_count or 0
+            txn.batches += 1
+            if b.held:
+                txn.held.append(b)
+    for txns in opened.values():
+        for txn in txns.values():
+            for h in txn.held:
+                states[(h.broker, h.base_offset)] = (OPEN, None)
+            txn.held = []
+    return Walked(by_broker, states, {k: v for k, v in opened.items() if v})
 
 
 _PLAIN = (PLAIN, None)
 
 
 def state_of(states: Mapping[tuple[int, int], tuple[str, int | None]], b: BatchRow) -> tuple[str, int | None]:
-    """The transaction state of ``b`` and its transaction's first offset (:func:`txn_states`)."""
+    """The transaction state of ``b`` and its transaction's first offset (:func:`walk_batches`)."""
     return states.get((b.broker, b.base_offset), _PLAIN)
 
 
@@ -244,46 +302,27 @@ def export_rows(lost: Iterable[Lost]) -> list[Row]:
     ]
 
 
-def open_transactions(summary: list[Row], by_broker: Mapping[int, list[Row]]) -> list[Row]:
+def open_transactions(summary: list[Row], walked: Walked) -> list[Row]:
     """The transactions open on the current leader (no COMMIT/ABORT marker of their producer after them in
-    its log), each with the first marker of its producer after its first offset on every other replica and
-    how many there are (KA713/KA714, ``auditor.spark.hanging``)."""
+    its log: :func:`walk_batches`), each with the first marker of its producer after its first offset on every
+    other replica and how many there are (KA713/KA714, ``auditor.spark.hanging``).
+
+    Those markers are all among the held rows: a chunk the replicas agree on holds the same batches on the
+    leader, and a marker of the producer there after the transaction's first offset would have ended it."""
     leader = next((s for s in summary if s["is_leader"] and s["topic"] != METADATA_TOPIC), None)
     if leader is None:
         return []
-    own = [b for b in by_broker.get(leader["broker"], ()) if b.is_transactional]
-    opened: dict[int, Row] = {}
-    for b, state in zip(own, classify(own), strict=True):
-        if state != OPEN:
-            continue
-        o = opened.get(b.producer_id)
-        row = b
-        if o is None:
-            opened[b.producer_id] = {
-                "first": (b.base_offset, b.producer_epoch),
-                "last_offset": b.last_offset,
-                "records": row["records_count"],
-                "batches": 1,
-            }
-        else:
-            o["first"] = min(o["first"], (b.base_offset, b.producer_epoch))
-            o["last_offset"] = max(o["last_offset"], b.last_offset)
-            o["records"] += row["records_count"]
-            o["batches"] += 1
     out = []
-    for pid, o in sorted(opened.items()):
-        first_offset, producer_epoch = o["first"]
+    for pid, o in sorted(walked.opened.get(leader["broker"], {}).items()):
+        first_offset, producer_epoch = o.first
         markers = []
-        for broker, batches in sorted(by_broker.items()):
+        for broker, batches in sorted(walked.by_broker.items()):
             if broker == leader["broker"]:
                 continue
             found = [
-                (b["base_offset"], b["control_type"], b["producer_epoch"])
+                (b.base_offset, b.control_type, b.producer_epoch)
                 for b in batches
-                if b["is_transactional"]
-                and b["producer_id"] == pid
-                and b["base_offset"] > first_offset
-                and is_end_marker(b)
+                if b.producer_id == pid and b.base_offset > first_offset and is_end_marker(b)
             ]
             if found:
                 base, control_type, epoch = min(found)
@@ -296,9 +335,9 @@ def open_transactions(summary: list[Row], by_broker: Mapping[int, list[Row]]) ->
                 "producer_id": pid,
                 "first_offset": first_offset,
                 "producer_epoch": producer_epoch,
-                "last_offset": o["last_offset"],
-                "records": o["records"],
-                "batches": o["batches"],
+                "last_offset": o.last_offset,
+                "records": o.records,
+                "batches": o.batches,
                 "leader": leader["broker"],
                 "leader_source": leader["leader_source"],
                 "log_dir": leader["log_dir"],

@@ -43,13 +43,16 @@ BATCH_FIELDS = (
     "is_transactional",
     "is_control",
     "control_type",
+    "held",
 )
-"""The batch row fields the pass reads (``compare.batch_columns``)."""
+"""The batch row fields the pass reads (``compare.batch_columns``). ``held``: a row the pass compares (of a
+chunk where the replicas are not unanimous, or every row of a small input); the others are transactional or
+control batches the pass only walks for their transactions' states (``pass_loss.walk_batches``)."""
 
 
 class BatchRow:
-    """One batch row, compact (a slot per field: a partition's rows are held at once), read as ``b.field``
-    (what ``auditor.kafka.transactions`` reads) or ``b["field"]``."""
+    """One batch row, compact (a slot per field: a partition's held rows are kept at once), read as
+    ``b.field`` (what ``auditor.kafka.transactions`` reads) or ``b["field"]``."""
 
     __slots__ = BATCH_FIELDS
 
@@ -66,7 +69,7 @@ class BatchRow:
         self.attributes, self.producer_id = get("attributes"), get("producer_id")
         self.producer_epoch, self.base_sequence = get("producer_epoch"), get("base_sequence")
         self.is_transactional, self.is_control = get("is_transactional"), get("is_control")
-        self.control_type = get("control_type")
+        self.control_type, self.held = get("control_type"), get("held", True)
 
     @classmethod
     def of(cls, values: tuple) -> BatchRow:
@@ -74,7 +77,7 @@ class BatchRow:
         b = cls.__new__(cls)
         (b.broker, b.segment, b.position, b.base_offset, b.last_offset, b.crc, b.leader_epoch, b.valid,
          b.records_count, b.size, b.max_timestamp, b.sig, b.attributes, b.producer_id, b.producer_epoch,
-         b.base_sequence, b.is_transactional, b.is_control, b.control_type) = values  # fmt: skip
+         b.base_sequence, b.is_transactional, b.is_control, b.control_type, b.held) = values  # fmt: skip
         return b
 
     def __getitem__(self, name: str) -> Any:

@@ -123,22 +123,38 @@ def test_record_divergence_holds_one_offset_at_a_time():
             {"broker": 1, "offset": 4, "record_hash": 1}]))
 
 
-def test_grouped_streams_each_partitions_records():
-    """A task's rows, grouped: lists of every kind but the records, which stream (what a consumer leaves is
-    skipped, the next partition is whole)."""
+def test_grouped_streams_each_partitions_batches_then_records():
+    """A task's rows, grouped: lists of every kind but the batches and records, which stream in that order
+    (a stream skips the unread rows of the kinds before it, what a consumer leaves is skipped, the next
+    partition is whole), and a row of a listed kind after the streamed ones is refused."""
+    import pytest
+
     from auditor.spark.compare import _grouped
 
     rows = [
-        (1, "replica", {"broker": 1}), (1, "batch", "b1"), (1, "record", {"offset": 0}),
+        (1, "replica", {"broker": 1}), (1, "batch", "b1"), (1, "batch", "b2"), (1, "record", {"offset": 0}),
         (1, "record", {"offset": 1}), (2, "replica", {"broker": 2}), (2, "record", {"offset": 5}),
-        (3, "replica", {"broker": 3}),
+        (3, "replica", {"broker": 3}), (3, "batch", "b3"), (4, "replica", {"broker": 4}),
+        (4, "batch", "b4"), (4, "batch", "b5"),
     ]  # fmt: skip
     seen = []
     for tp, group in _grouped(iter(rows)):
-        first = next(group["record"], None)  # read one record at most
-        seen.append((tp, group.get("replica"), group.get("batch"), first))
+        if tp == 2:
+            batches = []
+            first = next(group["record"], None)
+        elif tp == 4:  # the records first: the batches are skipped
+            first = next(group["record"], None)
+            batches = list(group["batch"])
+        else:
+            batches = [next(group["batch"], None)]  # read one batch at most
+            first = next(group["record"], None)  # read one record at most
+        seen.append((tp, group.get("replica"), batches, first))
     assert seen == [
         (1, [{"broker": 1}], ["b1"], {"offset": 0}),
-        (2, [{"broker": 2}], None, {"offset": 5}),
-        (3, [{"broker": 3}], None, None),
+        (2, [{"broker": 2}], [], {"offset": 5}),
+        (3, [{"broker": 3}], ["b3"], None),
+        (4, [{"broker": 4}], [], None),
     ]
+    with pytest.raises(ValueError, match="after its streamed rows"):
+        for _tp, group in _grouped(iter([(1, "replica", {}), (1, "batch", "b"), (1, "epoch", {})])):
+            list(group["batch"])
