@@ -284,7 +284,7 @@ def run_spark(args: argparse.Namespace, master: str, kind: str, env: dict[str, s
             "--child-out",
             str(out),
             "--data",
-            str(args.data),
+            str(Path(args.data).resolve()),
             "--master",
             master,
             "--runs",
@@ -297,7 +297,10 @@ def run_spark(args: argparse.Namespace, master: str, kind: str, env: dict[str, s
         # the fleet path on every master, whatever the data's size (small data would take the small-input
         # path on local masters only: auditor.spark.tuning)
         child_env = {**(env if env is not None else os.environ), "KAFKA_AUDITOR_SMALL_INPUT_BYTES": "0"}
-        proc = subprocess.run(cmd, env=child_env, capture_output=True, text=True)
+        # another code tree runs in its own directory: Spark's Python workers import from their working
+        # directory first (``python -m pyspark.daemon``), the driver from PYTHONPATH
+        cwd = env["PYTHONPATH"] if env is not None and "PYTHONPATH" in env else None
+        proc = subprocess.run(cmd, env=child_env, capture_output=True, text=True, cwd=cwd)
         if proc.returncode != 0 or not out.exists():
             lines = (proc.stderr or "").strip().splitlines()
             why = [ln for ln in lines if "Error" in ln or "Exception" in ln][:6] or lines[-10:]

@@ -51,17 +51,22 @@ def tree_rss(pid: int) -> int:
     return total
 
 
-def cli_audit(cluster: Path, out: Path, code: Path | None = None) -> tuple[float, int, dict]:
-    """The CLI audit in its own process tree: wall seconds, peak RSS, the JSON report. ``code``: another
-    code tree (an older commit) first on ``PYTHONPATH``."""
+def cli_audit(cluster: Path | list[Path], out: Path, code: Path | None = None) -> tuple[float, int, dict]:
+    """The CLI audit of ``cluster`` (a folder, or several roots) in its own process tree: wall seconds, peak
+    RSS, the JSON report. ``code``: another code tree (an older commit) first on ``PYTHONPATH``."""
+    roots = [str(r) for r in (cluster if isinstance(cluster, list) else [cluster])]
     exe = Path(sys.executable).with_name("kafka-auditor")
     started = time.monotonic()
     env = dict(os.environ, KAFKA_AUDITOR_SMALL_INPUT_BYTES="0")  # both sizes on the large-input path
     if code is not None:
         env["PYTHONPATH"] = str(code.resolve())
+    # another code tree runs in its own directory: Spark's Python workers import from their working
+    # directory first (``python -m pyspark.daemon``), the CLI from PYTHONPATH
     proc = subprocess.Popen(
-        [str(exe), "audit", str(cluster), "-f", "json", "-o", str(out), "--exit-zero"],
+        [str(exe), "audit", *(str(Path(r).resolve()) for r in roots), "-f", "json", "-o", str(out.resolve()),
+         "--exit-zero"],
         env=env,
+        cwd=code.resolve() if code is not None else None,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -106,20 +106,23 @@ def cli_run(args: argparse.Namespace, cluster: Path, tmp: Path, name: str, extra
     cmd = [
         *_cli(),
         "audit",
-        str(cluster),
+        str(cluster.resolve()),
         "-f",
         "json",
         "-o",
-        str(report),
+        str(report.resolve()),
         "--exit-zero",
         "--no-progress",
     ]
     if args.master:
         cmd += ["--master", args.master]
     if args.export_lost:
-        cmd += ["--export-lost", str(tmp / f"lost-{name}")]
+        cmd += ["--export-lost", str((tmp / f"lost-{name}").resolve())]
     t0 = time.perf_counter()
-    proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **extra})
+    # another code tree runs in its own directory: Spark's Python workers import from their working
+    # directory first (``python -m pyspark.daemon``), the CLI from PYTHONPATH
+    cwd = extra.get("PYTHONPATH")
+    proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **extra}, cwd=cwd)
     seconds = time.perf_counter() - t0
     if proc.returncode != 0:
         raise SystemExit(
