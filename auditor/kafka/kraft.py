@@ -86,12 +86,14 @@ class MetadataEntry:
 @dataclass
 class MetadataReplay:
     """Replay of one node's metadata log: ``segments`` (base offset, ``.log`` path) in order and the complete
-    snapshots (end offset, epoch, path). :meth:`entries` streams the records; afterwards ``end_offset`` is the
-    log end offset Kafka loads and ``notes`` lists what could not be applied."""
+    snapshots (end offset, epoch, path); ``unindexed``: the segments without their offset index (recovered at
+    load, :class:`LogRecovery`). :meth:`entries` streams the records; afterwards ``end_offset`` is the log
+    end offset Kafka loads and ``notes`` lists what could not be applied."""
 
     segments: list[tuple[int, Path]]
     snapshots: list[tuple[int, int, Path]]
     keys: frozenset[int]
+    unindexed: frozenset[int] = frozenset()
     snapshot: tuple[int, int, Path] | None = field(init=False)
     end_offset: int = 0
     notes: list[str] = field(default_factory=list)
@@ -119,14 +121,15 @@ class MetadataReplay:
         yield from self._log(self.start, None)
 
     def _log(self, start: int, end: int | None) -> Iterator[MetadataEntry]:
-        recovery = LogRecovery([b for b, _ in self.segments], False, 0, metadata_log=True)
+        bases = [b for b, _ in self.segments]
+        recovery = LogRecovery(bases, False, 0, metadata_log=True, unindexed=self.unindexed)
         for base, path in self.segments:
             if end is not None and base >= end:
                 break  # past the history wanted
             summary = yield from self._file(path, base, start, end)
             recovery.add(summary)
             if recovery.truncation is not None:
-                break  # recovery deletes the later segments
+                break  # recoverLog deletes the later segments (a cut at load keeps them)
         if end is None:
             self.end_offset = max(self.end_offset, recovery.leo)
 
@@ -222,7 +225,7 @@ def replay_of(part: PartitionDir, keys: frozenset[int]) -> MetadataReplay:
     """The :class:`MetadataReplay` of an inventoried ``__cluster_metadata-0`` directory."""
     segments = [(s.base_offset, Path(s.log.path)) for s in part.log_segments if s.log is not None]
     snapshots = [(f.base_offset or 0, f.epoch or 0, Path(f.path)) for f in part.kraft_snapshots]
-    return MetadataReplay(segments, snapshots, keys)
+    return MetadataReplay(segments, snapshots, keys, part.unindexed)
 
 
 def topic_view(part: PartitionDir) -> TopicView:

@@ -16,20 +16,31 @@ Kafka loads and what recovery truncates are computed once:
   its base offset); the log start offset is ``max(log-start-offset-checkpoint, first segment base)``
   (``LogLoader.load``).
 
+Before that, with or without a clean shutdown, ``LogLoader.loadSegmentFiles`` recovers at load every segment
+whose offset index file is missing (``LogSegment.sanityCheck`` throws ``NoSuchFileException``: "Could not
+find offset index file ..., recovering segment and rebuilding index files"): ``recoverSegment`` ->
+``LogSegment.recover`` cuts that segment at its valid prefix and rebuilds its indexes, and deletes no other
+segment (:attr:`LogRecovery.load_truncations`). Such a segment, re-read by ``recoverLog`` afterwards, has
+nothing left to cut, so it never makes ``recoverLog`` delete the segments after it. Which segments lack
+their index comes from the log dir's listing (``LogRecovery.unindexed``). Not modelled: a ``.txnindex`` that
+fails ``TransactionIndex.sanityCheck`` (``CorruptIndexException``, the same load-time recovery) needs the
+index's contents, which the listing does not give; a 4.0 broker runs no load-time sanity check of the
+offset and time indexes ("Sanity checks for time index and offset index are skipped").
+
 A segment that could not be read at all is summarised with no batches and size 0: recovery neither cuts nor
 extends it (Kafka would take the log dir offline on the I/O error, KIP-112).
 
 What Kafka trusts without re-validating (:meth:`LogRecovery.trusts`, :meth:`LogRecovery.trusted_below_in`)
 tells the extraction which batches it may read header by header: with ``.kafka_cleanshutdown``,
-``LogLoader.recoverLog`` re-validates no segment at all (only ``loadSegmentFiles`` recovers a segment whose
-offset index is missing or whose transaction index fails its sanity check); the auditor still validates, as
-a margin, the batches from the recovery point on (in the segment containing it and those after it: what a
-log holds past its recovery point was never known to be flushed).
+``LogLoader.recoverLog`` re-validates no segment at all, and only the segments without their offset index are
+recovered at load (never trusted); the auditor still validates, as a margin, the batches from the recovery
+point on (in the segment containing it and those after it: what a log holds past its recovery point was
+never known to be flushed).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field, fields
 
 from auditor.text import camel
@@ -59,8 +70,8 @@ class SegmentSummary:
 
 @dataclass(frozen=True)
 class RecoveryTruncation:
-    """What recovery cuts: ``segment`` (file name) at byte ``position`` (``bytes`` bytes), deleting the later
-    segments (base offsets); ``leo`` is the log end offset left."""
+    """What ``recoverLog`` cuts: ``segment`` (file name) at byte ``position`` (``bytes`` bytes), deleting the
+    later segments (base offsets); ``leo`` is the log end offset left."""
 
     segment: str
     base_offset: int
@@ -72,6 +83,24 @@ class RecoveryTruncation:
     def to_dict(self) -> dict:
         """Its fields but ``base_offset`` (named by ``segment``), camelCase."""
         return {camel(f.name): getattr(self, f.name) for f in fields(self) if f.name != "base_offset"}
+
+
+@dataclass(frozen=True)
+class LoadTruncation:
+    """What ``LogLoader.loadSegmentFiles`` cuts from a segment whose offset index is missing: ``segment``
+    (file name) at byte ``position`` (``bytes`` bytes), the later segments kept; ``next_offset`` is the
+    segment's next offset left (``LogSegment.readNextOffset``)."""
+
+    segment: str
+    base_offset: int
+    position: int
+    bytes: int
+    next_offset: int
+
+    def to_dict(self) -> dict:
+        """Its fields but ``base_offset`` (named by ``segment``), camelCase, with why Kafka recovers it."""
+        out = {camel(f.name): getattr(self, f.name) for f in fields(self) if f.name != "base_offset"}
+        return {**out, "reason": "offset index missing"}
 
 
 def will_recover(clean_shutdown: bool, metadata_log: bool) -> bool:
@@ -104,7 +133,8 @@ class LogRecovery:
     """Recovery of one replica's log, fed its segments in base-offset order (so extraction can stream).
 
     After the last :meth:`add`: ``leo_on_disk`` is the log end offset of the files as they are, ``leo`` the
-    one Kafka loads (after the truncation when recovery runs), ``truncation`` what recovery cuts (None: none).
+    one Kafka loads (after the truncations), ``load_truncations`` what ``loadSegmentFiles`` cuts from the
+    segments without their offset index, ``truncation`` what ``recoverLog`` cuts (None: none).
     """
 
     bases: Sequence[int]
@@ -112,15 +142,21 @@ class LogRecovery:
     recovery_point: int | None
     metadata_log: bool = False
     log_start_checkpoint: int | None = None
+    unindexed: Collection[int] = frozenset()
+    """Base offsets of the segments whose offset index file is missing (from the log dir's listing,
+    :func:`auditor.layout.inventory.unindexed_segments`): recovered at load."""
     runs: bool = field(init=False)
     floor: int | None = field(init=False)
     truncation: RecoveryTruncation | None = field(default=None, init=False)
+    load_truncations: dict[int, LoadTruncation] = field(default_factory=dict, init=False)
+    """By base offset, in segment order."""
     leo: int = field(init=False)
     leo_on_disk: int = field(init=False)
     trusted_below: int | None = field(init=False)
     """Base offset below which segments are trusted (:meth:`trusts`); None: none is."""
 
     def __post_init__(self) -> None:
+        self.unindexed = frozenset(self.unindexed)
         self.runs = will_recover(self.clean_shutdown, self.metadata_log) and bool(self.bases)
         self.floor = recovery_floor(self.bases, self.recovery_point, self.metadata_log) if self.runs else None
         self.leo = self.leo_on_disk = self.log_start
@@ -133,35 +169,66 @@ class LogRecovery:
 
     @property
     def recovered_segments(self) -> list[int]:
-        """Base offsets of the segments recovery re-reads."""
+        """Base offsets of the segments ``recoverLog`` re-reads."""
         return [b for b in self.bases if self.floor is not None and b >= self.floor]
 
+    def recovers_at_load(self, base_offset: int) -> bool:
+        """``LogLoader.loadSegmentFiles`` recovers the segment at ``base_offset``: its offset index is missing
+        (whether or not the log dir was shut down cleanly)."""
+        return base_offset in self.unindexed
+
     def recovers(self, base_offset: int) -> bool:
-        """Recovery re-reads (and rebuilds the indexes of) the segment at ``base_offset``."""
-        return self.floor is not None and base_offset >= self.floor
+        """Kafka's next load re-reads (and rebuilds the indexes of) the segment at ``base_offset``, cutting it
+        at its first invalid entry: ``recoverLog`` from the recovery point, or ``loadSegmentFiles``
+        (:meth:`recovers_at_load`)."""
+        return (self.floor is not None and base_offset >= self.floor) or self.recovers_at_load(base_offset)
 
     def trusts(self, base_offset: int) -> bool:
         """Kafka's next load takes the batches of the segment at ``base_offset`` as they are: the log dir was
-        shut down cleanly and the segment ends at or below the recovery point (it lies below the segment
-        containing it: flushed, ``LogLoader.recoverLog`` skips it). Never for the metadata log (always
-        recovered) nor when the recovery point is unknown."""
-        return self.trusted_below is not None and base_offset < self.trusted_below
+        shut down cleanly, the segment ends at or below the recovery point (it lies below the segment
+        containing it: flushed, ``LogLoader.recoverLog`` skips it) and has its offset index (else it is
+        recovered at load). Never for the metadata log (always recovered) nor when the recovery point is
+        unknown."""
+        return (
+            self.trusted_below is not None
+            and base_offset < self.trusted_below
+            and not self.recovers_at_load(base_offset)
+        )
 
     def trusted_below_in(self, base_offset: int) -> int | None:
         """The offset below which Kafka's next load takes the batches of the segment at ``base_offset`` as
         they are (a batch whose last offset is below it), None when it takes none so: every batch of a
         segment it :meth:`trusts` (``ALL_OFFSETS``); in the segment holding the recovery point of a cleanly
         shut down log, the batches below the recovery point (flushed; with the clean shutdown marker
-        ``LogLoader.recoverLog`` re-reads nothing); none after it."""
+        ``LogLoader.recoverLog`` re-reads nothing); none after it, nor in a segment recovered at load."""
+        if self.recovers_at_load(base_offset):
+            return None
         if self.trusts(base_offset):
             return ALL_OFFSETS
         if base_offset == self.trusted_below:
             return self.recovery_point
         return None
 
+    def keeps(self, base_offset: int, position: int) -> bool:
+        """The entry at byte ``position`` of the segment at ``base_offset`` (added already) is part of the log
+        Kafka loads: cut neither at load nor by ``recoverLog``, nor in a segment ``recoverLog`` deletes."""
+        at_load = self.load_truncations.get(base_offset)
+        if at_load is not None and position >= at_load.position:
+            return False
+        t = self.truncation
+        if t is None or base_offset < t.base_offset:
+            return True
+        return base_offset == t.base_offset and position < t.position
+
+    @property
+    def cuts(self) -> bool:
+        """Kafka's next load cuts something from this log (at load or in ``recoverLog``)."""
+        return self.truncation is not None or bool(self.load_truncations)
+
     def add(self, seg: SegmentSummary) -> int | None:
         """Account for the next segment; returns the byte position from which its entries are not in the
-        loaded log (0: deleted by recovery), None when it is kept whole."""
+        loaded log (0: deleted by recovery), None when it is kept whole. A segment recovered at load is cut
+        there and the later ones kept: ``recoverLog``, re-reading it afterwards, finds nothing to cut."""
         self.leo_on_disk = _next_offset(seg, recovered=False)
         if self.truncation is not None:
             self.truncation.deleted_segments.append(seg.base_offset)
@@ -173,6 +240,10 @@ class LogRecovery:
         if not seg.truncate_bytes:
             return None
         cut = seg.valid_end
+        if self.recovers_at_load(seg.base_offset):
+            cut_at_load = LoadTruncation(seg.name, seg.base_offset, cut, seg.truncate_bytes, self.leo)
+            self.load_truncations[seg.base_offset] = cut_at_load
+            return cut
         self.truncation = RecoveryTruncation(seg.name, seg.base_offset, cut, seg.truncate_bytes, [], self.leo)
         return cut
 
@@ -184,12 +255,12 @@ def recover(
     recovery_point: int | None,
     metadata_log: bool = False,
     log_start_checkpoint: int | None = None,
+    unindexed: Collection[int] = frozenset(),
 ) -> LogRecovery:
     """:class:`LogRecovery` of a whole log at once."""
     segs = list(segments)
-    state = LogRecovery(
-        [s.base_offset for s in segs], clean_shutdown, recovery_point, metadata_log, log_start_checkpoint
-    )
+    bases = [s.base_offset for s in segs]
+    state = LogRecovery(bases, clean_shutdown, recovery_point, metadata_log, log_start_checkpoint, unindexed)
     for seg in segs:
         state.add(seg)
     return state

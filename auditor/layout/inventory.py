@@ -15,6 +15,7 @@ that links leaving the log dir can be reported (Kafka itself never creates links
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -112,6 +113,12 @@ class PartitionDir:
     def log_segments(self) -> list[SegmentFiles]:
         """Segments that have a ``.log`` file (what Kafka loads)."""
         return [s for s in self.segments if s.log is not None]
+
+    @property
+    def unindexed(self) -> frozenset[int]:
+        """Base offsets of the segments whose offset index file is missing (:func:`unindexed_segments` over
+        every entry of the directory): Kafka recovers them at load."""
+        return unindexed_segments((s.base_offset for s in self.log_segments), (f.name for f in self.files()))
 
     @property
     def orphan_indexes(self) -> list[FileInfo]:
@@ -353,17 +360,41 @@ def _segment(part: PartitionDir, base: int) -> SegmentFiles:
     return seg
 
 
-def segment_logs(path: str | os.PathLike) -> list[tuple[int, Path]]:
+def unindexed_segments(bases: Iterable[int], names: Iterable[str]) -> frozenset[int]:
+    """Base offsets among ``bases`` whose offset index file is not among the partition directory's entry
+    ``names``: the 20-digit name ``LogSegment.sanityCheck`` looks for (``LogFileUtils.offsetIndexFile``; an
+    entry of any kind, as ``File.exists``). ``LogLoader.loadSegmentFiles`` recovers these segments at load."""
+    present = set(names)
+    return frozenset(b for b in bases if segment_file_name(b, ".index") not in present)
+
+
+@dataclass(frozen=True)
+class SegmentListing:
+    """The live ``.log`` segments of a partition directory (:func:`segment_logs`) and those of them without
+    their offset index (:func:`unindexed_segments`), from one listing."""
+
+    logs: list[tuple[int, Path]]
+    unindexed: frozenset[int]
+
+
+def list_segments(path: str | os.PathLike) -> SegmentListing:
     """(base offset, path) of the live ``.log`` segments of a partition directory, by base offset: the names
     Kafka's loader takes for segments (``parse_segment_file_name``: no ``.deleted``/``.cleaned``/``.swap``),
     whatever the file type (a FIFO or a directory under such a name is listed; its reader says why it cannot
-    be read). OSError when the directory cannot be listed."""
-    out = []
-    for name in os.listdir(path):
+    be read), and which of them lack their offset index. OSError when the directory cannot be listed."""
+    names = os.listdir(path)
+    logs = []
+    for name in names:
         parsed = _parsed(parse_segment_file_name, name)
         if parsed is not None and parsed[1] == ".log" and parsed[2] is None:
-            out.append((parsed[0], Path(path) / name))
-    return sorted(out)
+            logs.append((parsed[0], Path(path) / name))
+    logs.sort()
+    return SegmentListing(logs, unindexed_segments((b for b, _ in logs), names))
+
+
+def segment_logs(path: str | os.PathLike) -> list[tuple[int, Path]]:
+    """The live ``.log`` segments of a partition directory (:func:`list_segments`)."""
+    return list_segments(path).logs
 
 
 def complete_kraft_snapshots(path: str | os.PathLike) -> list[tuple[int, int, Path]]:

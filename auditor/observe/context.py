@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from auditor.findings import Location
@@ -60,6 +61,7 @@ class PartitionContext:
     recovery_start: int | None = None
     recovery_segments: list[int] = field(default_factory=list)
     recovery_truncation: dict[str, Any] | None = None
+    load_truncations: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def location(self) -> Location:
@@ -93,8 +95,21 @@ class PartitionContext:
         bases = [s.base_offset for s in self.dir.log_segments]
         return recovery.recovery_floor(bases, self.logdir.recovery_point, self.is_metadata)
 
+    @cached_property
+    def unindexed(self) -> frozenset[int]:
+        """Base offsets of the segments whose offset index is missing from the directory's listing
+        (:attr:`auditor.layout.inventory.PartitionDir.unindexed`): Kafka recovers them at load."""
+        return self.dir.unindexed
+
+    def recovered_at_load(self, seg: SegmentFacts) -> bool:
+        """``LogLoader.loadSegmentFiles`` recovers this segment (its offset index is missing): it cuts it at
+        its first invalid entry and keeps the later segments, clean shutdown or not."""
+        return seg.kind == "log" and seg.base_offset in self.unindexed
+
     def rebuilt_by_recovery(self, seg: SegmentFacts) -> bool:
-        """Kafka re-reads this segment (and rebuilds its indexes) at the next start."""
+        """Log recovery (``LogLoader.recoverLog``) re-reads this segment (and rebuilds its indexes) at the
+        next start: from the recovery point, without a clean shutdown. A segment without its offset index is
+        also re-read at load (:meth:`recovered_at_load`)."""
         return self.will_recover and seg.base_offset >= self.recovery_floor()
 
     def epoch_runs(self) -> list[list[int]]:
@@ -109,14 +124,16 @@ class PartitionContext:
         return out
 
     def finalize(self) -> None:
-        """Derive the log start offset, the LEO Kafka would load, and what recovery would do
-        (:func:`auditor.kafka.recovery.recover`, the same computation as ``audit``'s extraction)."""
+        """Derive the log start offset, the LEO Kafka would load, and what recovery would do, at load and in
+        ``recoverLog`` (:func:`auditor.kafka.recovery.recover`, the same computation as ``audit``'s
+        extraction)."""
         loaded = recovery.recover(
             (s.recovery_summary() for s in self.segments if s.kind == "log"),
             clean_shutdown=self.logdir.clean_shutdown,
             recovery_point=self.logdir.recovery_point,
             metadata_log=self.is_metadata,
             log_start_checkpoint=self.logdir.log_start,
+            unindexed=self.unindexed,
         )
         self.log_start_offset = loaded.log_start
         self.leo_on_disk = loaded.leo_on_disk
@@ -124,6 +141,7 @@ class PartitionContext:
         self.recovery_start = loaded.floor
         self.recovery_segments = loaded.recovered_segments
         self.recovery_truncation = loaded.truncation.to_dict() if loaded.truncation is not None else None
+        self.load_truncations = [t.to_dict() for t in loaded.load_truncations.values()]
 
     def summary(self) -> dict[str, Any]:
         runs = self.epoch_runs()
@@ -152,6 +170,7 @@ class PartitionContext:
             "willRecover": self.will_recover and not self.is_metadata,
             "recoverySegments": self.recovery_segments,
             "recoveryTruncation": self.recovery_truncation,
+            "loadTruncations": self.load_truncations,
         }
 
 

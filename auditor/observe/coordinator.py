@@ -3,8 +3,8 @@
 One row per record of the replica's CRC-valid batches, in offset order, decoded by
 :mod:`parsers.transaction_state`. ``txn_state`` is :func:`auditor.kafka.transactions.classify` of the record's
 batch over the replica's live batches (the coordinator writes non-transactional batches: normally ``plain``;
-null for a batch recovery cuts). ``live`` is false for a batch at or after recovery's cut (``truncation``,
-from :class:`auditor.kafka.recovery.LogRecovery`); without one every valid batch is live.
+null for a batch recovery cuts). ``live`` is false for a batch Kafka's load cuts (``recovery``,
+:meth:`auditor.kafka.recovery.LogRecovery.keeps`); without one every valid batch is live.
 
 A record that does not decode (truncated key or value) is skipped and described in ``errors`` (file, byte
 position of its batch, record offset); so is a batch whose records do not decode from some record on. A
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from auditor.kafka.recovery import RecoveryTruncation
+from auditor.kafka.recovery import LogRecovery
 from auditor.layout.tasks import PartitionTask
 from auditor.observe import rows
 from auditor.observe.records import logged_batches, logged_rows
@@ -78,16 +78,16 @@ def transaction_state_rows(
     task: PartitionTask,
     part_dir: Path,
     valid_batches: list[tuple[int, int, int]],
-    truncation: RecoveryTruncation | None = None,
+    recovery: LogRecovery | None = None,
     errors: list[str] | None = None,
 ) -> pa.Table:
     """One ``rows.TXN_STATE`` row per transaction coordinator record of the replica's valid batches.
 
-    ``truncation``: where log recovery cuts this replica (``LogRecovery.truncation``; None: nothing is cut).
+    ``recovery``: what Kafka's load cuts from this replica (:class:`LogRecovery`; None: nothing is cut).
     ``errors``: a list that receives one line per record or batch that could not be read (at most
     :data:`MAX_ERRORS` plus a count), for the replica row's ``error``."""
     problems: list[str] = []
-    out = logged_rows(task, logged_batches(part_dir, valid_batches, truncation, _decode, problems))
+    out = logged_rows(task, logged_batches(part_dir, valid_batches, recovery, _decode, problems))
     if errors is not None and problems:
         errors.extend(problems[:MAX_ERRORS])
         if len(problems) > MAX_ERRORS:

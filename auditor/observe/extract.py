@@ -9,12 +9,13 @@ The log end offset (``leo``) is the one Kafka loads, computed by ``auditor.kafka
 ``scan`` computes it: without ``.kafka_cleanshutdown`` (and always for ``__cluster_metadata``), recovery
 re-reads every segment from the one containing the recovery point and cuts the log at the first invalid
 batch (``auditor.kafka.batches``) or torn tail, deleting later segments; batches past that point have
-``live = false``. With a clean shutdown nothing is re-validated. ``leo_on_disk`` is what the files hold: the
-next offset after the last complete batch, valid or not (an empty last segment gives its base offset). The
-replica row carries the span of offsets that could not be read (``unreadable_from`` .. ``unreadable_to``,
-null when it runs to the end of the log, whose LEO is then unknown: ``leo`` is the base offset of the
-unreadable last segment, a lower bound) and why (``unreadable``); ``audit`` compares the replica outside
-that span only (KA691). ``scan`` validates every byte.
+``live = false``. Before that, clean shutdown or not, Kafka recovers at load each segment whose offset index
+is missing: cut at its first invalid batch, the later segments kept. ``leo_on_disk`` is what the files
+hold: the next offset after the last complete batch, valid or not (an empty last segment gives its base
+offset). The replica row carries the span of offsets that could not be read (``unreadable_from`` ..
+``unreadable_to``, null when it runs to the end of the log, whose LEO is then unknown: ``leo`` is the base
+offset of the unreadable last segment, a lower bound) and why (``unreadable``); ``audit`` compares the
+replica outside that span only (KA691). ``scan`` validates every byte.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ import pyarrow as pa
 from auditor.kafka.planning import compacted_topics, plan_tasks
 from auditor.kafka.recovery import log_start_offset
 from auditor.kafka.topics import METADATA_TOPIC, OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
-from auditor.layout.inventory import segment_logs
+from auditor.layout.inventory import list_segments
 from auditor.layout.logdir import LogDirInfo, read_log_dir, read_small
 from auditor.layout.tasks import PartitionTask
 from auditor.observe import rows
@@ -83,8 +84,9 @@ def extract_partition(task: PartitionTask) -> Iterator[tuple[str, pa.Table]]:
     segments: list[tuple[int, Path]] = []
     live = task.dir_kind == "live"
     try:
-        segments = segment_logs(part_dir)
-        for piece in walk_partition(task, segments, state):
+        listing = list_segments(part_dir)
+        segments = listing.logs
+        for piece in walk_partition(task, listing, state):
             if live:  # a -future, -delete or -stray log: only its replica row (never compared)
                 yield piece
     except OSError as exc:
@@ -101,9 +103,7 @@ def extract_partition(task: PartitionTask) -> Iterator[tuple[str, pa.Table]]:
     has_records = task.compacted and live
     errors.extend(state.record_errors[:5])
     if task.topic == OFFSETS_TOPIC and live:
-        table = offset_commit_rows(
-            task, part_dir, state.valid_batches, recovery.truncation if recovery is not None else None
-        )
+        table = offset_commit_rows(task, part_dir, state.valid_batches, recovery)
         if table.num_rows:
             yield "commit", table
     if task.topic == TRANSACTION_STATE_TOPIC and live:
@@ -111,7 +111,7 @@ def extract_partition(task: PartitionTask) -> Iterator[tuple[str, pa.Table]]:
             task,
             part_dir,
             state.valid_batches,
-            truncation=recovery.truncation if recovery is not None else None,
+            recovery=recovery,
             errors=errors,
         )
         if table.num_rows:
@@ -163,7 +163,7 @@ def extract_partition(task: PartitionTask) -> Iterator[tuple[str, pa.Table]]:
         "tail_position": state.tail_position,
         "tail_bytes": state.tail_bytes,
         "tail_message": state.tail_message,
-        "recovered": recovery is not None and recovery.truncation is not None,
+        "recovered": recovery is not None and recovery.cuts,
         "error": "; ".join(errors) if errors else None,
         "unreadable_from": state.hole_from,
         "unreadable_to": state.hole_to,

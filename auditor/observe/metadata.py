@@ -20,7 +20,7 @@ from auditor.kafka.kraft import (
     MetadataReplay,
 )
 from auditor.kafka.topics import METADATA_TOPIC
-from auditor.layout.inventory import complete_kraft_snapshots, segment_logs
+from auditor.layout.inventory import complete_kraft_snapshots, list_segments
 from auditor.observe import rows
 
 _NOT_NULL = {"leader": -2, "leader_epoch": -1, "leader_recovery_state": -1, "partition_epoch": -1}
@@ -40,7 +40,9 @@ def extract_metadata(log_dir: str, node: int, cluster: str) -> pa.Table:
     ``__cluster_metadata-0`` in replay order (``auditor.kafka.kraft.MetadataReplay`` with history: the log
     records below the latest snapshot's end offset, the snapshot, then the log from its end offset)."""
     part_dir = Path(log_dir) / f"{METADATA_TOPIC}-0"
-    replay = MetadataReplay(segment_logs(part_dir), complete_kraft_snapshots(part_dir), METADATA_KEYS)
+    listing = list_segments(part_dir)
+    snapshots = complete_kraft_snapshots(part_dir)
+    replay = MetadataReplay(listing.logs, snapshots, METADATA_KEYS, listing.unindexed)
     out: list[dict] = []
     names: dict[str, str] = {}
     for entry in replay.entries(history=True):

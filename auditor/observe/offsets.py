@@ -27,7 +27,7 @@ from auditor.kafka.groups import (
     CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_TYPE,
     GROUP_METADATA_TYPE,
 )
-from auditor.kafka.recovery import RecoveryTruncation
+from auditor.kafka.recovery import LogRecovery
 from auditor.layout.tasks import PartitionTask
 from auditor.observe import rows
 from auditor.observe.records import logged_batches, logged_rows, replica_key
@@ -159,13 +159,13 @@ def offset_commit_rows(
     task: PartitionTask,
     part_dir: Path,
     valid_batches: list[tuple[int, int, int]],
-    truncation: RecoveryTruncation | None = None,
+    recovery: LogRecovery | None = None,
 ) -> pa.Table:
-    """One ``rows.COMMIT`` row per group coordinator record of the replica's valid batches (``truncation``:
-    where log recovery cuts this replica, ``LogRecovery.truncation``; None: nothing is cut); a batch that
+    """One ``rows.COMMIT`` row per group coordinator record of the replica's valid batches (``recovery``:
+    what Kafka's load cuts from this replica, :class:`LogRecovery`; None: nothing is cut); a batch that
     cannot be read gives one row with only ``error`` set."""
     problems: list[str] = []
-    batches = logged_batches(part_dir, valid_batches, truncation, _record_row, problems)
+    batches = logged_batches(part_dir, valid_batches, recovery, _record_row, problems)
     table = logged_rows(task, batches)
     key = replica_key(task)
     table += [{**key, "error": f"{task.dir_name}/{problem}"} for problem in problems]

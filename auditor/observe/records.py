@@ -3,8 +3,8 @@
 
 One reader for every table built from records: record hashes of compacted partitions, the group
 coordinator's ``__consumer_offsets`` rows and the transaction coordinator's ``__transaction_state`` rows.
-A batch is *live* when log recovery keeps it (``truncation`` from :class:`auditor.kafka.recovery.LogRecovery`,
-the one statement of what recovery cuts); the transaction state of a batch is
+A batch is *live* when Kafka's load keeps it (:meth:`auditor.kafka.recovery.LogRecovery.keeps`, the one
+statement of what recovery cuts); the transaction state of a batch is
 :func:`auditor.kafka.transactions.classify` over the replica's live batches in offset order.
 """
 
@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from auditor.kafka.recovery import RecoveryTruncation
+from auditor.kafka.recovery import LogRecovery
 from auditor.kafka.transactions import Batch, classify
 from auditor.layout.tasks import PartitionTask
 from parsers.control import decode_control_record
@@ -56,13 +56,10 @@ def read_batch_records(
     return batch, walker.records(batch)
 
 
-def is_live(truncation: RecoveryTruncation | None, segment: int, position: int) -> bool:
-    """The batch at ``position`` of segment ``segment`` is part of the log Kafka loads."""
-    if truncation is None:
-        return True
-    if segment != truncation.base_offset:
-        return segment < truncation.base_offset
-    return position < truncation.position
+def is_live(recovery: LogRecovery | None, segment: int, position: int) -> bool:
+    """The batch at ``position`` of segment ``segment`` is part of the log Kafka loads (``recovery`` None:
+    nothing is cut)."""
+    return recovery is None or recovery.keeps(segment, position)
 
 
 @dataclass
@@ -121,7 +118,7 @@ def _read(
 def logged_batches(
     part_dir: Path,
     valid_batches: list[tuple[int, int, int]],
-    truncation: RecoveryTruncation | None,
+    recovery: LogRecovery | None,
     decode: Decode,
     errors: list[str],
 ) -> list[LoggedBatch]:
@@ -147,7 +144,7 @@ def logged_batches(
             except (ParseError, OSError) as exc:
                 errors.append(f"{where}: {exc.message if isinstance(exc, ParseError) else exc}")
                 continue
-            out.append(_read(batch, records, is_live(truncation, segment, position), where, decode, errors))
+            out.append(_read(batch, records, is_live(recovery, segment, position), where, decode, errors))
     finally:
         for walker in walkers.values():
             if walker is not None:

@@ -109,7 +109,7 @@ REPLICA = pa.schema(
         pa.field("tail_position", pa.int64()),
         pa.field("tail_bytes", pa.int64()),  # bytes recovery would truncate there
         pa.field("tail_message", pa.string()),
-        pa.field("recovered", pa.bool_()),  # recovery (no clean shutdown) cuts the log at the tail
+        pa.field("recovered", pa.bool_()),  # Kafka's next load cuts the log (recoverLog, or a missing .index)
         pa.field("error", pa.string()),  # what could not be read
         # offsets whose batches could not be read (an unreadable segment: not a regular file, an I/O error,
         # a parse error; or a segment that is not the last and stops early): from, to (null: to the end, the

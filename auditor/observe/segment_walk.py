@@ -3,9 +3,9 @@
 Batch headers come from the columnar walk (``SegmentWalker.header_blocks``): tables of at most
 :data:`GROUP_ROWS` rows as the walk goes, so memory does not grow with a segment or a log. The batches Kafka's
 loader trusts (below the recovery point of a cleanly shut down log, in a segment with its offset index:
-``LogRecovery.trusted_below_in``) are walked header by header, taken as valid without their CRC being
-computed and large ones never read (``SegmentWalker(verify_crc=False, trusted_below=...)``); every other
-batch, and every batch of a task with ``verify_crc``, is validated.
+``LogRecovery.trusted_below_in``; one without it is recovered at load) are walked header by header, taken
+as valid without their CRC being computed and large ones never read (``SegmentWalker(verify_crc=False,
+trusted_below=...)``); every other batch, and every batch of a task with ``verify_crc``, is validated.
 
 What cannot be read is never guessed: a segment that is not a regular file (opened only through
 ``parsers.files``: a FIFO or device is never opened), that raises an OS error or whose entries do not parse
@@ -27,11 +27,13 @@ import pyarrow as pa
 from auditor.kafka.batches import ValidPrefix, valid_batches
 from auditor.kafka.recovery import LogRecovery, SegmentSummary
 from auditor.kafka.topics import METADATA_TOPIC
+from auditor.layout.inventory import SegmentListing
 from auditor.layout.tasks import PartitionTask
 from auditor.observe.arrow_build import batch_table, bitmap
 from auditor.observe.record_rows import SegmentRecords
 from auditor.observe.spill import Held
 from parsers.control import first_control_type
+from parsers.dirfiles import segment_file_name
 from parsers.errors import ParseError
 from parsers.files import regular_file_problem
 from parsers.indexes import batch_positions
@@ -164,16 +166,18 @@ def _first_invalid(positions, headers, computed, i: int) -> _FirstInvalid:
     return _FirstInvalid(int(positions[i]), message)
 
 
-def walk_partition(task: PartitionTask, segments: list[tuple[int, Path]], state: LogState):
+def walk_partition(task: PartitionTask, listing: SegmentListing, state: LogState):
     """Yield ``(kind, table)`` pieces (batch rows, and record rows of compacted partitions) segment by segment
-    and group by group, feeding Kafka's recovery (``state.recovery``) and updating ``state`` (tail, totals,
-    unreadable spans)."""
+    and group by group, feeding Kafka's recovery (``state.recovery``, told by the listing which segments lack
+    their offset index) and updating ``state`` (tail, totals, unreadable spans)."""
+    segments = listing.logs
     state.recovery = LogRecovery(
         [base for base, _ in segments],
         task.clean_shutdown,
         task.recovery_point,
         task.topic == METADATA_TOPIC,
         task.log_start_checkpoint,
+        listing.unindexed,
     )
     for i, (base, path) in enumerate(segments):
         next_base = segments[i + 1][0] if i + 1 < len(segments) else None
@@ -182,11 +186,12 @@ def walk_partition(task: PartitionTask, segments: list[tuple[int, Path]], state:
 
 def _walk_segment(task: PartitionTask, base: int, path: Path, next_base: int | None, state: LogState):
     """One segment, walked in groups of header rows. A batch's ``live`` is known as soon as it is read:
-    recovery keeps the batches before the segment's first invalid entry when it re-reads the segment, all of
-    them when it does not, none once an earlier segment was cut (``LogRecovery.add``). The segment's rows are
-    held (:class:`Held`) and given only once it has been read whole: a segment that cannot be read, even
-    from its middle (an I/O error), gives no rows and is one unreadable span. A segment Kafka's loader trusts
-    is read header by header (:func:`_trusted_below`)."""
+    recovery keeps the batches before the segment's first invalid entry when it re-reads the segment (from
+    the recovery point, or at load when its offset index is missing), all of them when it does not, none once
+    ``recoverLog`` cut an earlier segment (``LogRecovery.add``). The segment's rows are held (:class:`Held`)
+    and given only once it has been read whole: a segment that cannot be read, even from its middle (an I/O
+    error), gives no rows and is one unreadable span. A segment Kafka's loader trusts is read header by
+    header (:func:`_trusted_below`)."""
     recovery = state.recovery
     deleted, recovers = recovery.truncation is not None, recovery.recovers(base)
     prefix, first_bad, walker = ValidPrefix(), None, None
@@ -195,13 +200,13 @@ def _walk_segment(task: PartitionTask, base: int, path: Path, next_base: int | N
     with Held() as held:
         try:
             if problem is None:
-                trusted = _trusted_below(task, base, path, state)
+                trusted = _trusted_below(task, base, state)
                 walker = SegmentWalker(
                     path,
                     stop_on_invalid=False,
                     verify_crc=trusted is None,
                     trusted_below=trusted,
-                    anchors=None if trusted is None else _anchors(path),
+                    anchors=None if trusted is None else _anchors(base, path),
                 )
             records = SegmentRecords(task, path, base, walker, state) if task.compacted and walker else None
             for positions, headers, computed in _groups(walker) if walker is not None else ():
@@ -237,25 +242,26 @@ def _walk_segment(task: PartitionTask, base: int, path: Path, next_base: int | N
         yield from held.release()
 
 
-def _trusted_below(task: PartitionTask, base: int, path: Path, state: LogState) -> int | None:
+def _trusted_below(task: PartitionTask, base: int, state: LogState) -> int | None:
     """The offset below which the walk takes the batches of the segment at ``base`` as valid without
     computing their CRC (a batch whose last offset is below it), None when it recomputes every CRC: what
     Kafka's loader trusts (``LogRecovery.trusted_below_in``: below the recovery point of a cleanly shut
-    down log) in a segment whose offset index it finds (``LogSegment.sanityCheck``: a segment without one is
-    recovered at load); never when the task asks (``PartitionTask.verify_crc``). Trusted batches are read
-    header by header: they are valid, the stored CRC standing for the computed one."""
+    down log, in a segment whose offset index the listing holds: one without it is recovered at load);
+    never when the task asks (``PartitionTask.verify_crc``). Trusted batches are read header by header:
+    they are valid, the stored CRC standing for the computed one."""
     if task.verify_crc:
         return None
     trusted = state.recovery.trusted_below_in(base)
-    if trusted is None or trusted <= base or not path.with_suffix(".index").exists():
+    if trusted is None or trusted <= base:
         return None
     return trusted
 
 
-def _anchors(path: Path) -> np.ndarray:
-    """The batch positions of a trusted segment's offset index: where its header-only walk may chain from
+def _anchors(base: int, path: Path) -> np.ndarray:
+    """The batch positions of a trusted segment's offset index (the file ``LogSegment`` opens:
+    ``LogFileUtils.offsetIndexFile``): where its header-only walk may chain from
     (``SegmentWalker(anchors=...)``: hints, each proven by the chain before it landing on it)."""
-    return batch_positions(path.with_suffix(".index"), path.stat().st_size)
+    return batch_positions(path.parent / segment_file_name(base, ".index"), path.stat().st_size)
 
 
 @dataclass
@@ -296,7 +302,9 @@ def _end_segment(base, path, next_base, walker, prefix: ValidPrefix, first_bad, 
         )
     )
     truncation = recovery.truncation
-    if truncation is not None and truncation.base_offset == base:
+    cut_here = truncation is not None and truncation.base_offset == base
+    if cut_here or (base in recovery.load_truncations and state.tail_segment is None):
+        # where the loaded log's valid bytes first end: a recoverLog cut, else the first cut at load
         state.tail_segment = base
         if first_bad is not None:
             state.tail_state = "corrupt"

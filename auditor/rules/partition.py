@@ -2,7 +2,8 @@
 recovery point, log start offset, cleaner checkpoint, and what the next start's log recovery will do.
 
 The LEO used here is the one Kafka would load: after the truncation recovery performs when the log dir has no
-``.kafka_cleanshutdown`` (the evidence holds the LEO on disk as well).
+``.kafka_cleanshutdown``, and after the load-time recovery of a segment without its offset index (the evidence
+holds the LEO on disk as well).
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from auditor.observe.context import LogDirContext, PartitionContext
 from auditor.rules.registry import Violation, rule
 
 REPLICATION_CKPT = "replication-offset-checkpoint"
+MAX_CUTS = 20
+"""Load-time truncations (one per segment without its offset index) kept in a finding's evidence."""
 
 
 def _tracked(part: PartitionContext) -> bool:
@@ -31,6 +34,7 @@ def _offsets(part: PartitionContext) -> dict:
         "logStartOffset": part.log_start_offset,
         "recoveryPoint": part.logdir.recovery_point,
         **({"recoveryTruncation": part.recovery_truncation} if part.recovery_truncation else {}),
+        **({"loadTruncations": part.load_truncations[:MAX_CUTS]} if part.load_truncations else {}),
     }
 
 
@@ -251,16 +255,29 @@ def recovery_will_run(part: PartitionContext) -> Iterator[Violation]:
     """
     What it finds: for each partition of a log dir without ``.kafka_cleanshutdown``, the segments Kafka's
     recovery will re-read: from the segment containing the recovery point to the last one, and where it
-    would truncate (if anything is invalid).
-    Why it matters: recovery (``LogLoader``) validates every batch of those segments, truncates at the first
-    invalid one, deletes all later segments, rebuilds the offset, time and transaction indexes, the leader
-    epoch cache and producer state. Segments below the recovery point are trusted as flushed and never
-    re-checked.
+    would truncate (if anything is invalid). With or without the marker, the segments whose offset index
+    is missing, which Kafka recovers at load, and where that load-time recovery truncates them.
+    Why it matters: recovery (``LogLoader.recoverLog``) validates every batch of those segments, truncates at
+    the first invalid one, deletes all later segments, rebuilds the offset, time and transaction indexes, the
+    leader epoch cache and producer state. Segments below the recovery point are trusted as flushed and never
+    re-checked. Before that, ``LogLoader.loadSegmentFiles`` recovers every segment whose offset index file is
+    missing ("Could not find offset index file ..., recovering segment and rebuilding index files"), even
+    after a clean shutdown: it truncates that segment at its first invalid batch and keeps the later ones.
     What to do: nothing by itself; it tells which data the restart may change. Keep a copy before starting.
-    References: KAFKA-10471, KAFKA-10101, ``LogLoader.load``, ``LogSegment.recover``.
+    References: KAFKA-10471, KAFKA-10101, ``LogLoader.load``, ``LogLoader.loadSegmentFiles``,
+    ``LogSegment.sanityCheck``, ``LogSegment.recover``.
     """
-    if part.is_metadata or not _tracked(part) or not part.will_recover or not part.recovery_segments:
+    if part.is_metadata or not _tracked(part):
         return
+    if part.will_recover and part.recovery_segments:
+        yield _recover_log(part)
+    at_load = [os.path.basename(s.path) for s in part.segments if part.recovered_at_load(s)]
+    if at_load:
+        yield _recovered_at_load(part, at_load)
+
+
+def _recover_log(part: PartitionContext) -> Violation:
+    """What ``LogLoader.recoverLog`` re-reads and cuts."""
     names = [
         os.path.basename(s.path)
         for s in part.segments
@@ -278,10 +295,43 @@ def recovery_will_run(part: PartitionContext) -> Iterator[Violation]:
         text += f", truncating {t['bytes']} bytes of {t['segment']} at position {t['position']}"
         if t["deletedSegments"]:
             text += f" and deleting {len(t['deletedSegments'])} later segment(s)"
-    yield Violation(
+    return Violation(
         text,
         offset_start=part.recovery_start,
         evidence={"segments": names, "bytes": size, **_offsets(part)},
+    )
+
+
+def _recovered_at_load(part: PartitionContext, names: list[str]) -> Violation:
+    """What ``LogLoader.loadSegmentFiles`` re-reads and cuts: the segments without their offset index; the
+    finding points at the first cut (segment and byte position) when there is one."""
+    cuts = part.load_truncations
+    text = (
+        f"load-time recovery: {len(names)} segment(s) have no offset index ({', '.join(names[:3])}"
+        f"{', ...' if len(names) > 3 else ''}), so Kafka re-reads them at load and rebuilds their indexes"
+    )
+    where: dict = {}
+    if cuts:
+        first = cuts[0]
+        text += (
+            f", truncating {first['bytes']} bytes of {first['segment']} at position {first['position']} "
+            "(the later segments are kept)"
+        )
+        if len(cuts) > 1:
+            text += f" and {len(cuts) - 1} other segment(s)"
+        where = {
+            "file": os.path.join(part.dir.path, first["segment"]),
+            "position": first["position"],
+            "offset_start": first["nextOffset"],
+        }
+    return Violation(
+        text,
+        **where,
+        evidence={
+            "segmentsWithoutOffsetIndex": names[:MAX_CUTS],
+            "segmentCount": len(names),
+            **_offsets(part),
+        },
     )
 
 

@@ -38,6 +38,14 @@ def _recovery_effect(seg: SegmentFacts, part: PartitionContext) -> dict:
     later = [s.base_offset for s in part.dir.log_segments if s.base_offset > seg.base_offset]
     if seg.kind != "log":
         return {"recovery": "the KRaft snapshot is unusable; the node falls back to an older one or the log"}
+    if part.recovered_at_load(seg):
+        return {
+            "recovery": f"truncates {seg.truncate_bytes} bytes at position {seg.valid_end} at load: the "
+            "segment's offset index is missing, so LogLoader.loadSegmentFiles recovers it; the later "
+            "segments are kept",
+            "truncateBytes": seg.truncate_bytes,
+            "recoveredAtLoad": True,
+        }
     if part.rebuilt_by_recovery(seg):
         return {
             "recovery": f"truncates {seg.truncate_bytes} bytes at position {seg.valid_end}",
@@ -115,7 +123,9 @@ def torn_tail(seg: SegmentFacts, part: PartitionContext) -> Iterator[Violation]:
     cache). Recovery silently truncates the tail and the log end offset moves back; if the high watermark
     checkpoint is above the new log end offset, committed data was lost (see KA401). In a segment that is
     not the last one, or after a clean shutdown, a torn tail is not a crash artefact: recovery would delete
-    every later segment ("Deleting segments as part of log recovery").
+    every later segment ("Deleting segments as part of log recovery"). A segment whose offset index is
+    missing is recovered at load, clean shutdown or not (``LogLoader.loadSegmentFiles``): its tail is cut and
+    the later segments are kept.
     What to do: copy the directory before restarting the broker. Compare with the other replicas (``audit``)
     to see whether the missing offsets exist elsewhere; followers re-fetch them after the truncation if the
     leader has them.
@@ -126,7 +136,14 @@ def torn_tail(seg: SegmentFacts, part: PartitionContext) -> Iterator[Violation]:
         return
     severity = None
     why = "a crash during a write"
-    if not seg.is_last and seg.kind == "log":
+    crash_tail = seg.is_last and part.rebuilt_by_recovery(seg)
+    if seg.kind == "log" and part.recovered_at_load(seg) and not crash_tail:
+        severity, why = (
+            Severity.ERROR,
+            "the segment's offset index is missing: Kafka recovers it at load, cutting these bytes and "
+            "keeping the later segments",
+        )
+    elif not seg.is_last and seg.kind == "log":
         severity, why = (
             Severity.ERROR,
             "this is not the last segment: recovery would delete all later segments",

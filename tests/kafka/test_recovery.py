@@ -202,6 +202,85 @@ def test_no_segments_leaves_the_log_start_offset():
     assert (r.log_start, r.leo, r.leo_on_disk, r.truncation) == (42, 42, 42, None)
 
 
+# a middle segment (base 10) with an invalid batch at byte 400 (next offset 14 before it), the log's end at 40
+_MIDDLE_BAD = [
+    _seg(0, 1000),
+    _seg(10, 1000, valid_end=400, next_raw=20, rec=14),
+    _seg(20, 500),
+    _seg(30, 500),
+]
+
+
+@pytest.mark.parametrize("clean", [True, False])
+def test_a_segment_without_its_offset_index_is_cut_at_load_and_the_later_ones_kept(clean):
+    """LogLoader.loadSegmentFiles: LogSegment.sanityCheck throws NoSuchFileException, recoverSegment cuts the
+    segment at its valid prefix; no other segment is deleted. recoverLog (no clean shutdown) re-reads it
+    afterwards, finds nothing more to cut, and goes on."""
+    r = recover(_MIDDLE_BAD, clean_shutdown=clean, recovery_point=0, unindexed={10})
+    (cut,) = r.load_truncations.values()
+    assert (cut.position, cut.bytes, cut.next_offset) == (400, 600, 14)
+    assert cut.to_dict() == {
+        "segment": "00000000000000000010.log",
+        "position": 400,
+        "bytes": 600,
+        "nextOffset": 14,
+        "reason": "offset index missing",
+    }
+    assert (r.truncation, r.leo, r.leo_on_disk) == (None, 40, 40)  # the last segment's next offset
+    assert r.cuts and r.recovers(10) and r.recovers_at_load(10) and not r.recovers_at_load(20)
+    assert [r.keeps(10, pos) for pos in (0, 399, 400, 900)] == [True, True, False, False]
+    assert r.keeps(20, 0) and r.keeps(30, 400) and r.keeps(0, 999)
+
+
+def test_with_its_offset_index_recover_log_cuts_and_deletes_the_later_segments():
+    r = recover(_MIDDLE_BAD, clean_shutdown=False, recovery_point=0)
+    assert (r.load_truncations, r.leo, r.truncation.deleted_segments) == ({}, 14, [20, 30])
+    assert not r.keeps(20, 0) and not r.keeps(10, 400) and r.keeps(10, 399)
+
+
+def test_with_its_offset_index_after_a_clean_shutdown_nothing_is_cut():
+    r = recover(_MIDDLE_BAD, clean_shutdown=True, recovery_point=40)
+    assert (r.load_truncations, r.truncation, r.leo, r.cuts) == ({}, None, 40, False)
+    assert r.keeps(10, 900) and not r.recovers(10)
+
+
+def test_a_cut_at_load_below_a_recover_log_cut_keeps_the_segments_between():
+    """Both cuts: the segment without its index is cut at load; recoverLog then cuts the first segment it
+    finds invalid and deletes those after it."""
+    segs = [*_MIDDLE_BAD[:3], _seg(30, 500, valid_end=100, next_raw=40, rec=32), _seg(40, 500)]
+    r = recover(segs, clean_shutdown=False, recovery_point=0, unindexed={10})
+    assert list(r.load_truncations) == [10]
+    assert (r.truncation.base_offset, r.truncation.deleted_segments, r.leo) == (30, [40], 32)
+    assert r.keeps(20, 0) and not r.keeps(10, 400) and not r.keeps(40, 0)
+
+
+def test_a_cut_at_load_after_a_recover_log_cut_is_deleted_with_its_segment():
+    segs = [_seg(0, 1000, valid_end=100, next_raw=10, rec=2), *_MIDDLE_BAD[1:]]
+    r = recover(segs, clean_shutdown=False, recovery_point=0, unindexed={10})
+    assert (r.load_truncations, r.truncation.deleted_segments, r.leo) == ({}, [10, 20, 30], 2)
+
+
+def test_the_last_segment_cut_at_load_gives_the_log_end_offset():
+    segs = [_seg(0, 1000), _seg(10, 900, valid_end=600, next_raw=20, rec=16)]
+    r = recover(segs, clean_shutdown=True, recovery_point=20, unindexed=[10])
+    assert (r.leo, r.leo_on_disk, r.truncation, r.load_truncations[10].bytes) == (16, 20, None, 300)
+
+
+def test_an_intact_segment_without_its_offset_index_is_not_cut():
+    r = recover([_seg(0, 1000), _seg(10, 500)], clean_shutdown=True, recovery_point=20, unindexed={0, 10})
+    assert (r.load_truncations, r.truncation, r.leo, r.cuts) == ({}, None, 20, False)
+
+
+@pytest.mark.parametrize("metadata", [False, True])
+def test_a_segment_recovered_at_load_is_never_trusted(metadata):
+    """The header-only walk trusts no batch of a segment Kafka recovers at load (it must be validated)."""
+    state = LogRecovery([0, 10, 20, 30], True, 25, metadata, unindexed={0, 20})
+    assert [state.trusts(b) for b in (0, 10, 20, 30)] == [False, not metadata, False, False]
+    below = [state.trusted_below_in(b) for b in (0, 10, 20, 30)]
+    assert below == ([None, ALL_OFFSETS, None, None] if not metadata else [None] * 4)
+    assert all(state.recovers(b) for b in (0, 20))
+
+
 def test_unreadable_segment_is_neither_cut_nor_extended():
     segs = [_seg(0, 1000), SegmentSummary("00000000000000000010.log", 10, 0, 0, None, None)]
     r = recover(segs, clean_shutdown=False, recovery_point=0)

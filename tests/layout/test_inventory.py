@@ -10,7 +10,7 @@ import pytest
 
 from auditor.layout.discover import discover
 from auditor.layout.filetypes import is_log_dir
-from auditor.layout.inventory import inventory
+from auditor.layout.inventory import inventory, inventory_partition, list_segments, unindexed_segments
 from auditor.layout.logdir import META_PROPERTIES_LIMIT, read_log_dir
 from auditor.layout.tasks import PartitionTask
 from tests.conftest import corpus_path
@@ -342,3 +342,20 @@ def test_scan_runs_the_partition_task_audit_ships_as_json(tree):
         assert copy == task and copy.path == part.path
         a, b = scan_partition(task, codes), scan_partition(copy, codes)
         assert (a.summary, a.findings) == (b.summary, b.findings)
+
+
+def test_segments_without_their_offset_index_come_from_the_listing(tmp_path):
+    """``LogSegment.sanityCheck`` looks for the 20-digit ``.index`` name (``File.exists``: any entry): the
+    scan's inventory and the extraction's listing name the same segments, recovered at load."""
+    part = tmp_path / "orders-0"
+    part.mkdir()
+    for base in (0, 15, 30, 45):
+        (part / f"{base:020d}.log").write_bytes(b"")
+    (part / f"{0:020d}.index").write_bytes(b"")
+    (part / "15.index").write_bytes(b"")  # not the name Kafka opens
+    (part / f"{30:020d}.index").mkdir()  # exists, whatever it is
+    (part / f"{45:020d}.index.deleted").write_bytes(b"")
+    listing = list_segments(part)
+    assert [b for b, _ in listing.logs] == [0, 15, 30, 45]
+    assert listing.unindexed == {15, 45} == inventory_partition(str(part)).unindexed
+    assert unindexed_segments([0, 7], [f"{0:020d}.index"]) == {7}

@@ -21,7 +21,7 @@ from auditor.kafka.coordinator import (
     java_string_hash,
     transaction_state_partition,
 )
-from auditor.kafka.recovery import RecoveryTruncation
+from auditor.kafka.recovery import SegmentSummary, recover
 from auditor.layout.tasks import PartitionTask
 from auditor.observe import rows
 from auditor.observe.coordinator import transaction_state_rows
@@ -333,8 +333,13 @@ def test_transaction_state_rows_decode_classify_live_and_errors(tmp_path):
     ]
     valid = _write(part, batches)
     errors: list[str] = []
-    cut = RecoveryTruncation("00000000000000000000.log", 0, valid[-1][1], valid[-1][2], [], 6)
-    table = transaction_state_rows(task, part, valid, truncation=cut, errors=errors)
+    _segment, last, size = valid[-1]  # log recovery cuts the segment at its last batch
+    cut = recover(
+        [SegmentSummary("00000000000000000000.log", 0, last + size, last, 6, 7)],
+        clean_shutdown=False,
+        recovery_point=0,
+    )
+    table = transaction_state_rows(task, part, valid, recovery=cut, errors=errors)
     assert table.schema == rows.TXN_STATE
     got = table.to_pylist()
     assert [r["offset"] for r in got] == [0, 1, 2, 4, 6]

@@ -1,13 +1,13 @@
 """Cases of ``auditor/rules/partition.py`` (KA401-KA408): high watermark, log start offset, recovery point
-and cleaner checkpoint against the log, an unclean shutdown, and a controller's log dir that never has a
-clean-shutdown marker."""
+and cleaner checkpoint against the log, an unclean shutdown, a segment Kafka recovers at load (no offset
+index), and a controller's log dir that never has a clean-shutdown marker."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from parsers.checkpoints import format_offset_checkpoint
-from tests.rules.builder import LogDir, built, standard, truncate
+from tests.rules.builder import LogDir, built, flip, standard, truncate
 from tests.rules.harness import fire, silent
 
 
@@ -57,6 +57,25 @@ def log_start_above(tmp, mp):
 def unclean(tmp, mp):
     ld, p = standard(tmp / "broker-1", clean=False)
     ld.write()
+    return [ld.root]
+
+
+@fire("KA406")
+@silent("KA405")
+def corrupt_segment_without_offset_index(tmp, mp):
+    """After a clean shutdown, Kafka recovers at load the first segment, whose ``.index`` is missing
+    (``LogLoader.loadSegmentFiles``), cutting it at its corrupt batch."""
+    ld, p = built(tmp)
+    p.seg_path(0, ".index").unlink()
+    flip(p.seg_path(0), p.written[2].position + 70)
+    return [ld.root]
+
+
+@silent("KA406")
+def corrupt_batch_after_a_clean_shutdown(tmp, mp):
+    """With its offset index, a cleanly shut down segment is not re-read: nothing is recovered."""
+    ld, p = built(tmp)
+    flip(p.seg_path(0), p.written[2].position + 70)
     return [ld.root]
 
 

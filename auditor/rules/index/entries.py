@@ -28,12 +28,14 @@ def _data_end(seg: SegmentFacts) -> str:
 
 
 def _stale_severity(seg: SegmentFacts, part: PartitionContext) -> Severity | None:
-    return Severity.WARNING if part.rebuilt_by_recovery(seg) else None
+    return Severity.WARNING if part.rebuilt_by_recovery(seg) or part.recovered_at_load(seg) else None
 
 
 def _recovery_note(seg: SegmentFacts, part: PartitionContext) -> str:
     if part.rebuilt_by_recovery(seg):
         return "recovery rebuilds this index at the next start (a crash artefact)"
+    if part.recovered_at_load(seg):
+        return "Kafka rebuilds this index at load (the segment's offset index is missing)"
     return (
         "recovery will not rebuild this index (clean shutdown marker or below the recovery point), so "
         "lookups "

@@ -315,18 +315,29 @@ def index_not_trimmed(seg: SegmentFacts, part: PartitionContext) -> Iterator[Vio
 def index_missing(seg: SegmentFacts, part: PartitionContext) -> Iterator[Violation]:
     """
     What it finds: a ``.log`` without its ``.index`` file (warning) or without its ``.timeindex`` (info).
-    Why it matters: at load Kafka rebuilds a segment whose offset index is missing by re-reading it
-    ("NoSuchFileException" path of ``LogLoader``) and creates an empty time index when that one is missing;
-    a missing index on a copy of a log dir also suggests an incomplete copy (and the evidence of what the
-    index held is gone).
-    What to do: check that the copy of the log dir is complete; otherwise nothing, Kafka rebuilds indexes.
-    References: KAFKA-7283, ``OffsetIndex.sanityCheck``, ``TimeIndex.maybeAppend``.
+    Why it matters: at load Kafka recovers a segment whose offset index is missing, even after a clean
+    shutdown (``LogSegment.sanityCheck`` throws ``NoSuchFileException``; ``LogLoader.loadSegmentFiles``
+    logs "Could not find offset index file ..." and re-reads it): it truncates the segment at its first
+    invalid batch, keeps the later segments and rebuilds the indexes (KA406 tells where it cuts). A missing
+    time index is created empty. A missing index on a copy of a log dir also suggests an incomplete copy (and
+    the evidence of what the index held is gone).
+    What to do: check that the copy of the log dir is complete; if the segment holds invalid batches, copy
+    it before the broker starts; otherwise nothing, Kafka rebuilds indexes.
+    References: KAFKA-7283, ``LogSegment.sanityCheck``, ``LogLoader.loadSegmentFiles``,
+    ``TimeIndex.maybeAppend``.
     """
     files = seg.files
     if files is None or seg.kind != "log":
         return
-    if files.index is None:
-        yield Violation(f"{os.path.basename(seg.path)} has no .index file", file=seg.path)
+    if part.recovered_at_load(seg):
+        cut = seg.truncate_bytes
+        effect = f", truncating {cut} bytes at position {seg.valid_end}" if cut else ""
+        yield Violation(
+            f"{os.path.basename(seg.path)} has no .index file: Kafka recovers the segment at load{effect}",
+            file=seg.path,
+            position=seg.valid_end if cut else None,
+            evidence={"truncateBytes": cut},
+        )
     if files.timeindex is None:
         yield Violation(
             f"{os.path.basename(seg.path)} has no .timeindex file", severity=Severity.INFO, file=seg.path

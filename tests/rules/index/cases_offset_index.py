@@ -108,3 +108,13 @@ def index_missing(tmp, mp):
     ld, p = built(tmp)
     p.seg_path(0, ".index").unlink()
     return [ld.root]
+
+
+@fire("KA208")
+def index_under_a_short_name(tmp, mp):
+    """``LogSegment.sanityCheck`` looks for the 20-digit name only: ``15.index`` is not the index of
+    ``00000000000000000015.log``."""
+    ld, p = built(tmp)
+    index = p.seg_path(1, ".index")
+    index.rename(index.with_name(f"{p.bases[1]}.index"))
+    return [ld.root]
