@@ -209,4 +209,4 @@ def test_pass_walks_a_partitions_transactions_in_bounded_memory():
     assert sorted(walked.by_broker) == [1, 2, 3] and all(len(v) == 1 for v in walked.by_broker.values())
     assert peak < 1 << 20, peak
     with pytest.raises(ValueError, match="order"):
-        walk_batches(iter([BatchRow({"broker": 1, "base_offset": 5}), BatchRow({"broker": 1, "base_offset": 4})]))
+        walk_batches(iter([BatchRow({"broker": 1, "base_offset": o}) for o in (5, 4)]))
