@@ -7,8 +7,8 @@ complete batch of the log Kafka loads, ``live``; CRC failures are ``scan``'s job
 1. digests: per (tp, broker, offset chunk of 4096, leader epoch) an XOR of batch signatures
    ``xxhash64(base offset, last offset, stored CRC, partitionLeaderEpoch)``, counts and offset ranges
    (map-side partial aggregation: a few rows per chunk leave each task);
-2. candidate chunks: the (tp, chunk) where the replicas of a partition are not unanimous (a replica lacks the
-   chunk, or the digests differ), collected (one row per chunk that differs); the second scan keeps their
+2. candidate chunks: the (tp, chunk) where the replicas of a partition are not unanimous (a replica whose
+   log reaches the chunk lacks it, or the digests differ), collected (one row per chunk that differs); the second scan keeps their
    batch rows (``held``) and every transactional or control batch (the state of a batch is decided by a
    marker that may lie in a chunk where the replicas agree; the open transactions are the leader's whole
    story), through a broadcast join and a predicate Parquet can push down.
@@ -51,31 +51,34 @@ def with_tp(df: DataFrame) -> DataFrame:
     return df.withColumn("tp", F.xxhash64("cluster", "topic", "partition"))
 
 
-def candidate_chunks(digest: DataFrame, per_tp: DataFrame) -> DataFrame:
-    """``(tp, chunk)`` where the replicas of a partition are not unanimous: a replica lacks the chunk or the
-    chunk digests differ, with the partition's key (``per_tp``: :func:`replica_counts`). Everything else is
-    identical on every replica and never looked at again. One shuffle: the digests are partitioned by
-    ``(tp, chunk)``, which both aggregations keep."""
+def candidate_chunks(digest: DataFrame, per_tp: DataFrame, chunk_bits: int = CHUNK_BITS) -> DataFrame:
+    """``(tp, chunk)`` where the replicas of a partition are not unanimous: the chunk digests differ, or a
+    replica lacks the chunk although its log reaches it, with the partition's key (``per_tp``:
+    :func:`replica_counts`). A replica whose log starts after the chunk (its log start offset, log end offset
+    and first batch all at or past the chunk's end: retention or DeleteRecords removed it there first) does
+    not lack it: no comparison of the pass can read such a chunk (a pair's common range, a follower's zone,
+    an election's loss and a lag all start at or above the log start offsets or the log end offsets of the
+    replicas involved). Everything else is identical on every replica that holds it and never looked at
+    again. One shuffle: the digests are partitioned by ``(tp, chunk)``, which both aggregations keep."""
     per_broker = (
         digest.repartition("tp", "chunk")
         .groupBy("tp", "chunk", "broker")
         .agg(F.expr("bit_xor(x)").alias("x"), F.sum("n").alias("n"))
     )
+    end = F.shiftleft(F.col("chunk") + 1, chunk_bits)
+    reaching = F.transform(F.filter("starts", lambda r: r["start"] < end), lambda r: r["broker"])
+    lacking = F.size(F.array_except(reaching, F.col("present")))
     return (
         per_broker.groupBy("tp", "chunk")
         .agg(
-            F.count(F.lit(1)).alias("brokers"),
+            F.collect_set("broker").alias("present"),
             F.min("x").alias("x_min"),
             F.max("x").alias("x_max"),
             F.min("n").alias("n_min"),
             F.max("n").alias("n_max"),
         )
         .join(broadcast(per_tp), "tp")
-        .where(
-            (F.col("brokers") < F.col("replicas"))
-            | (F.col("x_min") != F.col("x_max"))
-            | (F.col("n_min") != F.col("n_max"))
-        )
+        .where((lacking > 0) | (F.col("x_min") != F.col("x_max")) | (F.col("n_min") != F.col("n_max")))
         .select("tp", "chunk", "cluster", "topic", "partition")
     )
 
@@ -410,16 +413,28 @@ def _pass_columns(batches: DataFrame) -> DataFrame:
     return batches.select("tp", *pass_rows.BATCH_FIELDS)
 
 
+REPLICA_START_COLUMNS = ("log_start", "leo", "first_offset")
+"""Where a replica's log starts, for :func:`candidate_chunks`: the least of these (a null is left out)."""
+
+
+def replica_start(row: dict) -> int:
+    """The first offset a replica's log reaches (:data:`REPLICA_START_COLUMNS`; 0 when none is known)."""
+    known = [row.get(k) for k in REPLICA_START_COLUMNS if row.get(k) is not None]
+    return min(known) if known else 0
+
+
 def replica_counts(spark, replica_keys: list[dict]) -> DataFrame:
-    """Per partition (``tp`` and its key): how many replicas are compared, a small DataFrame made in the
-    driver (its broadcast costs no Spark job)."""
-    counts: dict[tuple, int] = {}
+    """Per partition (``tp`` and its key): how many replicas are compared and where each one's log starts
+    (``starts``: broker and :func:`replica_start`), a small DataFrame made in the driver (its broadcast costs
+    no Spark job)."""
+    per_tp: dict[tuple, list] = {}
     for r in replica_keys:
         key = (r["tp"], r["cluster"], r["topic"], r["partition"])
-        counts[key] = counts.get(key, 0) + 1
+        per_tp.setdefault(key, []).append({"broker": r["broker"], "start": replica_start(r)})
     return spark.createDataFrame(
-        [(*k, n) for k, n in sorted(counts.items(), key=lambda kv: kv[0][0])],
-        "tp bigint, cluster string, topic string, partition int, replicas bigint",
+        [(*k, len(v), v) for k, v in sorted(per_tp.items(), key=lambda kv: kv[0][0])],
+        "tp bigint, cluster string, topic string, partition int, replicas bigint, "
+        "starts array<struct<broker: int, start: bigint>>",
     )
 
 
@@ -440,7 +455,7 @@ def scan_batches(batch: DataFrame, per_tp: DataFrame, chunk_bits: int) -> tuple[
             F.max("max_timestamp").alias("last_timestamp"),
         )
     )
-    chunks = candidate_chunks(digest, per_tp).collect()
+    chunks = candidate_chunks(digest, per_tp, chunk_bits).collect()
     keys = batches.sparkSession.createDataFrame(
         [(c["tp"], c["chunk"], True) for c in chunks], "tp bigint, chunk bigint, candidate boolean"
     )
@@ -460,7 +475,13 @@ def divergence_frame(tables, chunk_bits: int = CHUNK_BITS) -> DataFrame:
     the pass's divergence step (``pass_divergence.first_divergences``) per partition; what the benchmarks
     time against other engines."""
     replicas = with_tp(tables.replica)
-    per_tp = replicas.groupBy("tp", "cluster", "topic", "partition").agg(F.count(F.lit(1)).alias("replicas"))
+    start = F.coalesce(F.least(*REPLICA_START_COLUMNS), F.lit(0)).cast("bigint")
+    per_tp = replicas.groupBy("tp", "cluster", "topic", "partition").agg(
+        F.count(F.lit(1)).alias("replicas"),
+        F.collect_list(F.struct(F.col("broker").cast("int").alias("broker"), start.alias("start"))).alias(
+            "starts"
+        ),
+    )
     _digest, _chunks, candidates = scan_batches(tables.batch, per_tp, chunk_bits)
     union = _tagged({"replica": replicas, "batch": candidates})
     schema = rows.DIVERGENCE

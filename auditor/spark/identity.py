@@ -121,10 +121,12 @@ REPLICA_COLUMNS = (
     "hw",
     "log_start",
     "leo",
+    "first_offset",
     "record_count",
     "bytes",
 )
-"""The replica columns the identity step reads (collected with the audit's other small inputs)."""
+"""The replica columns the identity step reads (collected with the audit's other small inputs), and where
+each replica's log starts (``compare.replica_counts``)."""
 
 IDENTITY_RECORDS = ("TOPIC_RECORD", "REMOVE_TOPIC_RECORD", "PARTITION_RECORD", "PARTITION_CHANGE_RECORD")
 

@@ -31,8 +31,9 @@ def test_pruned_scan_keeps_every_candidate_row(spark, sim_audit):
         .groupBy("tp", "broker", "chunk", "leader_epoch")
         .agg(F.expr("bit_xor(sig)").alias("x"), F.count(F.lit(1)).alias("n"))
     )
-    per_tp = replicas.groupBy("tp", "cluster", "topic", "partition").agg(F.count(F.lit(1)).alias("replicas"))
-    chunks = compare.candidate_chunks(digest, per_tp).cache()
+    keys = replicas.select("tp", "cluster", "topic", "partition", "broker", *compare.REPLICA_START_COLUMNS)
+    per_tp = compare.replica_counts(spark, [r.asDict() for r in keys.collect()])
+    chunks = compare.candidate_chunks(digest, per_tp, CHUNK_BITS).cache()
     partitions = chunks.select("tp").distinct().count()
     assert 1 < partitions <= compare.PUSHDOWN_PARTITIONS  # the predicate is built, over several partitions
     pruned = compare._prune(tables.batch, chunks.collect(), CHUNK_BITS)
@@ -81,3 +82,63 @@ def test_record_rows_without_offset_are_left_out_alike_on_both_paths(spark, tmp_
     large = run_audit(spark, inputs)
     assert small.stats["smallInput"] is True and large.stats["smallInput"] is False
     assert codes(small) == codes(large) and any(c[0] == "KA601" for c in codes(small))
+
+
+def test_chunks_before_a_replicas_log_start_are_no_candidates(spark, tmp_path, monkeypatch):
+    """Retention removed the first segments of brokers 2 and 3 before broker 1's: the chunks below a
+    replica's log start that the others hold alike are no candidate chunks (none of the pass's comparisons
+    reads them), and the findings are those of every batch row (the driver's pass over the whole logs) and
+    of the executors when every replica is taken to reach every chunk; a segment missing inside broker 1's
+    log still makes its chunks candidates."""
+    import json
+
+    from auditor.simulate import SimOptions, run_scenario
+    from auditor.spark.audit import run_audit
+    from auditor.spark.inputs import discover
+    from auditor.spark.tuning import SMALL_INPUT_ENV
+    from parsers.checkpoints import format_offset_checkpoint
+
+    root = tmp_path / "ule"
+    run_scenario("unclean-election", root, SimOptions(seed=7, segment_bytes=4096))
+    starts = {}
+    for broker, deleted in (("broker-2", 2), ("broker-3", 1)):
+        part = root / broker / "t0-0"
+        logs = sorted(part.glob("*.log"))
+        assert len(logs) > deleted + 2
+        for log in logs[:deleted]:
+            for f in part.glob(log.stem + ".*"):
+                f.unlink()
+        starts[broker] = int(logs[deleted].stem)
+        (root / broker / "log-start-offset-checkpoint").write_bytes(
+            format_offset_checkpoint([("t0", 0, starts[broker])])
+        )
+    assert min(starts.values()) >= 40  # five chunks of 8 offsets at least below broker 3's start
+    middle = sorted((root / "broker-1" / "t0-0").glob("*.log"))[4]  # a gap inside broker 1's log: it reaches
+    for f in middle.parent.glob(middle.stem + ".*"):  # those chunks and lacks them (a divergence)
+        f.unlink()
+
+    chunks: list[int] = []
+    scan = compare.scan_batches
+
+    def counted(*args, **kwargs):
+        digest, found, candidates = scan(*args, **kwargs)
+        chunks.append(len(found))
+        return digest, found, candidates
+
+    def findings(result) -> list:
+        return sorted(
+            (f.code, f.topic or "", f.partition or 0, f.broker or 0, f.offset_start or 0,
+             json.dumps(f.evidence, sort_keys=True, default=str))
+            for f in result.findings
+        )  # fmt: skip
+
+    inputs = discover([root])
+    every_row = findings(run_audit(spark, inputs, chunk_bits=3))
+    monkeypatch.setenv(SMALL_INPUT_ENV, "0")
+    monkeypatch.setattr(compare, "scan_batches", counted)
+    pruned = findings(run_audit(spark, inputs, chunk_bits=3))
+    monkeypatch.setattr(compare, "replica_start", lambda row: 0)  # every replica reaches every chunk
+    unpruned = findings(run_audit(spark, inputs, chunk_bits=3))
+    assert pruned == every_row == unpruned
+    assert any(f[0] == "KA710" for f in pruned)
+    assert chunks[0] + 5 <= chunks[1], chunks  # at least the chunks below broker 3's start left out
