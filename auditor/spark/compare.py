@@ -8,10 +8,10 @@ complete batch of the log Kafka loads, ``live``; CRC failures are ``scan``'s job
    ``xxhash64(base offset, last offset, stored CRC, partitionLeaderEpoch)``, counts and offset ranges
    (map-side partial aggregation: a few rows per chunk leave each task);
 2. candidate chunks: the (tp, chunk) where the replicas of a partition are not unanimous (a replica whose
-   log reaches the chunk lacks it, or the digests differ), collected (one row per chunk that differs); the second scan keeps their
-   batch rows (``held``) and every transactional or control batch (the state of a batch is decided by a
-   marker that may lie in a chunk where the replicas agree; the open transactions are the leader's whole
-   story), through a broadcast join and a predicate Parquet can push down.
+   log reaches the chunk lacks it, or the digests differ), collected (one row per chunk that differs); the
+   second scan keeps their batch rows (``held``) and every transactional or control batch (the state of a
+   batch is decided by a marker that may lie in a chunk where the replicas agree; the open transactions are
+   the leader's whole story), through a broadcast join and a predicate Parquet can push down.
 
 Then every row of a partition (replicas, leader-epoch caches, digests, those batch rows, compacted records)
 meets in one task, ordered by partition (``repartition`` + ``sortWithinPartitions``; a partition's batch rows
