@@ -118,7 +118,8 @@ class PartitionDir:
     def unindexed(self) -> frozenset[int]:
         """Base offsets of the segments whose offset index file is missing (:func:`unindexed_segments` over
         every entry of the directory): Kafka recovers them at load."""
-        return unindexed_segments((s.base_offset for s in self.log_segments), (f.name for f in self.files()))
+        bases = (s.base_offset for s in self.log_segments)
+        return unindexed_segments(bases, (f.name for f in self.files()), self.path)
 
     @property
     def orphan_indexes(self) -> list[FileInfo]:
@@ -360,12 +361,22 @@ def _segment(part: PartitionDir, base: int) -> SegmentFiles:
     return seg
 
 
-def unindexed_segments(bases: Iterable[int], names: Iterable[str]) -> frozenset[int]:
+def unindexed_segments(
+    bases: Iterable[int], names: Iterable[str], directory: str | os.PathLike | None = None
+) -> frozenset[int]:
     """Base offsets among ``bases`` whose offset index file is not among the partition directory's entry
     ``names``: the 20-digit name ``LogSegment.sanityCheck`` looks for (``LogFileUtils.offsetIndexFile``; an
-    entry of any kind, as ``File.exists``). ``LogLoader.loadSegmentFiles`` recovers these segments at load."""
+    entry of any kind, as ``File.exists``, which follows a symbolic link: with ``directory``, a link whose
+    target does not exist is missing too). ``LogLoader.loadSegmentFiles`` recovers these segments at load."""
     present = set(names)
-    return frozenset(b for b in bases if segment_file_name(b, ".index") not in present)
+
+    def missing(base: int) -> bool:
+        name = segment_file_name(base, ".index")
+        if name not in present:
+            return True
+        return directory is not None and not os.path.exists(os.path.join(directory, name))
+
+    return frozenset(b for b in bases if missing(b))
 
 
 @dataclass(frozen=True)
@@ -389,7 +400,7 @@ def list_segments(path: str | os.PathLike) -> SegmentListing:
         if parsed is not None and parsed[1] == ".log" and parsed[2] is None:
             logs.append((parsed[0], Path(path) / name))
     logs.sort()
-    return SegmentListing(logs, unindexed_segments((b for b, _ in logs), names))
+    return SegmentListing(logs, unindexed_segments((b for b, _ in logs), names, path))
 
 
 def segment_logs(path: str | os.PathLike) -> list[tuple[int, Path]]:

@@ -55,18 +55,19 @@ def candidate_chunks(digest: DataFrame, per_tp: DataFrame, chunk_bits: int = CHU
     """``(tp, chunk)`` where the replicas of a partition are not unanimous: the chunk digests differ, or a
     replica lacks the chunk although its log reaches it, with the partition's key (``per_tp``:
     :func:`replica_counts`). A replica whose log starts after the chunk (its log start offset, log end offset
-    and first batch all at or past the chunk's end: retention or DeleteRecords removed it there first) does
-    not lack it: no comparison of the pass can read such a chunk (a pair's common range, a follower's zone,
-    an election's loss and a lag all start at or above the log start offsets or the log end offsets of the
-    replicas involved). Everything else is identical on every replica that holds it and never looked at
-    again. One shuffle: the digests are partitioned by ``(tp, chunk)``, which both aggregations keep."""
+    and first batch all past the last offset of every batch of the chunk: retention or DeleteRecords removed
+    it there first) does not lack it: no comparison of the pass can read such a chunk (a pair's common
+    range, a follower's zone, an election's loss and a lag all take the batches whose last offset reaches an
+    offset at or above the log start offsets or the log end offsets of the replicas involved). Everything
+    else is identical on every replica that holds it and never looked at again. One shuffle: the digests
+    are partitioned by ``(tp, chunk)``, which both aggregations keep."""
     per_broker = (
         digest.repartition("tp", "chunk")
         .groupBy("tp", "chunk", "broker")
-        .agg(F.expr("bit_xor(x)").alias("x"), F.sum("n").alias("n"))
+        .agg(F.expr("bit_xor(x)").alias("x"), F.sum("n").alias("n"), F.max("last").alias("last"))
     )
-    end = F.shiftleft(F.col("chunk") + 1, chunk_bits)
-    reaching = F.transform(F.filter("starts", lambda r: r["start"] < end), lambda r: r["broker"])
+    last = F.col("last")  # a batch is read from its last offset on (a zone, a lag, a common range)
+    reaching = F.transform(F.filter("starts", lambda r: r["start"] <= last), lambda r: r["broker"])
     lacking = F.size(F.array_except(reaching, F.col("present")))
     return (
         per_broker.groupBy("tp", "chunk")
@@ -76,6 +77,7 @@ def candidate_chunks(digest: DataFrame, per_tp: DataFrame, chunk_bits: int = CHU
             F.max("x").alias("x_max"),
             F.min("n").alias("n_min"),
             F.max("n").alias("n_max"),
+            F.max("last").alias("last"),
         )
         .join(broadcast(per_tp), "tp")
         .where((lacking > 0) | (F.col("x_min") != F.col("x_max")) | (F.col("n_min") != F.col("n_max")))

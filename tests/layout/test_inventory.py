@@ -345,17 +345,21 @@ def test_scan_runs_the_partition_task_audit_ships_as_json(tree):
 
 
 def test_segments_without_their_offset_index_come_from_the_listing(tmp_path):
-    """``LogSegment.sanityCheck`` looks for the 20-digit ``.index`` name (``File.exists``: any entry): the
-    scan's inventory and the extraction's listing name the same segments, recovered at load."""
+    """``LogSegment.sanityCheck`` looks for the 20-digit ``.index`` name (``File.exists``: any entry, a
+    symbolic link by its target): the scan's inventory and the extraction's listing name the same segments,
+    recovered at load."""
     part = tmp_path / "orders-0"
     part.mkdir()
-    for base in (0, 15, 30, 45):
+    for base in (0, 15, 30, 45, 60, 75):
         (part / f"{base:020d}.log").write_bytes(b"")
     (part / f"{0:020d}.index").write_bytes(b"")
     (part / "15.index").write_bytes(b"")  # not the name Kafka opens
     (part / f"{30:020d}.index").mkdir()  # exists, whatever it is
     (part / f"{45:020d}.index.deleted").write_bytes(b"")
+    (part / f"{60:020d}.index").symlink_to(tmp_path / "gone")  # File.exists follows the link: missing
+    (tmp_path / "kept").write_bytes(b"")
+    (part / f"{75:020d}.index").symlink_to(tmp_path / "kept")
     listing = list_segments(part)
-    assert [b for b, _ in listing.logs] == [0, 15, 30, 45]
-    assert listing.unindexed == {15, 45} == inventory_partition(str(part)).unindexed
+    assert [b for b, _ in listing.logs] == [0, 15, 30, 45, 60, 75]
+    assert listing.unindexed == {15, 45, 60} == inventory_partition(str(part)).unindexed
     assert unindexed_segments([0, 7], [f"{0:020d}.index"]) == {7}

@@ -4,6 +4,7 @@ are the same."""
 
 from __future__ import annotations
 
+import pytest
 from pyspark.sql import functions as F
 
 from auditor.spark import compare
@@ -29,7 +30,11 @@ def test_pruned_scan_keeps_every_candidate_row(spark, sim_audit):
     digest = (
         compare.batch_columns(tables.batch, CHUNK_BITS)
         .groupBy("tp", "broker", "chunk", "leader_epoch")
-        .agg(F.expr("bit_xor(sig)").alias("x"), F.count(F.lit(1)).alias("n"))
+        .agg(
+            F.expr("bit_xor(sig)").alias("x"),
+            F.count(F.lit(1)).alias("n"),
+            F.max("last_offset").alias("last"),
+        )
     )
     keys = replicas.select("tp", "cluster", "topic", "partition", "broker", *compare.REPLICA_START_COLUMNS)
     per_tp = compare.replica_counts(spark, [r.asDict() for r in keys.collect()])
@@ -142,3 +147,58 @@ def test_chunks_before_a_replicas_log_start_are_no_candidates(spark, tmp_path, m
     assert pruned == every_row == unpruned
     assert any(f[0] == "KA710" for f in pruned)
     assert chunks[0] + 5 <= chunks[1], chunks  # at least the chunks below broker 3's start left out
+
+
+def _broker(root, node: int, batches: list[tuple[int, int]], *, hw: int, epochs, log_start=None):
+    """A broker's log dir holding partition ``t-0``: one segment of ``batches`` (first, last offset), or an
+    empty one at ``log_start``."""
+    from parsers.checkpoints import format_leader_epoch_checkpoint, format_offset_checkpoint
+    from parsers.dirfiles import format_meta_properties
+    from parsers.record_batch import RecordSpec, build_batch
+
+    d = root / f"broker-{node}" / "t-0"
+    d.mkdir(parents=True)
+    (d.parent / "meta.properties").write_bytes(format_meta_properties(1, node, "aGFuZG1hZGUtY2x1c3Rlcg"))
+    data = b"".join(
+        build_batch([RecordSpec(b"k", b"v%d" % o, 1_700_000_000_000 + o, offset_delta=o - lo)
+                     for o in range(lo, hi + 1)], base_offset=lo)
+        for lo, hi in batches
+    )  # fmt: skip
+    base = batches[0][0] if batches else log_start
+    (d / f"{base:020d}.log").write_bytes(data)
+    (d / f"{base:020d}.index").write_bytes(b"")
+    (d / "leader-epoch-checkpoint").write_bytes(format_leader_epoch_checkpoint(epochs))
+    for name, value in (("replication", hw), ("recovery-point", hw), ("log-start", log_start)):
+        entries = [] if value is None else [("t", 0, value)]
+        (d.parent / f"{name}-offset-checkpoint").write_bytes(format_offset_checkpoint(entries))
+    (d.parent / "cleaner-offset-checkpoint").write_bytes(format_offset_checkpoint([]))
+    (d.parent / ".kafka_cleanshutdown").write_bytes(b"")
+
+
+@pytest.mark.parametrize("case", ["loss", "lag"])
+def test_a_batch_reaching_past_a_replicas_log_start_keeps_its_chunk(spark, tmp_path, monkeypatch, case):
+    """A batch whose base offset lies in a chunk before a replica's log start but whose last offset reaches
+    it is read by the pass (broker 2's batch 5..12 against broker 1's empty log at 10, 8-offset chunks): as
+    truncation loss when broker 1 leads (its leader epoch is the latest), as lag when broker 2 does. Its chunk
+    stays a candidate: the executors find what the driver finds over every batch row."""
+    import json
+
+    from auditor.spark.audit import run_audit
+    from auditor.spark.inputs import discover
+    from auditor.spark.tuning import SMALL_INPUT_ENV
+
+    later = [(0, 0), (1, 10)]
+    _broker(tmp_path, 1, [], hw=10, epochs=later if case == "loss" else [(0, 0)], log_start=10)
+    _broker(tmp_path, 2, [(0, 4), (5, 12)], hw=13, epochs=[(0, 0)] if case == "loss" else later)
+
+    def findings(result) -> list:
+        return sorted(
+            (f.code, f.broker or 0, f.offset_start or 0, json.dumps(f.evidence, sort_keys=True, default=str))
+            for f in result.findings
+        )
+
+    inputs = discover([tmp_path])
+    every_row = findings(run_audit(spark, inputs, chunk_bits=3))
+    monkeypatch.setenv(SMALL_INPUT_ENV, "0")
+    assert findings(run_audit(spark, inputs, chunk_bits=3)) == every_row
+    assert any(f[0] == ("KA710" if case == "loss" else "KA630") for f in every_row)
