@@ -51,28 +51,26 @@ def with_tp(df: DataFrame) -> DataFrame:
     return df.withColumn("tp", F.xxhash64("cluster", "topic", "partition"))
 
 
-def candidate_chunks(digest: DataFrame, per_tp: DataFrame, chunk_bits: int = CHUNK_BITS) -> DataFrame:
-    """``(tp, chunk)`` where the replicas of a partition are not unanimous: the chunk digests differ, or a
-    replica lacks the chunk although its log reaches it, with the partition's key (``per_tp``:
-    :func:`replica_counts`). A replica whose log starts after the chunk (its log start offset, log end offset
-    and first batch all past the last offset of every batch of the chunk: retention or DeleteRecords removed
-    it there first) does not lack it: no comparison of the pass can read such a chunk (a pair's common
-    range, a follower's zone, an election's loss and a lag all take the batches whose last offset reaches an
-    offset at or above the log start offsets or the log end offsets of the replicas involved). Everything
-    else is identical on every replica that holds it and never looked at again. One shuffle: the digests
-    are partitioned by ``(tp, chunk)``, which both aggregations keep."""
+def candidate_chunks(digest: DataFrame, compared: Compared) -> DataFrame:
+    """``(tp, chunk)`` where the replicas of a partition may not be unanimous: the chunk digests differ
+    (``differ``), or a replica compared (``compared``: :class:`Compared`) does not hold the chunk, with the
+    partition's key, the replicas holding it (``present``, a bit each) and the highest last offset of its
+    batches (``last``), for :meth:`Compared.lacking` to keep the chunks a replica lacks although its log
+    reaches them. One shuffle: the digests are partitioned by ``(tp, chunk)``, which the aggregations and the
+    broadcast joins keep."""
+    spark = digest.sparkSession
+    per_tp, bits = compared.frames(spark)
     per_broker = (
         digest.repartition("tp", "chunk")
         .groupBy("tp", "chunk", "broker")
         .agg(F.expr("bit_xor(x)").alias("x"), F.sum("n").alias("n"), F.max("last").alias("last"))
+        .join(broadcast(bits), ["tp", "broker"], "left")
     )
-    last = F.col("last")  # a batch is read from its last offset on (a zone, a lag, a common range)
-    reaching = F.transform(F.filter("starts", lambda r: r["start"] <= last), lambda r: r["broker"])
-    lacking = F.size(F.array_except(reaching, F.col("present")))
+    differ = (F.col("x_min") != F.col("x_max")) | (F.col("n_min") != F.col("n_max"))
     return (
         per_broker.groupBy("tp", "chunk")
         .agg(
-            F.collect_set("broker").alias("present"),
+            F.expr("bit_or(coalesce(bit, 0L))").alias("present"),
             F.min("x").alias("x_min"),
             F.max("x").alias("x_max"),
             F.min("n").alias("n_min"),
@@ -80,8 +78,8 @@ def candidate_chunks(digest: DataFrame, per_tp: DataFrame, chunk_bits: int = CHU
             F.max("last").alias("last"),
         )
         .join(broadcast(per_tp), "tp")
-        .where((lacking > 0) | (F.col("x_min") != F.col("x_max")) | (F.col("n_min") != F.col("n_max")))
-        .select("tp", "chunk", "cluster", "topic", "partition")
+        .where((F.col("present") != F.col("every")) | differ)
+        .select("tp", "chunk", "cluster", "topic", "partition", "present", "last", differ.alias("differ"))
     )
 
 
@@ -381,7 +379,7 @@ def audit(
                 got[kind] += items
         lost_plan = None
     else:
-        digest, chunks, candidates = scan_batches(tables.batch, replica_counts(spark, replica_keys), K)
+        digest, chunks, candidates = scan_batches(tables.batch, Compared.of(replica_keys), K)
         stats["candidate_chunks"] = len(chunks)
         union = _tagged(
             {
@@ -416,7 +414,11 @@ def _pass_columns(batches: DataFrame) -> DataFrame:
 
 
 REPLICA_START_COLUMNS = ("log_start", "leo", "first_offset")
-"""Where a replica's log starts, for :func:`candidate_chunks`: the least of these (a null is left out)."""
+"""Where a replica's log starts: the least of these (a null is left out)."""
+
+MASKED_REPLICAS = 63
+"""Up to this many brokers hold a partition's replicas compared, each has its bit in :class:`Compared`'s
+masks; above (a hostile input), every chunk of the partition is a candidate."""
 
 
 def replica_start(row: dict) -> int:
@@ -425,25 +427,63 @@ def replica_start(row: dict) -> int:
     return min(known) if known else 0
 
 
-def replica_counts(spark, replica_keys: list[dict]) -> DataFrame:
-    """Per partition (``tp`` and its key): how many replicas are compared and where each one's log starts
-    (``starts``: broker and :func:`replica_start`), a small DataFrame made in the driver (its broadcast costs
-    no Spark job)."""
-    per_tp: dict[tuple, list] = {}
-    for r in replica_keys:
-        key = (r["tp"], r["cluster"], r["topic"], r["partition"])
-        per_tp.setdefault(key, []).append({"broker": r["broker"], "start": replica_start(r)})
-    return spark.createDataFrame(
-        [(*k, len(v), v) for k, v in sorted(per_tp.items(), key=lambda kv: kv[0][0])],
-        "tp bigint, cluster string, topic string, partition int, replicas bigint, "
-        "starts array<struct<broker: int, start: bigint>>",
-    )
+@dataclass
+class Compared:
+    """The replicas compared, by partition (``tp``), from the driver's replica rows: the partition's key and,
+    per broker (in bit order), where its log starts (:func:`replica_start`; the least when a broker holds
+    the partition twice)."""
+
+    keys: dict[int, tuple[str, str, int]] = field(default_factory=dict)
+    starts: dict[int, dict[int, int]] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, replica_keys: Iterable[dict]) -> Compared:
+        out = cls()
+        for r in replica_keys:
+            out.keys[r["tp"]] = (r["cluster"], r["topic"], r["partition"])
+            starts = out.starts.setdefault(r["tp"], {})
+            start = replica_start(r)
+            starts[r["broker"]] = min(starts.get(r["broker"], start), start)
+        return out
+
+    def frames(self, spark) -> tuple[DataFrame, DataFrame]:
+        """``(tp, cluster, topic, partition, replicas, every)`` with ``every`` the mask of every broker
+        holding the partition (-1 above :data:`MASKED_REPLICAS`: never matched), and ``(tp, broker, bit)``;
+        small DataFrames made in the driver (their broadcast costs no Spark job)."""
+        per_tp, bits = [], []
+        for tp, starts in sorted(self.starts.items()):
+            masked = len(starts) <= MASKED_REPLICAS
+            per_tp.append((tp, *self.keys[tp], len(starts), (1 << len(starts)) - 1 if masked else -1))
+            bits += [(tp, broker, 1 << i if masked else 0) for i, broker in enumerate(starts)]
+        return (
+            spark.createDataFrame(
+                per_tp,
+                "tp bigint, cluster string, topic string, partition int, replicas bigint, every bigint",
+            ),
+            spark.createDataFrame(bits, "tp bigint, broker int, bit bigint"),
+        )
+
+    def lacking(self, tp: int, present: int, last: int) -> bool:
+        """A broker whose log reaches ``last`` (starts at or below it) is not among ``present`` (a chunk's
+        mask, :func:`candidate_chunks`). A replica whose log starts after a chunk (its log start offset, log
+        end offset and first batch all past the last offset of every batch of the chunk: retention or
+        DeleteRecords removed it there first) does not lack it: no comparison of the pass reads such a chunk
+        (a pair's common range, a follower's zone, an election's loss and a lag all take the batches whose
+        last offset reaches the log start or log end offset of a replica involved)."""
+        starts = self.starts.get(tp, {})
+        if len(starts) > MASKED_REPLICAS:
+            return True
+        reach = sum(1 << i for i, start in enumerate(starts.values()) if start <= last)
+        return bool(reach & ~present)
 
 
-def scan_batches(batch: DataFrame, per_tp: DataFrame, chunk_bits: int) -> tuple[DataFrame, list, DataFrame]:
-    """The two scans of the batch rows: the chunk digests (materialised), the candidate chunks (collected;
-    ``per_tp``: :func:`replica_counts`) and the batch rows the pass reads (a plan: the rows of the candidate
-    chunks, ``held``, and every other transactional or control batch)."""
+def scan_batches(
+    batch: DataFrame, compared: Compared, chunk_bits: int
+) -> tuple[DataFrame, list, DataFrame]:
+    """The two scans of the batch rows: the chunk digests (materialised), the candidate chunks (collected:
+    those of :func:`candidate_chunks` whose digests differ or that a replica compared lacks although its log
+    reaches them, :meth:`Compared.lacking`) and the batch rows the pass reads (a plan: the rows of the
+    candidate chunks, ``held``, and every other transactional or control batch)."""
     batches = batch_columns(batch, chunk_bits)
     digest = _materialize(
         batches.groupBy("tp", "broker", "chunk", "leader_epoch").agg(
@@ -457,7 +497,11 @@ def scan_batches(batch: DataFrame, per_tp: DataFrame, chunk_bits: int) -> tuple[
             F.max("max_timestamp").alias("last_timestamp"),
         )
     )
-    chunks = candidate_chunks(digest, per_tp, chunk_bits).collect()
+    chunks = [
+        c
+        for c in candidate_chunks(digest, compared).collect()
+        if c["differ"] or compared.lacking(c["tp"], c["present"], c["last"])
+    ]
     keys = batches.sparkSession.createDataFrame(
         [(c["tp"], c["chunk"], True) for c in chunks], "tp bigint, chunk bigint, candidate boolean"
     )
@@ -477,14 +521,9 @@ def divergence_frame(tables, chunk_bits: int = CHUNK_BITS) -> DataFrame:
     the pass's divergence step (``pass_divergence.first_divergences``) per partition; what the benchmarks
     time against other engines."""
     replicas = with_tp(tables.replica)
-    start = F.coalesce(F.least(*REPLICA_START_COLUMNS), F.lit(0)).cast("bigint")
-    per_tp = replicas.groupBy("tp", "cluster", "topic", "partition").agg(
-        F.count(F.lit(1)).alias("replicas"),
-        F.collect_list(F.struct(F.col("broker").cast("int").alias("broker"), start.alias("start"))).alias(
-            "starts"
-        ),
-    )
-    _digest, _chunks, candidates = scan_batches(tables.batch, per_tp, chunk_bits)
+    keys = replicas.select("tp", "cluster", "topic", "partition", "broker", *REPLICA_START_COLUMNS)
+    compared = Compared.of(r.asDict() for r in keys.collect())
+    _digest, _chunks, candidates = scan_batches(tables.batch, compared, chunk_bits)
     union = _tagged({"replica": replicas, "batch": candidates})
     schema = rows.DIVERGENCE
 

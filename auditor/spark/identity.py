@@ -126,7 +126,7 @@ REPLICA_COLUMNS = (
     "bytes",
 )
 """The replica columns the identity step reads (collected with the audit's other small inputs), and where
-each replica's log starts (``compare.replica_counts``)."""
+each replica's log starts (``compare.Compared``)."""
 
 IDENTITY_RECORDS = ("TOPIC_RECORD", "REMOVE_TOPIC_RECORD", "PARTITION_RECORD", "PARTITION_CHANGE_RECORD")
 

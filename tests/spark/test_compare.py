@@ -37,8 +37,8 @@ def test_pruned_scan_keeps_every_candidate_row(spark, sim_audit):
         )
     )
     keys = replicas.select("tp", "cluster", "topic", "partition", "broker", *compare.REPLICA_START_COLUMNS)
-    per_tp = compare.replica_counts(spark, [r.asDict() for r in keys.collect()])
-    chunks = compare.candidate_chunks(digest, per_tp, CHUNK_BITS).cache()
+    compared = compare.Compared.of(r.asDict() for r in keys.collect())
+    chunks = compare.candidate_chunks(digest, compared).cache()
     partitions = chunks.select("tp").distinct().count()
     assert 1 < partitions <= compare.PUSHDOWN_PARTITIONS  # the predicate is built, over several partitions
     pruned = compare._prune(tables.batch, chunks.collect(), CHUNK_BITS)
