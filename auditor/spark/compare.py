@@ -52,32 +52,28 @@ def with_tp(df: DataFrame) -> DataFrame:
 
 
 def candidate_chunks(digest: DataFrame, compared: Compared) -> DataFrame:
-    """``(tp, chunk)`` where the replicas of a partition may not be unanimous: the chunk digests differ
-    (``differ``), or a replica compared (``compared``: :class:`Compared`) does not hold the chunk, with the
+    """``(tp, chunk)`` where the replicas compared (``compared``: :class:`Compared`) of a partition may not
+    be unanimous: the chunk digests differ (``differ``), or one of them does not hold the chunk, with the
     partition's key, the replicas holding it (``present``, a bit each) and the highest last offset of its
     batches (``last``), for :meth:`Compared.lacking` to keep the chunks a replica lacks although its log
     reaches them. One shuffle: the digests are partitioned by ``(tp, chunk)``, which the aggregations and the
-    broadcast joins keep."""
-    spark = digest.sparkSession
-    per_tp, bits = compared.frames(spark)
-    per_broker = (
+    broadcast join keep."""
+    differ = (F.col("x_min") != F.col("x_max")) | (F.col("n_min") != F.col("n_max"))
+    return (
         digest.repartition("tp", "chunk")
         .groupBy("tp", "chunk", "broker")
         .agg(F.expr("bit_xor(x)").alias("x"), F.sum("n").alias("n"), F.max("last").alias("last"))
-        .join(broadcast(bits), ["tp", "broker"], "left")
-    )
-    differ = (F.col("x_min") != F.col("x_max")) | (F.col("n_min") != F.col("n_max"))
-    return (
-        per_broker.groupBy("tp", "chunk")
+        .join(broadcast(compared.frame(digest.sparkSession)), ["tp", "broker"])
+        .groupBy("tp", "chunk")
         .agg(
-            F.expr("bit_or(coalesce(bit, 0L))").alias("present"),
+            F.expr("bit_or(bit)").alias("present"),
             F.min("x").alias("x_min"),
             F.max("x").alias("x_max"),
             F.min("n").alias("n_min"),
             F.max("n").alias("n_max"),
             F.max("last").alias("last"),
+            *(F.first(k).alias(k) for k in ("cluster", "topic", "partition", "every")),
         )
-        .join(broadcast(per_tp), "tp")
         .where((F.col("present") != F.col("every")) | differ)
         .select("tp", "chunk", "cluster", "topic", "partition", "present", "last", differ.alias("differ"))
     )
@@ -446,22 +442,17 @@ class Compared:
             starts[r["broker"]] = min(starts.get(r["broker"], start), start)
         return out
 
-    def frames(self, spark) -> tuple[DataFrame, DataFrame]:
-        """``(tp, cluster, topic, partition, replicas, every)`` with ``every`` the mask of every broker
-        holding the partition (-1 above :data:`MASKED_REPLICAS`: never matched), and ``(tp, broker, bit)``;
-        small DataFrames made in the driver (their broadcast costs no Spark job)."""
-        per_tp, bits = [], []
+    def frame(self, spark) -> DataFrame:
+        """``(tp, broker, bit, cluster, topic, partition, every)``: each replica's bit and its partition's key
+        with ``every``, the mask of every broker holding the partition (above :data:`MASKED_REPLICAS`, every
+        bit 0 and ``every`` -1: never matched); a small DataFrame made in the driver."""
+        out = []
         for tp, starts in sorted(self.starts.items()):
             masked = len(starts) <= MASKED_REPLICAS
-            per_tp.append((tp, *self.keys[tp], len(starts), (1 << len(starts)) - 1 if masked else -1))
-            bits += [(tp, broker, 1 << i if masked else 0) for i, broker in enumerate(starts)]
-        return (
-            spark.createDataFrame(
-                per_tp,
-                "tp bigint, cluster string, topic string, partition int, replicas bigint, every bigint",
-            ),
-            spark.createDataFrame(bits, "tp bigint, broker int, bit bigint"),
-        )
+            every = (1 << len(starts)) - 1 if masked else -1
+            out += [(tp, b, 1 << i if masked else 0, *self.keys[tp], every) for i, b in enumerate(starts)]
+        key = "cluster string, topic string, partition int"
+        return spark.createDataFrame(out, f"tp bigint, broker int, bit bigint, {key}, every bigint")
 
     def lacking(self, tp: int, present: int, last: int) -> bool:
         """A broker whose log reaches ``last`` (starts at or below it) is not among ``present`` (a chunk's
