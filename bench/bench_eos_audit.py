@@ -35,7 +35,7 @@ import pyarrow as pa
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bench_audit  # noqa: E402
-from bench_scale_audit import cli_audit  # noqa: E402
+from bench_scale_audit import against_tenth, cli_audit  # noqa: E402
 
 from auditor.observe import rows  # noqa: E402
 from auditor.observe.extract_files import ExtractWriter  # noqa: E402
@@ -153,9 +153,7 @@ def main(argv: list[str] | None = None) -> None:
             f"{args.batches:,} batches ({rows_n / args.partitions / 1e6:.1f} M rows per partition), "
             "the CLI's own process tree",
             "python bench/bench_eos_audit.py" + (" --previous DIR" if args.previous else "") + " --record",
-            f"CLI **{wall:.1f} s**, peak RSS **{peak / 2**20:.0f} MiB** (JVM and Python) against "
-            f"{base_s:.1f} s and {base_rss / 2**20:.0f} MiB for a tenth of the batches (memory "
-            f"x{peak / max(base_rss, 1):.2f} for x10 the input){previous}; committed records lost equal "
+            f"{against_tenth(wall, peak, base_s, base_rss)}{previous}; committed records lost equal "
             f"the generator's: {ok}",
         )
 

@@ -86,6 +86,16 @@ def cli_audit(cluster: Path | list[Path], out: Path, code: Path | None = None) -
     return time.monotonic() - started, peak[0], json.loads(out.read_text())
 
 
+def against_tenth(wall: float, peak: int, base_s: float, base_rss: int) -> str:
+    """A recorded result's head: the CLI audit's wall seconds and peak RSS against those of the same audit
+    at a tenth of the batches."""
+    return (
+        f"CLI **{wall:.1f} s**, peak RSS **{peak / 2**20:.0f} MiB** (JVM and Python) against "
+        f"{base_s:.1f} s and {base_rss / 2**20:.0f} MiB for a tenth of the batches (memory "
+        f"x{peak / max(base_rss, 1):.2f} for x10 the input)"
+    )
+
+
 def simulate(scenario: str, out: Path, partitions: int, batches: int) -> dict:
     from auditor.simulate import run_scenario
     from auditor.simulate.config import SimOptions
@@ -194,9 +204,7 @@ def main(argv: list[str] | None = None) -> None:
             f"3 brokers x {args.partitions} partitions, {size / 2**20:.0f} MiB of one-record batches "
             "(over 1 M batches per broker at the default size), the CLI's own process tree",
             "python bench/bench_scale_audit.py" + (" --previous DIR" if args.previous else "") + " --record",
-            f"CLI **{wall:.1f} s**, peak RSS **{peak / 2**20:.0f} MiB** (JVM and Python) against "
-            f"{base_s:.1f} s and {base_rss / 2**20:.0f} MiB for a tenth of the batches (memory "
-            f"x{peak / max(base_rss, 1):.2f} for x10 the input){previous}{spark}; findings equal the "
+            f"{against_tenth(wall, peak, base_s, base_rss)}{previous}{spark}; findings equal the "
             f"ground truth: {ok}",
         )
 
