@@ -180,10 +180,10 @@ def main(argv: list[str] | None = None) -> None:
         prev_s, prev_rss, prev_report = cli_audit(big, data / "previous.json", args.previous)
         same = len(prev_report["findings"]) == len(report["findings"])
         print(f"previous design ({args.previous}): CLI {prev_s:.1f} s, peak RSS {prev_rss / 2**20:.0f} MiB; "
-              f"this design {prev_s / wall:.2f}x faster; as many findings: {same}")  # fmt: skip
+              f"this design {prev_s / wall:.2f}x as fast; as many findings: {same}")  # fmt: skip
         previous = (
-            f"; the previous design (`--previous`) {prev_s:.1f} s, {prev_rss / 2**20:.0f} MiB = "
-            f"{prev_s / wall:.2f}x slower"
+            f"; the previous design (`--previous`) {prev_s:.1f} s, {prev_rss / 2**20:.0f} MiB "
+            f"(this design {prev_s / wall:.2f}x as fast, x{peak / max(prev_rss, 1):.2f} the memory)"
         )
     figures = {}
     if args.master:
