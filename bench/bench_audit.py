@@ -160,7 +160,9 @@ def _tables(p: int, broker: int, batches: int, log_dir: str) -> list[tuple[str, 
     return [("batch", batch), ("epoch", epoch), ("replica", replica)]
 
 
-def generate(data: Path, partitions: int, batches: int) -> list[Path]:
+def generate(data: Path, partitions: int, batches: int, shape=None) -> list[Path]:
+    """One extract directory per broker under ``data`` (kept when already there); ``shape(batch, p)``
+    rewrites each replica's batch table of partition ``p`` (``bench_eos_audit``: all transactional)."""
     data.mkdir(parents=True, exist_ok=True)
     files = []
     for broker in BROKERS:
@@ -171,7 +173,7 @@ def generate(data: Path, partitions: int, batches: int) -> list[Path]:
         with ExtractWriter(out) as writer:  # written beside, renamed when whole
             for p in range(partitions):
                 for kind, table in _tables(p, broker, batches, f"/bench/broker-{broker}"):
-                    writer.add(kind, table)
+                    writer.add(kind, shape(table, p) if shape is not None and kind == "batch" else table)
     return files
 
 

@@ -35,10 +35,9 @@ import pyarrow as pa
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bench_audit  # noqa: E402
-from bench_scale_audit import against_tenth, cli_audit  # noqa: E402
+from bench_scale_audit import against_tenth, cli_audit, loss_by_partition  # noqa: E402
 
 from auditor.observe import rows  # noqa: E402
-from auditor.observe.extract_files import ExtractWriter  # noqa: E402
 
 MARKER_EVERY = 10
 """Every 10th batch of a partition is its producer's COMMIT marker."""
@@ -65,18 +64,8 @@ def eos(batch: pa.Table, p: int) -> pa.Table:
 
 
 def generate(data: Path, partitions: int, batches: int) -> list[Path]:
-    data.mkdir(parents=True, exist_ok=True)
-    files = []
-    for broker in bench_audit.BROKERS:
-        out = data / f"broker-{broker}"
-        files.append(out)
-        if out.exists():
-            continue
-        with ExtractWriter(out) as writer:
-            for p in range(partitions):
-                for kind, table in bench_audit._tables(p, broker, batches, f"/bench/broker-{broker}"):
-                    writer.add(kind, eos(table, p) if kind == "batch" else table)
-    return files
+    """``bench_audit``'s extracts with every batch transactional (:func:`eos`)."""
+    return bench_audit.generate(data, partitions, batches, eos)
 
 
 def expected_loss(partitions: int, batches: int) -> dict[tuple[str, int], int]:
@@ -90,15 +79,6 @@ def expected_loss(partitions: int, batches: int) -> dict[tuple[str, int], int]:
             data_batches = int((tail % MARKER_EVERY != MARKER_EVERY - 1).sum())
             out[(f"t{p // 10}", p % 10)] = data_batches * bench_audit.RECORDS_PER_BATCH
     return out
-
-
-def found_loss(report: dict) -> dict[tuple[str, int], int]:
-    found: dict[tuple[str, int], int] = {}
-    for f in report["findings"]:
-        if f["code"] == "KA710":
-            key = (f["topic"], f["partition"])
-            found[key] = found.get(key, 0) + f["evidence"]["records"]
-    return found
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -125,7 +105,7 @@ def main(argv: list[str] | None = None) -> None:
     print(f"CLI audit: {wall:.1f} s wall, peak RSS {peak / 2**20:.0f} MiB "
           f"(x{peak / max(base_rss, 1):.2f} of the baseline's for x10 the batches)")  # fmt: skip
     expected = expected_loss(args.partitions, args.batches)
-    ok = found_loss(report) == expected
+    ok = loss_by_partition(report) == expected
     print(f"committed records lost equal the generator's ({sum(expected.values()):,}): {ok}")
     previous = ""
     if args.previous:
@@ -135,7 +115,7 @@ def main(argv: list[str] | None = None) -> None:
             print(f"previous design ({args.previous}): failed: {e}")
             previous = f"; the previous design (`--previous`) failed: {str(e)[:120]}"
         else:
-            same = found_loss(prev_report) == found_loss(report)
+            same = loss_by_partition(prev_report) == loss_by_partition(report)
             print(f"previous design ({args.previous}): CLI {prev_s:.1f} s, "
                   f"peak RSS {prev_rss / 2**20:.0f} MiB (x{prev_rss / max(peak, 1):.2f} of this design's); "
                   f"the same loss: {same}")

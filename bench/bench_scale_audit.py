@@ -105,16 +105,22 @@ def simulate(scenario: str, out: Path, partitions: int, batches: int) -> dict:
     return json.loads((out / "ground-truth.json").read_text())
 
 
+def loss_by_partition(report: dict) -> dict[tuple[str, int], int]:
+    """Committed records lost (KA710 ``records``) per (topic, partition) of a JSON report."""
+    found: dict[tuple[str, int], int] = {}
+    for f in report["findings"]:
+        if f["code"] == "KA710":
+            key = (f["topic"], f["partition"])
+            found[key] = found.get(key, 0) + f["evidence"]["records"]
+    return found
+
+
 def check(truth: dict, report: dict) -> bool:
     lost = {
         (p["topic"], p["partition"]): sum(x["records"] for x in p["expected_findings"]["truncation_loss"])
         for p in truth["partitions"]
     }
-    found: dict[tuple, int] = {}
-    for f in report["findings"]:
-        if f["code"] == "KA710":
-            key = (f["topic"], f["partition"])
-            found[key] = found.get(key, 0) + f["evidence"]["records"]
+    found = loss_by_partition(report)
     expected = {k: v for k, v in lost.items() if v}
     print(f"findings equal the ground truth: {found == expected}")
     return found == expected

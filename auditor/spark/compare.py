@@ -101,9 +101,8 @@ def batch_columns(batch: DataFrame, chunk_bits: int) -> DataFrame:
 
 def _prune(batch: DataFrame, chunks: list, chunk_bits: int) -> DataFrame:
     """The batch rows the pass reads, by a predicate Parquet can push down: the transactional and control
-    batches, and
-    the offset span of the candidate chunks of each partition that has some (``chunks``: the collected
-    :func:`candidate_chunks`; the join on the chunks stays the exact filter)."""
+    batches, and the offset span of the candidate chunks of each partition that has some (``chunks``: those
+    :func:`scan_batches` collects; the join on the chunks stays the exact filter)."""
     by_key: dict[tuple, list[int]] = {}
     for c in chunks:
         key = (c["cluster"], c["topic"], c["partition"])
