@@ -128,6 +128,9 @@ class Replica:
         self.leader_epoch = -1
         self.remote: dict[int, RemoteState] = {}
         self.needs_truncation = False
+        self.fetch_failed = False
+        """The fetcher marked the partition failed (``AbstractFetcherThread.markPartitionFailed``): no more
+        fetches until the replica becomes a follower again or its broker restarts."""
         self.disk_epoch_cache: list[tuple[int, int]] = []
         self.pending: list[Write] = []
         self.term_hw_floor = 0

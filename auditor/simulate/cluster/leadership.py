@@ -37,6 +37,7 @@ class LeadershipMixin(ClusterBase):
         rep.is_leader = False
         rep.leader_epoch = epoch
         rep.remote = {}
+        rep.fetch_failed = False
         if was_leader:
             self._fail_pending(rep, "NOT_LEADER_OR_FOLLOWER")
         if self.truncation == "hw":

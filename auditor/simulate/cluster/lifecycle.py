@@ -168,6 +168,7 @@ class LifecycleMixin(ClusterBase):
             rep.is_leader = False
             rep.leader_epoch = -1
             rep.needs_truncation = False
+            rep.fetch_failed = False
             if rep_report.truncated_at is not None:
                 self.data_loss_crashes += 1
                 reports[f"{tp[0]}-{tp[1]}"] = {

@@ -60,7 +60,7 @@ class ReplicationMixin(ClusterBase):
             return
         f = br.replicas[tp]
         ps = self.partitions[tp]
-        if ps.leader == follower or f.is_leader:
+        if ps.leader == follower or f.is_leader or f.fetch_failed:
             return
         leader = self.leader_replica(tp)
         if leader is None or leader.leader_epoch != f.leader_epoch:
@@ -79,6 +79,14 @@ class ReplicationMixin(ClusterBase):
         )
         leader_hw = leader.hw
         if not deliver:
+            return
+        if batches and batches[0].base_offset < fetch_offset:
+            # the follower's log ends inside the leader's batch (its own batches had other boundaries):
+            # appending it throws UnexpectedAppendOffsetException (``UnifiedLog.append``: first offset
+            # below the log end offset) and the fetcher marks the partition failed
+            f.fetch_failed = True
+            self._event("fetch-failed", broker=follower, topic=tp[0], partition=tp[1],
+                        fetch_offset=fetch_offset, batch_base_offset=batches[0].base_offset)  # fmt: skip
             return
         if batches:
             f.log.append(batches, self.now)
