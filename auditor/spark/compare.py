@@ -11,7 +11,11 @@ complete batch of the log Kafka loads, ``live``; CRC failures are ``scan``'s job
    log reaches the chunk lacks it, or the digests differ), collected (one row per chunk that differs); the
    second scan keeps their batch rows (``held``) and every transactional or control batch (the state of a
    batch is decided by a marker that may lie in a chunk where the replicas agree; the open transactions are
-   the leader's whole story), through a broadcast join and a predicate Parquet can push down.
+   the leader's whole story), through a broadcast join and a predicate Parquet can push down. A chunk that
+   only lies past the log end of the replicas lacking it, held alike by the others and the KRaft leader (a
+   lagging follower's gap, :meth:`Compared.lag_only`), is left to its digest rows: the pass reads the
+   lag's counts and an election's cost from them, so a follower millions of batches behind costs the pass
+   no more memory than one in sync.
 
 Then every row of a partition (replicas, leader-epoch caches, digests, those batch rows, compacted records)
 meets in one task, ordered by partition (``repartition`` + ``sortWithinPartitions``; a partition's batch rows
@@ -62,7 +66,13 @@ def candidate_chunks(digest: DataFrame, compared: Compared) -> DataFrame:
     return (
         digest.repartition("tp", "chunk")
         .groupBy("tp", "chunk", "broker")
-        .agg(F.expr("bit_xor(x)").alias("x"), F.sum("n").alias("n"), F.max("last").alias("last"))
+        .agg(
+            F.expr("bit_xor(x)").alias("x"),
+            F.sum("n").alias("n"),
+            F.min("first").alias("first"),
+            F.max("last").alias("last"),
+            F.max("rows_needed").alias("rows_needed"),
+        )
         .join(broadcast(compared.frame(digest.sparkSession)), ["tp", "broker"])
         .groupBy("tp", "chunk")
         .agg(
@@ -71,11 +81,16 @@ def candidate_chunks(digest: DataFrame, compared: Compared) -> DataFrame:
             F.max("x").alias("x_max"),
             F.min("n").alias("n_min"),
             F.max("n").alias("n_max"),
+            F.min("first").alias("first"),
             F.max("last").alias("last"),
+            F.max("rows_needed").alias("rows_needed"),
             *(F.first(k).alias(k) for k in ("cluster", "topic", "partition", "every")),
         )
         .where((F.col("present") != F.col("every")) | differ)
-        .select("tp", "chunk", "cluster", "topic", "partition", "present", "last", differ.alias("differ"))
+        .select(
+            "tp", "chunk", "cluster", "topic", "partition", "present", "first", "last", "rows_needed",
+            differ.alias("differ"),
+        )
     )
 
 
@@ -290,7 +305,8 @@ def run_partitions(
             continue
         r = replicas[0]
         metadata = pass_rows.metadata_for(index, r["cluster"], r["topic"], r["partition"])
-        yield tp, partition_pass.run(group, metadata, export)
+        lag_chunks = index.get("lag_chunks", {}).get(tp, ())
+        yield tp, partition_pass.run(group, metadata, export, lag_chunks)
 
 
 def _output_batch(results: list[dict[str, list[dict]]]) -> pa.RecordBatch:
@@ -374,19 +390,20 @@ def audit(
                 got[kind] += items
         lost_plan = None
     else:
-        digest, chunks, candidates = scan_batches(tables.batch, Compared.of(replica_keys), K)
-        stats["candidate_chunks"] = len(chunks)
+        compared = Compared.of(replica_keys).with_leaders(index)
+        digest, chunks, candidates, skipped = scan_batches(tables.batch, compared, K)
+        stats["candidate_chunks"], stats["lag_chunks"] = len(chunks), sum(map(len, skipped.values()))
         union = _tagged(
             {
                 "replica": replicas,
                 "epoch": epochs,
-                "digest": digest.drop("x", "chunk"),
+                "digest": digest.drop("x"),
                 "batch": _pass_columns(candidates),
                 "record": records,
             }
         )
         n = max(1, int(spark.conf.get("spark.sql.shuffle.partitions")))
-        index_var = spark.sparkContext.broadcast(index)
+        index_var = spark.sparkContext.broadcast({**index, "lag_chunks": skipped})
         # not materialised: the small outputs are collected in the action that runs the pass, the lost
         # batches only read again by --export-lost (which runs the plan once more)
         grouped = _ordered(union.repartition(n, "tp"))
@@ -411,6 +428,9 @@ def _pass_columns(batches: DataFrame) -> DataFrame:
 REPLICA_START_COLUMNS = ("log_start", "leo", "first_offset")
 """Where a replica's log starts: the least of these (a null is left out)."""
 
+LAG_COLUMNS = ("leo", "hw", "unreadable_from", "unreadable_to")
+"""What :meth:`Compared.lag_only` reads of each replica besides where its log starts."""
+
 MASKED_REPLICAS = 63
 """Up to this many brokers hold a partition's replicas compared, each has its bit in :class:`Compared`'s
 masks; above (a hostile input), every chunk of the partition is a candidate."""
@@ -426,20 +446,53 @@ def replica_start(row: dict) -> int:
 class Compared:
     """The replicas compared, by partition (``tp``), from the driver's replica rows: the partition's key and,
     per broker (in bit order), where its log starts (:func:`replica_start`; the least when a broker holds
-    the partition twice)."""
+    the partition twice) and what :meth:`lag_only` reads of it (:data:`LAG_COLUMNS`); the partition's KRaft
+    leader (:meth:`leader`)."""
 
     keys: dict[int, tuple[str, str, int]] = field(default_factory=dict)
     starts: dict[int, dict[int, int]] = field(default_factory=dict)
+    replicas: dict[int, dict[int, dict]] = field(default_factory=dict)
+    twice: set[int] = field(default_factory=set)
+    leaders: dict[int, int | None] = field(default_factory=dict)
+    index: dict | None = None
 
     @classmethod
     def of(cls, replica_keys: Iterable[dict]) -> Compared:
         out = cls()
         for r in replica_keys:
-            out.keys[r["tp"]] = (r["cluster"], r["topic"], r["partition"])
-            starts = out.starts.setdefault(r["tp"], {})
+            tp, broker = r["tp"], r["broker"]
+            out.keys[tp] = (r["cluster"], r["topic"], r["partition"])
+            starts = out.starts.setdefault(tp, {})
             start = replica_start(r)
-            starts[r["broker"]] = min(starts.get(r["broker"], start), start)
+            if broker in starts:
+                out.twice.add(tp)
+            starts[broker] = min(starts.get(broker, start), start)
+            out.replicas.setdefault(tp, {})[broker] = {k: r.get(k) for k in LAG_COLUMNS}
         return out
+
+    def with_leaders(self, index: dict) -> Compared:
+        """Take each partition's leader from the KRaft metadata rows ``index`` holds
+        (``pass_rows.metadata_index``; :meth:`leader`)."""
+        self.index = index
+        return self
+
+    def leader(self, tp: int) -> int | None:
+        """The partition's leader as the pass takes it (``model.choose_leader``): its KRaft leader
+        (``model.kraft_view`` of its metadata rows) when that is a broker among the replicas compared; else
+        None (the pass infers one from the leader epochs, which the driver does not see). Worked out once, for
+        the partitions that have a chunk :meth:`lag_only` may leave out."""
+        if tp not in self.leaders:
+            from auditor.kafka.topics import METADATA_TOPIC
+            from auditor.rules.replica.model import kraft_view
+
+            cluster, topic, partition = self.keys[tp]
+            state = None
+            if self.index is not None and topic != METADATA_TOPIC:
+                rows_ = pass_rows.metadata_for(self.index, cluster, topic, partition)
+                state = kraft_view(rows_, topic, partition)
+            ok = state is not None and state.leader >= 0 and state.leader in self.starts[tp]
+            self.leaders[tp] = state.leader if ok else None
+        return self.leaders[tp]
 
     def frame(self, spark) -> DataFrame:
         """``(tp, broker, bit, cluster, topic, partition, every)``: each replica's bit and its partition's key
@@ -453,6 +506,10 @@ class Compared:
         key = "cluster string, topic string, partition int"
         return spark.createDataFrame(out, f"tp bigint, broker int, bit bigint, {key}, every bigint")
 
+    def _reach(self, tp: int, last: int) -> int:
+        """The mask of the brokers whose log reaches ``last`` (starts at or below it)."""
+        return sum(1 << i for i, start in enumerate(self.starts.get(tp, {}).values()) if start <= last)
+
     def lacking(self, tp: int, present: int, last: int) -> bool:
         """A broker whose log reaches ``last`` (starts at or below it) is not among ``present`` (a chunk's
         mask, :func:`candidate_chunks`). A replica whose log starts after a chunk (its log start offset, log
@@ -460,21 +517,78 @@ class Compared:
         DeleteRecords removed it there first) does not lack it: no comparison of the pass reads such a chunk
         (a pair's common range, a follower's zone, an election's loss and a lag all take the batches whose
         last offset reaches the log start or log end offset of a replica involved)."""
-        starts = self.starts.get(tp, {})
-        if len(starts) > MASKED_REPLICAS:
+        if len(self.starts.get(tp, {})) > MASKED_REPLICAS:
             return True
-        reach = sum(1 << i for i, start in enumerate(starts.values()) if start <= last)
-        return bool(reach & ~present)
+        return bool(self._reach(tp, last) & ~present)
+
+    def lag_only(self, c) -> bool:
+        """Chunk ``c`` (a :func:`candidate_chunks` row whose holders agree) only lies past the log end of the
+        replicas that lack it: a lagging follower's gap, which the pass reads from the chunk's digest rows
+        (the lag's counts; an election's cost when a replica lacking it is the candidate) instead of its
+        batch rows. So when every reader of the pass takes the chunk whole and alike on every holder:
+
+        * the partition's KRaft leader (the pass's leader, :meth:`with_leaders`) holds it: no follower's zone
+          reaches it (a follower holding it holds the leader's batches, a follower lacking it has none);
+        * every replica lacking it has a known log end offset at or below the chunk's first offset (no hole
+          inside a log, no unreadable span running to the end of one);
+        * no transactional or control batch (its state and markers need the row) nor one of more records
+          than offsets (the pass counts a batch's records up to its offsets: the digest sums them);
+        * it lies wholly below or wholly at and above the highest high watermark of its holders (the
+          committed part of a loss is counted per batch at that offset), and outside every unreadable span;
+        * no broker holds the partition twice, and the partition's brokers fit the masks."""
+        tp, present, first, last = c["tp"], c["present"], c["first"], c["last"]
+        brokers = list(self.starts.get(tp, {}))
+        if c["rows_needed"] or tp in self.twice or len(brokers) > MASKED_REPLICAS:
+            return False
+        leader = self.leader(tp)
+        if leader is None:
+            return False
+        if not present >> brokers.index(leader) & 1:
+            return False
+        reach, chw = self._reach(tp, last), 0
+        for i, broker in enumerate(brokers):
+            r = self.replicas[tp][broker]
+            if pass_divergence.inside(first, last, r["unreadable_from"], r["unreadable_to"]):
+                return False
+            if present >> i & 1:
+                chw = max(chw, r["hw"] or 0)
+            elif reach >> i & 1:
+                ends = r["unreadable_from"] is None or r["unreadable_to"] is not None
+                if r["leo"] is None or not ends or r["leo"] > first:
+                    return False
+        return first >= chw or last < chw
+
+    def first_after_log_ends(self, chunks: Iterable) -> set[tuple[int, int]]:
+        """Of ``chunks`` (:meth:`lag_only` ones), the first at or after the log end offset of each replica
+        lacking one of them, by ``(tp, chunk)``: kept as batch rows, so that a lag's first batch (whose max
+        timestamp the lag reports) is always a row the pass holds."""
+        first: dict[tuple[int, int], tuple[int, int]] = {}
+        for c in chunks:
+            tp = c["tp"]
+            reach = self._reach(tp, c["last"])
+            for i, broker in enumerate(self.starts[tp]):
+                if reach >> i & 1 and not c["present"] >> i & 1:
+                    key = (tp, broker)
+                    first[key] = min(first.get(key, (c["first"], c["chunk"])), (c["first"], c["chunk"]))
+        return {(tp, chunk) for (tp, _broker), (_first, chunk) in first.items()}
 
 
 def scan_batches(
     batch: DataFrame, compared: Compared, chunk_bits: int
-) -> tuple[DataFrame, list, DataFrame]:
+) -> tuple[DataFrame, list, DataFrame, dict[int, set[int]]]:
     """The two scans of the batch rows: the chunk digests (materialised), the candidate chunks (collected:
     those of :func:`candidate_chunks` whose digests differ or that a replica compared lacks although its log
-    reaches them, :meth:`Compared.lacking`) and the batch rows the pass reads (a plan: the rows of the
-    candidate chunks, ``held``, and every other transactional or control batch)."""
+    reaches them, :meth:`Compared.lacking`), the batch rows the pass reads (a plan: the rows of the candidate
+    chunks, ``held``, and every other transactional or control batch) and, by partition, the chunks left to
+    their digest rows (:meth:`Compared.lag_only`: a lagging follower's gap, never held, whatever its size)."""
     batches = batch_columns(batch, chunk_bits)
+    # a batch whose digest cannot stand for it in the pass: transactional or control (its state, its
+    # marker), or holding more records than offsets (the pass counts those batches by their offsets)
+    rows_needed = (
+        F.col("is_transactional")
+        | F.col("is_control")
+        | (F.col("records_count") > F.col("last_offset") - F.col("base_offset") + 1)
+    )
     digest = _materialize(
         batches.groupBy("tp", "broker", "chunk", "leader_epoch").agg(
             F.expr("bit_xor(sig)").alias("x"),
@@ -485,13 +599,20 @@ def scan_batches(
             F.sum("size").alias("bytes"),
             F.min("max_timestamp").alias("first_timestamp"),
             F.max("max_timestamp").alias("last_timestamp"),
+            F.max(rows_needed).alias("rows_needed"),
         )
     )
-    chunks = [
-        c
-        for c in candidate_chunks(digest, compared).collect()
-        if c["differ"] or compared.lacking(c["tp"], c["present"], c["last"])
-    ]
+    chunks, lag = [], []
+    for c in candidate_chunks(digest, compared).collect():
+        if not c["differ"] and not compared.lacking(c["tp"], c["present"], c["last"]):
+            continue
+        (lag if not c["differ"] and compared.lag_only(c) else chunks).append(c)
+    first_after = compared.first_after_log_ends(lag)
+    chunks += [c for c in lag if (c["tp"], c["chunk"]) in first_after]
+    skipped: dict[int, set[int]] = {}
+    for c in lag:
+        if (c["tp"], c["chunk"]) not in first_after:
+            skipped.setdefault(c["tp"], set()).add(c["chunk"])
     keys = batches.sparkSession.createDataFrame(
         [(c["tp"], c["chunk"], True) for c in chunks], "tp bigint, chunk bigint, candidate boolean"
     )
@@ -503,7 +624,7 @@ def scan_batches(
         .withColumn("held", held)
         .drop("candidate")
     )
-    return digest, chunks, candidates
+    return digest, chunks, candidates, skipped
 
 
 def divergence_frame(tables, chunk_bits: int = CHUNK_BITS) -> DataFrame:
@@ -513,7 +634,7 @@ def divergence_frame(tables, chunk_bits: int = CHUNK_BITS) -> DataFrame:
     replicas = with_tp(tables.replica)
     keys = replicas.select("tp", "cluster", "topic", "partition", "broker", *REPLICA_START_COLUMNS)
     compared = Compared.of(r.asDict() for r in keys.collect())
-    _digest, _chunks, candidates = scan_batches(tables.batch, compared, chunk_bits)
+    _digest, _chunks, candidates, _skipped = scan_batches(tables.batch, compared, chunk_bits)
     union = _tagged({"replica": replicas, "batch": candidates})
     schema = rows.DIVERGENCE
 

@@ -122,11 +122,13 @@ REPLICA_COLUMNS = (
     "log_start",
     "leo",
     "first_offset",
+    "unreadable_from",
+    "unreadable_to",
     "record_count",
     "bytes",
 )
 """The replica columns the identity step reads (collected with the audit's other small inputs), and where
-each replica's log starts (``compare.Compared``)."""
+each replica's log starts and ends (``compare.Compared``)."""
 
 IDENTITY_RECORDS = ("TOPIC_RECORD", "REMOVE_TOPIC_RECORD", "PARTITION_RECORD", "PARTITION_CHANGE_RECORD")
 

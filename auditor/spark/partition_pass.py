@@ -4,7 +4,8 @@ inputs).
 
 The rows of a partition (``tp``) are its replica rows, leader-epoch cache entries, batch rows (those of the
 chunks where its replicas are not unanimous, ``auditor.spark.compare``, *held*, and every other
-transactional or control batch, walked for its transaction's state and dropped: ``pass_loss.walk_batches``),
+transactional or control batch, walked for its transaction's state and dropped: ``pass_loss.walk_batches``;
+a lagging follower's gap comes as the digest rows of its chunks, :class:`LagChunks`),
 record rows (compacted partitions), optionally the digests of every chunk (the epoch ranges come from them;
 without them, from the batch rows), and the KRaft metadata rows about it. :func:`run` walks them once per
 concern and yields, in the ``rows.PASS_OUTPUTS`` layouts:
@@ -32,7 +33,7 @@ batch rows and one open transaction per producer and replica.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Iterator, Mapping
 
 from auditor.kafka.election import CONTROL_STATES
 from auditor.kafka.epochs import NO_LEADER
@@ -57,11 +58,18 @@ from auditor.spark.pass_loss import export_rows, lost_batches, lost_runs, open_t
 from auditor.spark.pass_rows import Row, present
 
 
-def lag_counts(lag: Row, leader_batches: list[Row]) -> Row:
+def lag_counts(lag: Row, leader_batches: list[Row], leader_gap: list[Row] = ()) -> Row:
     """A lag row with the leader's records, bytes and batches from the follower's LEO ``from`` to the
-    leader's ``to``, and the max timestamps of the first and newest of those batches."""
+    leader's ``to``, and the max timestamps of the first and newest of those batches; ``leader_gap``: the
+    leader's digest rows of the chunks left to them (:class:`LagChunks`), wholly past the follower's LEO and
+    after its first batch there (``compare.Compared.first_after_log_ends``)."""
     lo, hi = lag["from"], lag["to"]
     inside = [b for b in leader_batches if b["last_offset"] >= lo and b["base_offset"] < hi]
+    gap = [d for d in leader_gap if d["last"] >= lo and d["first"] < hi]
+    if any(d["first"] < lo for d in gap):
+        raise ValueError(f"a lag chunk straddles the follower's log end offset {lo}")
+    if gap and (not inside or min(d["first"] for d in gap) < min(b["base_offset"] for b in inside)):
+        raise ValueError(f"the first batch from the follower's log end offset {lo} is in a lag chunk")
     if not inside:
         return {
             **lag,
@@ -76,12 +84,61 @@ def lag_counts(lag: Row, leader_batches: list[Row]) -> Row:
         **lag,
         "records": sum(
             min(b["last_offset"] - max(b["base_offset"], lo) + 1, b["records_count"]) for b in inside
-        ),
-        "bytes": sum(b["size"] for b in inside),
-        "batches": len(inside),
+        )
+        + sum(d["records"] for d in gap),
+        "bytes": sum(b["size"] for b in inside) + sum(d["bytes"] for d in gap),
+        "batches": len(inside) + sum(d["n"] for d in gap),
         "first_timestamp": first["max_timestamp"],
-        "last_timestamp": greatest(*(b["max_timestamp"] for b in inside)),
+        "last_timestamp": greatest(
+            *(b["max_timestamp"] for b in inside), *(d["last_timestamp"] for d in gap)
+        ),
     }
+
+
+class LagChunks:
+    """The chunks of a partition left to their digest rows (``compare.Compared.lag_only``: a lagging
+    follower's gap, whose batch rows the pass never receives): those rows by broker in offset order, and the
+    brokers holding each chunk (they hold it alike)."""
+
+    def __init__(self, digest, chunks) -> None:
+        self.by_broker: dict[int, list[Row]] = {}
+        self.holders: dict[int, set[int]] = {}
+        if not chunks:
+            return
+        for d in digest or ():
+            if d.get("chunk") in chunks:
+                self.by_broker.setdefault(d["broker"], []).append(d)
+                self.holders.setdefault(d["chunk"], set()).add(d["broker"])
+        for rows_ in self.by_broker.values():
+            rows_.sort(key=lambda d: d["first"])
+
+    def check_leader(self, leader: int | None) -> None:
+        """The pass's leader holds every such chunk (what the driver assumed of the KRaft leader)."""
+        if any(leader not in holders for holders in self.holders.values()):
+            raise ValueError(f"a lag chunk the leader (broker {leader}) does not hold")
+
+    def lost(
+        self, leader: int, zones: list[Row], replicas: Mapping[int, Row]
+    ) -> Iterator[tuple[int, Row, int]]:
+        """What each other replica loses of these chunks when ``leader`` (a candidate lacking them) is
+        elected, with ``zones`` its zones: ``(broker, digest row, committed records)``, as
+        ``pass_loss.lost_batches`` counts the rows (a batch from the zones' lowest start on that the leader
+        lacks; committed below the highest high watermark of the replicas holding it)."""
+        zone_lo = min(z["from"] for z in zones)
+        own = {z["broker"]: z["from"] for z in zones}
+        for broker, rows_ in sorted(self.by_broker.items()):
+            if broker == leader or broker not in replicas:
+                continue
+            for d in rows_:
+                holders = self.holders[d["chunk"]]
+                if leader in holders or d["last"] < zone_lo:
+                    continue
+                if own.get(broker, d["first"]) > d["first"]:
+                    raise ValueError(f"a lag chunk straddles broker {broker}'s zone start {own[broker]}")
+                chw = max((replicas[b].get("hw") or 0) for b in holders if b in replicas)
+                if d["first"] < chw <= d["last"]:
+                    raise ValueError(f"a lag chunk straddles the high watermark {chw}")
+                yield broker, d, d["records"] if d["last"] < chw else 0
 
 
 def election_costs(
@@ -90,10 +147,12 @@ def election_costs(
     by_broker: Mapping[int, list[Row]],
     replicas: Mapping[int, Row],
     states: Mapping[tuple[int, int], tuple[str, int | None]],
+    gap: LagChunks | None = None,
 ) -> list[Row]:
     """Partitions with a divergence or an offline leader (KRaft leader -1): per ordered pair (candidate
     ``leader``, other replica ``broker``), the pair's first divergent offset, where the replica's loss starts
-    (``election.truncation_start``) and what it loses when the candidate is elected."""
+    (``election.truncation_start``) and what it loses when the candidate is elected (its held batch rows,
+    and ``gap``'s chunks it holds and the candidate lacks)."""
     if not summary or summary[0]["topic"] == METADATA_TOPIC:
         return []
     if not divergences and not any(s.get("kraft_leader") == NO_LEADER for s in summary):
@@ -142,6 +201,21 @@ def election_costs(
             g["first"] = start
         if b.last_offset > g["last"]:
             g["last"] = b.last_offset
+    by_leader: dict[int, list[Row]] = {}
+    for z in zones:
+        by_leader.setdefault(z["leader"], []).append(z)
+    for leader, zs in sorted(by_leader.items()) if gap is not None else ():
+        for broker, d, committed in gap.lost(leader, zs, replicas):
+            g = costs.get((leader, broker))
+            if g is None:
+                g = costs[(leader, broker)] = {"records": None, "committed": 0, "markers": 0, "bytes": 0,
+                                               "batches": 0, "first": d["first"],
+                                               "last": d["last"]}  # fmt: skip
+            g["records"] = (g["records"] or 0) + d["records"]
+            g["committed"] += committed
+            g["bytes"] += d["bytes"]
+            g["batches"] += d["n"]
+            g["first"], g["last"] = min(g["first"], d["first"]), max(g["last"], d["last"])
     out = []
     for c, r, fd, start in pairs:
         cost = costs.get((c["broker"], r["broker"]), {})
@@ -167,12 +241,15 @@ def _gt(a, b) -> bool:
     return a is not None and b is not None and a > b
 
 
-def run(rows: Mapping[str, list], metadata: list[Row], export: bool = False) -> dict[str, list[Row]]:
+def run(
+    rows: Mapping[str, list], metadata: list[Row], export: bool = False, lag_chunks: Collection[int] = ()
+) -> dict[str, list[Row]]:
     """Every comparison of one partition from its rows by kind (:data:`INPUT_KINDS`; batch rows as
     :class:`BatchRow` in (broker, base offset) order and record rows in offset order, each any iterable walked
     once, the batches first; ``pass_loss.walk_batches`` keeps the held batch rows) and its metadata rows
     (:func:`metadata_for`): the output rows by ``rows.PASS_OUTPUTS`` kind; the lost batches
-    ``--export-lost`` decodes (``lost``) only when ``export``."""
+    ``--export-lost`` decodes (``lost``) only when ``export``. ``lag_chunks``: the chunks whose batch rows
+    were left out for their digest rows (:class:`LagChunks`)."""
     replica_rows = rows.get("replica", [])
     if not replica_rows:
         return {}
@@ -195,8 +272,14 @@ def run(rows: Mapping[str, list], metadata: list[Row], export: bool = False) -> 
     ]
     inputs += [dict(present(m), kind="metadata") for m in metadata]
     result = evaluate_rows(inputs)
+    gap = LagChunks(digest, lag_chunks)
+    if gap.holders:
+        gap.check_leader(next((s["broker"] for s in result.summary if s.get("is_leader")), None))
 
-    lags = [lag_counts(lag, by_broker.get(lag["leader"], [])) for lag in result.lags]
+    lags = [
+        lag_counts(lag, by_broker.get(lag["leader"], []), gap.by_broker.get(lag["leader"], []))
+        for lag in result.lags
+    ]
     lost = list(lost_batches(by_broker, replicas, result.zones, states))
     runs = lost_runs(lost)
     findings = list(result.findings)
@@ -212,7 +295,7 @@ def run(rows: Mapping[str, list], metadata: list[Row], export: bool = False) -> 
         "divergence": divergences,
         "pair": pairs,
         "epochs": [dict(g, **key) for g in ranges if g["broker"] in replicas],
-        "cost": election_costs(result.summary, divergences, by_broker, replicas, states),
+        "cost": election_costs(result.summary, divergences, by_broker, replicas, states, gap),
         "open_txn": open_transactions(result.summary, walked),
         "lost": export_rows(lost) if export else [],
     }

@@ -33,7 +33,9 @@ def test_pruned_scan_keeps_every_candidate_row(spark, sim_audit):
         .agg(
             F.expr("bit_xor(sig)").alias("x"),
             F.count(F.lit(1)).alias("n"),
+            F.min("base_offset").alias("first"),
             F.max("last_offset").alias("last"),
+            F.max(F.col("is_transactional")).alias("rows_needed"),
         )
     )
     keys = replicas.select("tp", "cluster", "topic", "partition", "broker", *compare.REPLICA_START_COLUMNS)
@@ -126,9 +128,9 @@ def test_chunks_before_a_replicas_log_start_are_no_candidates(spark, tmp_path, m
     scan = compare.scan_batches
 
     def counted(*args, **kwargs):
-        digest, found, candidates = scan(*args, **kwargs)
+        digest, found, candidates, skipped = scan(*args, **kwargs)
         chunks.append(len(found))
-        return digest, found, candidates
+        return digest, found, candidates, skipped
 
     def findings(result) -> list:
         return sorted(
@@ -202,3 +204,145 @@ def test_a_batch_reaching_past_a_replicas_log_start_keeps_its_chunk(spark, tmp_p
     monkeypatch.setenv(SMALL_INPUT_ENV, "0")
     assert findings(run_audit(spark, inputs, chunk_bits=3)) == every_row
     assert any(f[0] == ("KA710" if case == "loss" else "KA630") for f in every_row)
+
+
+def _lag_and_divergence(opts):
+    """Broker 3 stops after phase A and stays down (a lagging follower, in the ISR no more); phase B goes to
+    brokers 1 and 2 alike; broker 2 is killed, phase C (acks=1) reaches broker 1 only; broker 1 is killed and
+    broker 2 is elected uncleanly and takes phase D at the same offsets, longer than C, its last high
+    watermark checkpoint behind it. Broker 2 leads in KRaft; 1 and 2 diverge at C; broker 3's gap (B, and D
+    past broker 1's log end) is held alike by the replicas holding it."""
+    from auditor.simulate.scenarios import _fault_cluster, _records, _settle
+
+    c, tps = _fault_cluster(opts, "lag-and-divergence", unclean=True, min_insync=1)
+    c.run_traffic(tps, _records(c, tps, 0.1), acks="all", label="A")
+    _settle(c)
+    c.crash(3)
+    c.run_traffic(tps, _records(c, tps, 0.4), acks="all", label="B")
+    _settle(c)
+    c.crash(2)
+    c.run_traffic(tps, _records(c, tps, 0.1), acks="1", label="C")
+    c.tick(opts.hw_checkpoint_interval_ms)
+    c.crash(1)
+    c.tick(60000)
+    c.restart(2)
+    c.run_traffic(tps, _records(c, tps, 0.2), acks="1", label="D")
+    c.tick(opts.hw_checkpoint_interval_ms)
+    c.run_traffic(tps, _records(c, tps, 0.2), acks="1", label="E")
+    return c
+
+
+def test_a_lagging_followers_gap_is_read_from_its_digests(spark, tmp_path, monkeypatch):
+    """The chunks only a lagging follower lacks (past its log end, held alike by the KRaft leader and the
+    others) reach the pass as digest rows, not batch rows: the lag's counts and every election's cost where
+    that follower is the candidate (what the others lose, committed below their high watermark or not) are
+    those of the driver's pass over every batch row, as is everything else the audit reports."""
+
+    from auditor.simulate import SimOptions
+    from auditor.simulate.writer import write_cluster
+    from auditor.spark.audit import run_audit
+    from auditor.spark.inputs import discover
+    from auditor.spark.tuning import SMALL_INPUT_ENV
+    from tests.spark.test_tuning import canonical
+
+    root = tmp_path / "lag"
+    write_cluster(_lag_and_divergence(SimOptions(seed=3, records=2000)), root)
+    inputs = discover([root])
+    every_row = run_audit(spark, inputs, chunk_bits=3)
+    assert every_row.stats["smallInput"] is True
+    scan, lag_chunks = compare.scan_batches, []
+
+    def counted(*args, **kwargs):
+        out = scan(*args, **kwargs)
+        lag_chunks.append(sum(map(len, out[3].values())))
+        return out
+
+    monkeypatch.setenv(SMALL_INPUT_ENV, "0")
+    monkeypatch.setattr(compare, "scan_batches", counted)
+    executors = run_audit(spark, inputs, chunk_bits=3)
+    ours, theirs = canonical(every_row), canonical(executors)
+    for key in ours:
+        assert ours[key] == theirs[key], key
+    assert lag_chunks[0] > 50, lag_chunks
+    (election,) = [e for e in executors.elections if e["topic"] == "t0"]
+    costs = {(c["broker"], k["broker"]): k for c in election["candidates"] for k in c["costs"]}
+    lost = costs[(3, 2)]
+    assert lost["batches"] > 50 and 0 < lost["committed"] < lost["records"], lost  # B committed, D/E not
+    lags = [f for f in executors.findings if f.code == "KA630" and f.broker == 3]
+    assert lags, sorted({f.code for f in executors.findings})
+
+
+def _lag_case(change: str):
+    """Brokers 1 (KRaft leader), 2 and 3 of one partition; broker 3's log ends at 100; the chunk of offsets
+    120..127 that brokers 1 and 2 hold alike, their high watermarks 200 and 150; ``change`` breaks one
+    condition of :meth:`compare.Compared.lag_only`."""
+    replicas = {
+        1: {"leo": 300, "hw": 200, "log_start": 0},
+        2: {"leo": 300, "hw": 150, "log_start": 0},
+        3: {"leo": 100, "hw": 100, "log_start": 0},
+    }
+    chunk = {"tp": 7, "chunk": 15, "present": 0b011, "first": 120, "last": 127, "rows_needed": False}
+    leader = 1
+    if change == "leader lacks it":
+        leader = 3
+    elif change == "no KRaft leader":
+        leader = None
+    elif change == "a hole: the lacking log ends past it":
+        replicas[3]["leo"] = 121
+    elif change == "the lacking log end unknown":
+        replicas[3]["leo"] = None
+    elif change == "unreadable to the end of the lacking log":
+        replicas[3]["unreadable_from"] = 90
+    elif change == "an unreadable span over it":
+        replicas[2]["unreadable_from"], replicas[2]["unreadable_to"] = 125, 130
+    elif change == "a transactional batch":
+        chunk["rows_needed"] = True
+    elif change == "straddles the high watermark":
+        replicas[1]["hw"], replicas[2]["hw"] = 110, 124  # the highest of the holders' counts
+    elif change == "wholly above the high watermark":
+        replicas[1]["hw"] = replicas[2]["hw"] = 120
+    elif change == "wholly below a lacking log's high watermark":
+        replicas[3]["hw"] = 124  # a replica lacking it has no say in what is committed of it
+    rows = [
+        {"tp": 7, "cluster": "c", "topic": "t", "partition": 0, "broker": b, "first_offset": None, **r}
+        for b, r in replicas.items()
+    ]
+    if change == "a broker holding it twice":
+        rows.append(dict(rows[1]))
+    compared = compare.Compared.of(rows)
+    compared.leaders[7] = leader
+    return compared, chunk
+
+
+LAG_ONLY = {
+    "lagging follower's gap": True,
+    "wholly above the high watermark": True,
+    "wholly below a lacking log's high watermark": True,
+    "leader lacks it": False,
+    "no KRaft leader": False,
+    "a hole: the lacking log ends past it": False,
+    "the lacking log end unknown": False,
+    "unreadable to the end of the lacking log": False,
+    "an unreadable span over it": False,
+    "a transactional batch": False,
+    "straddles the high watermark": False,
+    "a broker holding it twice": False,
+}
+
+
+@pytest.mark.parametrize("change", list(LAG_ONLY))
+def test_a_chunk_is_left_to_its_digests_only_as_a_lagging_followers_gap(change):
+    compared, chunk = _lag_case(change)
+    assert compared.lacking(chunk["tp"], chunk["present"], chunk["last"])
+    assert compared.lag_only(chunk) is LAG_ONLY[change]
+
+
+def test_the_first_chunk_past_each_lacking_log_end_stays_batch_rows():
+    """Of the chunks left to their digests, the first at or after the log end of each replica lacking them
+    is kept as batch rows: the lag's first batch (its max timestamp) is a row the pass holds."""
+    compared, chunk = _lag_case("lagging follower's gap")
+    chunks = [dict(chunk, chunk=k, first=8 * k, last=8 * k + 7) for k in (15, 13, 14)]
+    assert all(compared.lag_only(c) for c in chunks)
+    assert compared.first_after_log_ends(chunks) == {(7, 13)}
+    chunks.append(dict(chunk, chunk=20, present=0b101, first=160, last=167))  # broker 2 lacks it too
+    assert compared.first_after_log_ends(chunks) == {(7, 13), (7, 20)}

@@ -158,3 +158,35 @@ def test_grouped_streams_each_partitions_batches_then_records():
     with pytest.raises(ValueError, match="after its streamed rows"):
         for _tp, group in _grouped(iter([(1, "replica", {}), (1, "batch", "b"), (1, "epoch", {})])):
             list(group["batch"])
+
+
+def _gap_row(broker: int, chunk: int, first: int, last: int) -> dict:
+    n = last - first + 1
+    return {"broker": broker, "chunk": chunk, "leader_epoch": 0, "first": first, "last": last, "n": n,
+            "records": n, "bytes": 70 * n, "first_timestamp": 5, "last_timestamp": 9,
+            "rows_needed": False}  # fmt: skip
+
+
+def test_lag_counts_add_the_gap_chunks_and_refuse_what_the_driver_never_leaves_out():
+    """A lag's counts from the leader's held batch rows and the digest rows of its gap chunks; refused: a gap
+    chunk across the follower's log end, or holding the lag's first batch (the driver leaves out only chunks
+    wholly past it, after the first one), and a gap chunk the pass's leader does not hold."""
+    import pytest
+
+    from auditor.spark.partition_pass import LagChunks, lag_counts
+
+    gap = LagChunks([_gap_row(1, 3, 24, 31), _gap_row(2, 3, 24, 31), _gap_row(1, 9, 72, 79)], {3})
+    assert [d["chunk"] for d in gap.by_broker[1]] == [3] and gap.holders == {3: {1, 2}}
+    held = [BatchRow({"base_offset": o, "last_offset": o, "records_count": 1, "size": 70,
+                      "max_timestamp": 11 + o}) for o in (14, 15, 16)]  # fmt: skip
+    lag = {"from": 15, "to": 32, "leader": 1}
+    counted = lag_counts(lag, held, gap.by_broker[1])
+    assert (counted["records"], counted["bytes"], counted["batches"]) == (10, 700, 10)
+    assert (counted["first_timestamp"], counted["last_timestamp"]) == (26, 27)
+    with pytest.raises(ValueError, match="straddles"):
+        lag_counts({**lag, "from": 28}, held, gap.by_broker[1])
+    with pytest.raises(ValueError, match="first batch"):
+        lag_counts({**lag, "from": 17}, held, gap.by_broker[1])
+    with pytest.raises(ValueError, match="does not hold"):
+        gap.check_leader(3)
+    gap.check_leader(2)
