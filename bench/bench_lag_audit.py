@@ -111,7 +111,7 @@ def main(argv: list[str] | None = None) -> None:
     expected = lagging_copy(clean, lagging, truth, args.keep)
     size = sum(f.stat().st_size for f in clean.rglob("*.log"))
     behind = sum(n for _b, n in expected.values())
-    print(f"data: {clean} ({size / 2**20:.0f} MiB of segments), simulated in {time.monotonic() - t0:.1f} s; "
+    print(f"data: {clean} ({size / 2**20:.0f} MiB of segments), generated in {time.monotonic() - t0:.1f} s; "
           f"the lagging followers lack {behind:,} batches in all")  # fmt: skip
     base_s, base_rss, base_report = cli_audit(clean, data / "clean.json")
     wall, peak, report = cli_audit(lagging, data / "lagging.json")

@@ -42,6 +42,7 @@ from pyspark.sql import functions as F
 from auditor.observe import rows
 from auditor.spark import partition_pass, pass_divergence, pass_rows
 from auditor.spark.tuning import broadcast
+from parsers.batch_header import ATTR_CONTROL, ATTR_TRANSACTIONAL
 
 CHUNK_BITS = 12
 """Offsets per digest chunk: 4096."""
@@ -428,7 +429,7 @@ def _pass_columns(batches: DataFrame) -> DataFrame:
 REPLICA_START_COLUMNS = ("log_start", "leo", "first_offset")
 """Where a replica's log starts: the least of these (a null is left out)."""
 
-LAG_COLUMNS = ("leo", "hw", "unreadable_from", "unreadable_to")
+LAG_COLUMNS = ("leo", "hw", "log_start", "unreadable_from", "unreadable_to")
 """What :meth:`Compared.lag_only` reads of each replica besides where its log starts."""
 
 MASKED_REPLICAS = 63
@@ -551,6 +552,8 @@ class Compared:
             if pass_divergence.inside(first, last, r["unreadable_from"], r["unreadable_to"]):
                 return False
             if present >> i & 1:
+                if (r["log_start"] or 0) > first:
+                    return False  # its zone may start inside the chunk, at its log start offset
                 chw = max(chw, r["hw"] or 0)
             elif reach >> i & 1:
                 ends = r["unreadable_from"] is None or r["unreadable_to"] is not None
@@ -584,11 +587,11 @@ def scan_batches(
     batches = batch_columns(batch, chunk_bits)
     # a batch whose digest cannot stand for it in the pass: transactional or control (its state, its
     # marker), or holding more records than offsets (the pass counts those batches by their offsets)
-    rows_needed = (
-        F.col("is_transactional")
-        | F.col("is_control")
-        | (F.col("records_count") > F.col("last_offset") - F.col("base_offset") + 1)
-    )
+    # (the attribute bits the extract's is_transactional and is_control come from: one column read, not two;
+    # a null, only in a damaged extract, counts as needing the rows, where the pass fails as the driver's)
+    flags = F.col("attributes").bitwiseAND(ATTR_TRANSACTIONAL | ATTR_CONTROL) != 0
+    overfull = F.col("records_count") > F.col("last_offset") - F.col("base_offset") + 1
+    rows_needed = F.coalesce(flags | overfull | F.col("size").isNull(), F.lit(True))
     digest = _materialize(
         batches.groupBy("tp", "broker", "chunk", "leader_epoch").agg(
             F.expr("bit_xor(sig)").alias("x"),

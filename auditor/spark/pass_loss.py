@@ -155,6 +155,8 @@ def lost_batches(
                 if leader_sig.get(b.base_offset) == b.sig:
                     continue
                 start = max(b.base_offset, own.get(broker, b.base_offset))
+                if start > b.last_offset:
+                    continue  # below this replica's own zone start (another's starts lower): not its loss
                 chw = committed_hw[(b.base_offset, b.sig)]
                 below_hw, above_hw = start < chw, b.last_offset >= max(start, chw)
                 yield Lost(

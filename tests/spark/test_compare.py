@@ -301,6 +301,8 @@ def _lag_case(change: str):
         replicas[1]["hw"], replicas[2]["hw"] = 110, 124  # the highest of the holders' counts
     elif change == "wholly above the high watermark":
         replicas[1]["hw"] = replicas[2]["hw"] = 120
+    elif change == "a holder's log starts inside it":
+        replicas[2]["log_start"] = 124  # DeleteRecords: its zone under a candidate may start there
     elif change == "wholly below a lacking log's high watermark":
         replicas[3]["hw"] = 124  # a replica lacking it has no say in what is committed of it
     rows = [
@@ -326,6 +328,7 @@ LAG_ONLY = {
     "an unreadable span over it": False,
     "a transactional batch": False,
     "straddles the high watermark": False,
+    "a holder's log starts inside it": False,
     "a broker holding it twice": False,
 }
 

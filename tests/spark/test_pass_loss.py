@@ -209,3 +209,30 @@ def test_corpus_truncated_txn0_exports_exactly_the_committed_records(corpus_case
     assert [d["baseSequence"] for d in rows] == [142] * 3 + [145] * 6
     assert rows[0]["value"].startswith("txn-0000272|")
     assert sorted(r["offset"] for r in table if r["cluster"] == "txn0") == expected
+
+
+def test_a_batch_below_a_replicas_own_zone_start_is_not_its_loss():
+    """Candidate 3 (log end 20) lacks every batch of brokers 1 and 2; broker 1's log starts at 100
+    (DeleteRecords, its older batches still on disk), so its zone starts there while broker 2's starts at
+    20: broker 1's batches below 100 are none of its loss (they once counted with negative records), the
+    one across 100 counts from 100, and broker 2 loses everything from 20."""
+    from auditor.spark.pass_loss import lost_batches
+    from auditor.spark.pass_rows import BatchRow
+
+    def batch(broker: int, base: int, last: int) -> BatchRow:
+        return BatchRow({"broker": broker, "base_offset": base, "last_offset": last, "records_count":
+                         last - base + 1, "size": 100, "sig": base, "is_transactional": False,
+                         "is_control": False})  # fmt: skip
+
+    logs = {b: [batch(b, o, o + 29) for o in range(0, 150, 30)] for b in (1, 2)}
+    replicas = {1: {"hw": 150}, 2: {"hw": 150}, 3: {"hw": 20}}
+    zones = [
+        {"broker": 1, "leader": 3, "leader_source": "candidate", "from": 100,
+         "leader_unreadable_from": None, "leader_unreadable_to": None},
+        {"broker": 2, "leader": 3, "leader_source": "candidate", "from": 20,
+         "leader_unreadable_from": None, "leader_unreadable_to": None},
+    ]  # fmt: skip
+    lost = list(lost_batches(logs, replicas, zones, {}))
+    by_broker = {b: [(x.b.base_offset, x.start) for x in lost if x.b.broker == b] for b in (1, 2)}
+    assert by_broker[1] == [(90, 100), (120, 120)]
+    assert by_broker[2] == [(0, 20), (30, 30), (60, 60), (90, 90), (120, 120)]
