@@ -35,7 +35,7 @@ import pyarrow as pa
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bench_audit  # noqa: E402
-from bench_scale_audit import against_tenth, cli_audit, loss_by_partition  # noqa: E402
+from bench_scale_audit import against_tenth, cli_audit, loss_by_partition, run_arguments  # noqa: E402
 
 from auditor.observe import rows  # noqa: E402
 
@@ -85,9 +85,7 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--partitions", type=int, default=8)
     ap.add_argument("--batches", type=int, default=500_000)
-    ap.add_argument("--data", type=Path, default=None, help="keep the generated extracts here (reused)")
-    ap.add_argument("--previous", type=Path, default=None, help="also audit with this older code tree")
-    ap.add_argument("--record", action="store_true", help="write the result row of docs/performance.md")
+    run_arguments(ap)
     args = ap.parse_args(argv)
     if args.partitions < 8:
         raise SystemExit("--partitions: at least 8 (partition 7 is the divergent one)")

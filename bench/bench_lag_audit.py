@@ -29,7 +29,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench_scale_audit import cli_audit, simulate  # the bench dir is on sys.path first
+from bench_scale_audit import cli_audit, run_arguments, simulate  # the bench dir is on sys.path first
 
 from parsers.checkpoints import (
     format_leader_epoch_checkpoint,
@@ -97,11 +97,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--batches", type=int, default=1_000_000)
     keep_help = "share of its segments the lagging follower keeps"
     ap.add_argument("--keep", type=float, default=0.1, help=keep_help)
-    ap.add_argument("--data", type=Path, default=None)
-    ap.add_argument(
-        "--previous", type=Path, default=None, help="also audit with this code tree (older commit)"
-    )
-    ap.add_argument("--record", action="store_true", help="write the result row of docs/performance.md")
+    run_arguments(ap)
     args = ap.parse_args(argv)
     data = args.data or Path(tempfile.mkdtemp(prefix="bench-lag-"))
     clean = data / f"clean-{args.partitions}x{args.batches}"

@@ -154,17 +154,22 @@ def in_process(cluster: Path, master: str) -> dict:
     return {"wall": wall, "jobs": len(jobs), "stages": len(stage_ids), "tasks": tasks, "phases": phases}
 
 
+def run_arguments(ap: argparse.ArgumentParser) -> None:
+    """The options every CLI-audit benchmark takes: where the data is kept, an earlier code tree, --record."""
+    ap.add_argument("--data", type=Path, default=None, help="keep the generated data here (reused)")
+    ap.add_argument(
+        "--previous", type=Path, default=None, help="also audit with this code tree (older commit)"
+    )
+    ap.add_argument("--record", action="store_true", help="write the result row of docs/performance.md")
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--partitions", type=int, default=4)
     ap.add_argument("--batches", type=int, default=420_000)
     ap.add_argument("--scenario", default="unclean-election")
     ap.add_argument("--master", default="local[2]")
-    ap.add_argument("--data", type=Path, default=None)
-    ap.add_argument(
-        "--previous", type=Path, default=None, help="also audit with this code tree (older commit)"
-    )
-    ap.add_argument("--record", action="store_true", help="write the result row of docs/performance.md")
+    run_arguments(ap)
     args = ap.parse_args(argv)
     data = args.data or Path(tempfile.mkdtemp(prefix="bench-scale-"))
     big = data / f"{args.scenario}-{args.partitions}x{args.batches}"

@@ -59,21 +59,25 @@ def with_tp(df: DataFrame) -> DataFrame:
 def candidate_chunks(digest: DataFrame, compared: Compared) -> DataFrame:
     """``(tp, chunk)`` where the replicas compared (``compared``: :class:`Compared`) of a partition may not
     be unanimous: the chunk digests differ (``differ``), or one of them does not hold the chunk, with the
-    partition's key, the replicas holding it (``present``, a bit each) and the highest last offset of its
-    batches (``last``), for :meth:`Compared.lacking` to keep the chunks a replica lacks although its log
-    reaches them. One shuffle: the digests are partitioned by ``(tp, chunk)``, which the aggregations and the
-    broadcast join keep."""
+    partition's key, the replicas holding it (``present``, a bit each), the lowest first and highest last
+    offset of its batches (``first``, ``last``) and whether one of them needs its row in the pass
+    (``rows_needed``), for :meth:`Compared.lacking` to keep the chunks a replica lacks although its log
+    reaches them and :meth:`Compared.lag_only` to leave a lagging follower's gap to its digests. One
+    shuffle: the digests are partitioned by ``(tp, chunk)``, which the aggregations and the broadcast join
+    keep."""
     differ = (F.col("x_min") != F.col("x_max")) | (F.col("n_min") != F.col("n_max"))
-    return (
-        digest.repartition("tp", "chunk")
-        .groupBy("tp", "chunk", "broker")
-        .agg(
-            F.expr("bit_xor(x)").alias("x"),
-            F.sum("n").alias("n"),
+
+    def extent() -> tuple[Column, ...]:
+        return (
             F.min("first").alias("first"),
             F.max("last").alias("last"),
             F.max("rows_needed").alias("rows_needed"),
         )
+
+    return (
+        digest.repartition("tp", "chunk")
+        .groupBy("tp", "chunk", "broker")
+        .agg(F.expr("bit_xor(x)").alias("x"), F.sum("n").alias("n"), *extent())
         .join(broadcast(compared.frame(digest.sparkSession)), ["tp", "broker"])
         .groupBy("tp", "chunk")
         .agg(
@@ -82,9 +86,7 @@ def candidate_chunks(digest: DataFrame, compared: Compared) -> DataFrame:
             F.max("x").alias("x_max"),
             F.min("n").alias("n_min"),
             F.max("n").alias("n_max"),
-            F.min("first").alias("first"),
-            F.max("last").alias("last"),
-            F.max("rows_needed").alias("rows_needed"),
+            *extent(),
             *(F.first(k).alias(k) for k in ("cluster", "topic", "partition", "every")),
         )
         .where((F.col("present") != F.col("every")) | differ)
