@@ -35,7 +35,13 @@ import pyarrow as pa
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bench_audit  # noqa: E402
-from bench_scale_audit import against_tenth, cli_audit, loss_by_partition, run_arguments  # noqa: E402
+from bench_scale_audit import (  # noqa: E402
+    against_tenth,
+    cli_audit,
+    loss_by_partition,
+    recorded_command,
+    run_arguments,
+)
 
 from auditor.observe import rows  # noqa: E402
 
@@ -83,9 +89,7 @@ def expected_loss(partitions: int, batches: int) -> dict[tuple[str, int], int]:
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--partitions", type=int, default=8)
-    ap.add_argument("--batches", type=int, default=500_000)
-    run_arguments(ap)
+    run_arguments(ap, partitions=8, batches=500_000)
     args = ap.parse_args(argv)
     if args.partitions < 8:
         raise SystemExit("--partitions: at least 8 (partition 7 is the divergent one)")
@@ -130,7 +134,7 @@ def main(argv: list[str] | None = None) -> None:
             f"{MARKER_EVERY}th) from extracts: 3 brokers x {args.partitions} partitions x "
             f"{args.batches:,} batches ({rows_n / args.partitions / 1e6:.1f} M rows per partition), "
             "the CLI's own process tree",
-            "python bench/bench_eos_audit.py" + (" --previous DIR" if args.previous else "") + " --record",
+            recorded_command("bench_eos_audit.py", args),
             f"{against_tenth(wall, peak, base_s, base_rss)}{previous}; committed records lost equal "
             f"the generator's: {ok}",
         )

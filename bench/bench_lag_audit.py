@@ -29,7 +29,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench_scale_audit import cli_audit, run_arguments, simulate  # the bench dir is on sys.path first
+from bench_scale_audit import (  # the bench dir is on sys.path first
+    cli_audit,
+    recorded_command,
+    run_arguments,
+    simulate,
+)
 
 from parsers.checkpoints import (
     format_leader_epoch_checkpoint,
@@ -93,11 +98,9 @@ def lag_by_partition(report: dict) -> dict[tuple[str, int], tuple[int, int]]:
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--partitions", type=int, default=4)
-    ap.add_argument("--batches", type=int, default=1_000_000)
+    run_arguments(ap, partitions=4, batches=1_000_000)
     keep_help = "share of its segments the lagging follower keeps"
     ap.add_argument("--keep", type=float, default=0.1, help=keep_help)
-    run_arguments(ap)
     args = ap.parse_args(argv)
     data = args.data or Path(tempfile.mkdtemp(prefix="bench-lag-"))
     clean = data / f"clean-{args.partitions}x{args.batches}"
@@ -136,7 +139,7 @@ def main(argv: list[str] | None = None) -> None:
             f"3 brokers x {args.partitions} partitions x {args.batches:,} one-record batches "
             f"({size / 2**20:.0f} MiB), each lagging follower keeping {args.keep:.0%} of its segments "
             f"({behind:,} batches behind in all), the CLI's own process tree",
-            "python bench/bench_lag_audit.py" + (" --previous DIR" if args.previous else "") + " --record",
+            recorded_command("bench_lag_audit.py", args),
             f"CLI **{wall:.1f} s**, peak RSS **{peak / 2**20:.0f} MiB** against {base_s:.1f} s and "
             f"{base_rss / 2**20:.0f} MiB for the same cluster without the lag "
             f"(x{peak / max(base_rss, 1):.2f}){previous}; lag findings equal the batches cut: {ok}",

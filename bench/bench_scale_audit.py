@@ -154,8 +154,11 @@ def in_process(cluster: Path, master: str) -> dict:
     return {"wall": wall, "jobs": len(jobs), "stages": len(stage_ids), "tasks": tasks, "phases": phases}
 
 
-def run_arguments(ap: argparse.ArgumentParser) -> None:
-    """The options every CLI-audit benchmark takes: where the data is kept, an earlier code tree, --record."""
+def run_arguments(ap: argparse.ArgumentParser, partitions: int, batches: int) -> None:
+    """The options every CLI-audit benchmark takes: its size (``--partitions``, ``--batches``, with these
+    defaults), where the data is kept, an earlier code tree, --record."""
+    ap.add_argument("--partitions", type=int, default=partitions)
+    ap.add_argument("--batches", type=int, default=batches)
     ap.add_argument("--data", type=Path, default=None, help="keep the generated data here (reused)")
     ap.add_argument(
         "--previous", type=Path, default=None, help="also audit with this code tree (older commit)"
@@ -163,13 +166,16 @@ def run_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--record", action="store_true", help="write the result row of docs/performance.md")
 
 
+def recorded_command(script: str, args: argparse.Namespace) -> str:
+    """The command a recorded row states: the script, ``--previous DIR`` when it was given, ``--record``."""
+    return f"python bench/{script}" + (" --previous DIR" if args.previous else "") + " --record"
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--partitions", type=int, default=4)
-    ap.add_argument("--batches", type=int, default=420_000)
+    run_arguments(ap, partitions=4, batches=420_000)
     ap.add_argument("--scenario", default="unclean-election")
     ap.add_argument("--master", default="local[2]")
-    run_arguments(ap)
     args = ap.parse_args(argv)
     data = args.data or Path(tempfile.mkdtemp(prefix="bench-scale-"))
     big = data / f"{args.scenario}-{args.partitions}x{args.batches}"
@@ -214,7 +220,7 @@ def main(argv: list[str] | None = None) -> None:
             f"`audit` of raw log dirs at a production broker's shape: `simulate {args.scenario} --scale`, "
             f"3 brokers x {args.partitions} partitions, {size / 2**20:.0f} MiB of one-record batches "
             "(over 1 M batches per broker at the default size), the CLI's own process tree",
-            "python bench/bench_scale_audit.py" + (" --previous DIR" if args.previous else "") + " --record",
+            recorded_command("bench_scale_audit.py", args),
             f"{against_tenth(wall, peak, base_s, base_rss)}{previous}{spark}; findings equal the "
             f"ground truth: {ok}",
         )

@@ -54,7 +54,14 @@ from auditor.spark.pass_divergence import (
     greatest,
     replica_pairs,
 )
-from auditor.spark.pass_loss import export_rows, lost_batches, lost_runs, open_transactions, walk_batches
+from auditor.spark.pass_loss import (
+    export_rows,
+    leader_zones,
+    lost_batches,
+    lost_runs,
+    open_transactions,
+    walk_batches,
+)
 from auditor.spark.pass_rows import Row, present
 
 
@@ -118,14 +125,13 @@ class LagChunks:
             raise ValueError(f"a lag chunk the leader (broker {leader}) does not hold")
 
     def lost(
-        self, leader: int, zones: list[Row], replicas: Mapping[int, Row]
+        self, leader: int, zone_lo: int, own: Mapping[int, int], replicas: Mapping[int, Row]
     ) -> Iterator[tuple[int, Row, int]]:
         """What each other replica loses of these chunks when ``leader`` (a candidate lacking them) is
-        elected, with ``zones`` its zones: ``(broker, digest row, committed records)``, as
+        elected, its zones starting at ``zone_lo`` and each follower's at ``own``
+        (``pass_loss.leader_zones``): ``(broker, digest row, committed records)``, as
         ``pass_loss.lost_batches`` counts the rows (a batch from the zones' lowest start on that the leader
         lacks; committed below the highest high watermark of the replicas holding it)."""
-        zone_lo = min(z["from"] for z in zones)
-        own = {z["broker"]: z["from"] for z in zones}
         for broker, rows_ in sorted(self.by_broker.items()):
             if broker == leader or broker not in replicas:
                 continue
@@ -201,11 +207,8 @@ def election_costs(
             g["first"] = start
         if b.last_offset > g["last"]:
             g["last"] = b.last_offset
-    by_leader: dict[int, list[Row]] = {}
-    for z in zones:
-        by_leader.setdefault(z["leader"], []).append(z)
-    for leader, zs in sorted(by_leader.items()) if gap is not None else ():
-        for broker, d, committed in gap.lost(leader, zs, replicas):
+    for leader, _zs, zone_lo, own in leader_zones(zones) if gap is not None else ():
+        for broker, d, committed in gap.lost(leader, zone_lo, own, replicas):
             g = costs.get((leader, broker))
             if g is None:
                 g = costs[(leader, broker)] = {"records": None, "committed": 0, "markers": 0, "bytes": 0,

@@ -112,6 +112,19 @@ def state_of(states: Mapping[tuple[int, int], tuple[str, int | None]], b: BatchR
     return states.get((b.broker, b.base_offset), _PLAIN)
 
 
+def leader_zones(zones: list[Row]) -> list[tuple[int, list[Row], int, dict[int, int]]]:
+    """The zones by leader (the election's candidates, or the partition's leader), in leader order: the
+    leader, its zones, their lowest start (no batch ending below it is looked at) and each follower's own
+    zone start (a batch wholly below it is none of that follower's loss)."""
+    by_leader: dict[int, list[Row]] = {}
+    for z in zones:
+        by_leader.setdefault(z["leader"], []).append(z)
+    return [
+        (leader, zs, min(z["from"] for z in zs), {z["broker"]: z["from"] for z in zs})
+        for leader, zs in sorted(by_leader.items())
+    ]
+
+
 def lost_batches(
     by_broker: Mapping[int, list[BatchRow]],
     replicas: Mapping[int, Row],
@@ -124,14 +137,9 @@ def lost_batches(
     ``c`` (committed records lost) and ``u`` (uncommitted). ``zones`` may name several leaders (the
     election's candidates); each leader is compared with its own followers. A batch that does not differ
     is left out: in a run of offsets it is a gap all the same."""
-    by_leader: dict[int, list[Row]] = {}
-    for z in zones:
-        by_leader.setdefault(z["leader"], []).append(z)
-    for leader, zs in sorted(by_leader.items()):
-        zone_lo = min(z["from"] for z in zs)
+    for leader, zs, zone_lo, own in leader_zones(zones):
         first = zs[0]
         lu = (first["leader_unreadable_from"], first["leader_unreadable_to"])
-        own = {z["broker"]: z["from"] for z in zs}
         committed_hw: dict[tuple[int, int], int] = {}
         leader_sig: dict[int, int] = {}
         for broker in sorted(by_broker):
