@@ -37,6 +37,16 @@ def frame_of(spark: SparkSession, batches: Iterable[pa.RecordBatch], schema: pa.
     return DataFrame(jdf, spark)
 
 
+def tuples_frame(spark: SparkSession, tuples: list[tuple], schema: pa.Schema) -> DataFrame:
+    """A small DataFrame of the driver's ``tuples`` (fields in ``schema``'s order) by :func:`frame_of`:
+    broadcasting it runs no Python worker, where ``createDataFrame`` of a list pickles its rows through one
+    per default-parallelism task (0.2-0.3 s each time in a warm session, up to a second in a new JVM:
+    ``bench/bench_divergence_duckdb.py``)."""
+    columns = list(zip(*tuples, strict=True)) if tuples else [() for _ in schema]
+    arrays = [pa.array(c, type=f.type) for c, f in zip(columns, schema, strict=True)]
+    return frame_of(spark, [pa.RecordBatch.from_arrays(arrays, schema=schema)], schema)
+
+
 def arrow_batches(df: DataFrame) -> list[pa.RecordBatch]:
     """Every row of ``df`` collected as Arrow record batches (one Spark action)."""
     return df._collect_as_arrow()

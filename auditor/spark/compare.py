@@ -41,6 +41,7 @@ from pyspark.sql import functions as F
 
 from auditor.observe import rows
 from auditor.spark import partition_pass, pass_divergence, pass_rows
+from auditor.spark.arrow import tuples_frame
 from auditor.spark.tuning import broadcast
 from parsers.batch_header import ATTR_CONTROL, ATTR_TRANSACTIONAL
 
@@ -439,6 +440,23 @@ MASKED_REPLICAS = 63
 masks; above (a hostile input), every chunk of the partition is a candidate."""
 
 
+COMPARED_SCHEMA = pa.schema(
+    [
+        ("tp", pa.int64()),
+        ("broker", pa.int32()),
+        ("bit", pa.int64()),
+        ("cluster", pa.string()),
+        ("topic", pa.string()),
+        ("partition", pa.int32()),
+        ("every", pa.int64()),
+    ]
+)
+"""The replicas compared, one row each (:meth:`Compared.frame`)."""
+
+CANDIDATE_SCHEMA = pa.schema([("tp", pa.int64()), ("chunk", pa.int64()), ("candidate", pa.bool_())])
+"""The candidate chunks the second scan keeps (:func:`scan_batches`)."""
+
+
 def replica_start(row: dict) -> int:
     """The first offset a replica's log reaches (:data:`REPLICA_START_COLUMNS`; 0 when none is known)."""
     known = [row.get(k) for k in REPLICA_START_COLUMNS if row.get(k) is not None]
@@ -506,8 +524,7 @@ class Compared:
             masked = len(starts) <= MASKED_REPLICAS
             every = (1 << len(starts)) - 1 if masked else -1
             out += [(tp, b, 1 << i if masked else 0, *self.keys[tp], every) for i, b in enumerate(starts)]
-        key = "cluster string, topic string, partition int"
-        return spark.createDataFrame(out, f"tp bigint, broker int, bit bigint, {key}, every bigint")
+        return tuples_frame(spark, out, COMPARED_SCHEMA)
 
     def _reach(self, tp: int, last: int) -> int:
         """The mask of the brokers whose log reaches ``last`` (starts at or below it)."""
@@ -618,9 +635,7 @@ def scan_batches(
     for c in lag:
         if (c["tp"], c["chunk"]) not in first_after:
             skipped.setdefault(c["tp"], set()).add(c["chunk"])
-    keys = batches.sparkSession.createDataFrame(
-        [(c["tp"], c["chunk"], True) for c in chunks], "tp bigint, chunk bigint, candidate boolean"
-    )
+    keys = tuples_frame(batches.sparkSession, [(c["tp"], c["chunk"], True) for c in chunks], CANDIDATE_SCHEMA)
     held = F.col("candidate").isNotNull()
     candidates = (
         batch_columns(_prune(batch, chunks, chunk_bits), chunk_bits)

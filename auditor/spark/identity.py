@@ -137,8 +137,10 @@ def set_apart(tables, replicas: list[dict], metadata: list[dict]) -> IdentityRes
     """Judge the replicas of ``tables`` (``auditor.spark.extract.Tables``; ``replicas``: their collected
     :data:`REPLICA_COLUMNS`, ``metadata``: every collected KRaft row) and remove the ones set apart, and every
     ``-future``/``-delete``/``-stray`` replica row, from every table (in place)."""
+    import pyarrow as pa
     from pyspark.sql import functions as F
 
+    from auditor.spark.arrow import tuples_frame
     from auditor.spark.tuning import broadcast
 
     metadata = [r for r in metadata if r.get("record_type") in IDENTITY_RECORDS]
@@ -147,12 +149,8 @@ def set_apart(tables, replicas: list[dict], metadata: list[dict]) -> IdentityRes
     tables.replica = tables.replica.where(live)
     if result.set_apart:
         spark = tables.replica.sparkSession
-        keys = broadcast(
-            spark.createDataFrame(
-                [tuple(k) for k in result.set_apart],
-                "cluster string, log_dir string, topic string, partition int",
-            )
-        )
+        schema = pa.schema([(k, pa.int32() if k == "partition" else pa.string()) for k in REPLICA_KEY])
+        keys = broadcast(tuples_frame(spark, [tuple(k) for k in result.set_apart], schema))
         for kind in ("batch", "epoch", "replica", "record", "commit", "txn_state"):
             df = getattr(tables, kind, None)
             if df is not None:
