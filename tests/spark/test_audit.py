@@ -20,7 +20,7 @@ import pytest
 from pyspark.sql import functions as F
 
 from auditor.simulate import SimOptions, run_scenario
-from auditor.spark.arrow import collect_tables
+from auditor.spark.arrow import collect_tables, tuples_frame
 from auditor.spark.audit import lost_record_json, run_audit
 from auditor.spark.inputs import discover
 from auditor.spark.tuning import SMALL_INPUT_CONF, SMALL_INPUT_ENV, broadcast
@@ -63,6 +63,26 @@ def test_collect_tables_gives_each_frames_rows_in_one_job(spark):
         expected = [r.asDict(recursive=True) for r in df.collect()]
         assert sorted(map(repr, got[name])) == sorted(map(repr, expected)), name
     assert got["empty"] == [] and len(got["nested"]) == 2
+
+
+@pytest.mark.parametrize(
+    "tuples",
+    [
+        [(1, "a", 7, True), (-(2**63), "ключ", None, False), (2**63 - 1, None, -1, None)],
+        [],
+    ],
+    ids=["rows", "empty"],
+)
+def test_tuples_frame_gives_the_drivers_tuples_to_a_broadcast_join(spark, tuples):
+    import pyarrow as pa
+
+    schema = pa.schema([("k", pa.int64()), ("s", pa.string()), ("n", pa.int32()), ("b", pa.bool_())])
+    frame = tuples_frame(spark, tuples, schema)
+    assert [tuple(r) for r in frame.collect()] == tuples
+    assert frame.schema.simpleString() == "struct<k:bigint,s:string,n:int,b:boolean>"
+    keys = spark.createDataFrame([(t[0],) for t in tuples] + [(0,)], "k bigint")
+    joined = keys.join(broadcast(frame), "k").select("k", "s").collect()
+    assert sorted(tuple(r) for r in joined) == sorted((t[0], t[1]) for t in tuples)
 
 
 def test_broadcast_hints_follow_the_small_input_settings(spark):
