@@ -32,7 +32,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from auditor.observe import rows
-from auditor.observe.extract_files import ExtractWriter, kind_path
+from auditor.observe.extract_files import VERSION_KEY, ExtractWriter, kind_path
 
 CLUSTER = "bench"
 BROKERS = (1, 2, 3)
@@ -160,15 +160,29 @@ def _tables(p: int, broker: int, batches: int, log_dir: str) -> list[tuple[str, 
     return [("batch", batch), ("epoch", epoch), ("replica", replica)]
 
 
+def written_alike(out: Path) -> bool:
+    """``out`` holds an extract of this schema version whose batch file has the page index
+    :class:`ExtractWriter` writes (an extract left by an earlier writer is written again)."""
+    try:
+        batch = pq.ParquetFile(kind_path(out, "batch"))
+    except (OSError, ValueError):
+        return False
+    meta = batch.metadata
+    version = (batch.schema_arrow.metadata or {}).get(VERSION_KEY)
+    indexed = meta.num_row_groups == 0 or meta.row_group(0).column(0).has_column_index
+    return version == str(rows.SCHEMA_VERSION).encode() and indexed
+
+
 def generate(data: Path, partitions: int, batches: int, shape=None) -> list[Path]:
-    """One extract directory per broker under ``data`` (kept when already there); ``shape(batch, p)``
-    rewrites each replica's batch table of partition ``p`` (``bench_eos_audit``: all transactional)."""
+    """One extract directory per broker under ``data`` (kept when already there, written as this code's
+    :class:`ExtractWriter` writes); ``shape(batch, p)`` rewrites each replica's batch table of partition ``p``
+    (``bench_eos_audit``: all transactional)."""
     data.mkdir(parents=True, exist_ok=True)
     files = []
     for broker in BROKERS:
         out = data / f"broker-{broker}"
         files.append(out)
-        if out.exists():
+        if written_alike(out):
             continue
         with ExtractWriter(out) as writer:  # written beside, renamed when whole
             for p in range(partitions):

@@ -90,6 +90,7 @@ def _spill_tasks(scratch: str):
 
         from auditor.layout.tasks import PartitionTask
         from auditor.observe.extract import extract_partition
+        from auditor.observe.extract_files import PAGES
 
         writers: dict[str, pq.ParquetWriter] = {}
         counts: dict[str, int] = {}
@@ -105,7 +106,7 @@ def _spill_tasks(scratch: str):
                             os.makedirs(os.path.join(scratch, kind), exist_ok=True)
                             paths[kind] = os.path.join(scratch, kind, f"{name}.parquet")
                             schema = rows.TABLES[kind]
-                            writers[kind] = pq.ParquetWriter(paths[kind], schema, compression="lz4")
+                            writers[kind] = pq.ParquetWriter(paths[kind], schema, compression="lz4", **PAGES)
                             counts[kind] = 0
                         writers[kind].write_table(table.cast(rows.TABLES[kind]))
                         counts[kind] += table.num_rows

@@ -98,6 +98,10 @@ def test_parquet_extract_round_trip(scenarios, tmp_path):
         assert written.remove_metadata().equals(schema), kind  # flat: no kind column, no struct padding
         assert written.metadata[VERSION_KEY] == str(rows.SCHEMA_VERSION).encode()
         assert written.metadata[KIND_KEY] == kind.encode()
+        meta = pq.ParquetFile(out / f"{kind}.parquet").metadata
+        for g in range(meta.num_row_groups):  # the page index a reader skips pages by
+            chunks = [meta.row_group(g).column(c) for c in range(meta.num_columns)]
+            assert all(c.has_column_index and c.has_offset_index for c in chunks), kind
     assert counts["batch"] and counts["replica"] and not counts["commit"]
 
 
