@@ -33,6 +33,7 @@ import pyarrow.parquet as pq
 
 from auditor.observe import rows
 from auditor.observe.extract_files import VERSION_KEY, ExtractWriter, kind_path
+from auditor.observe.partition_key import partition_key
 
 CLUSTER = "bench"
 BROKERS = (1, 2, 3)
@@ -98,6 +99,7 @@ def _tables(p: int, broker: int, batches: int, log_dir: str) -> list[tuple[str, 
             "is_transactional": np.zeros(n, bool),
             "codec": np.zeros(n, np.int8),
             "control_type": pa.nulls(n, pa.int8()),
+            "tp": np.full(n, partition_key(CLUSTER, topic, partition), np.int64),
         },
         schema=rows.BATCH,
     )
@@ -161,8 +163,8 @@ def _tables(p: int, broker: int, batches: int, log_dir: str) -> list[tuple[str, 
 
 
 def written_alike(out: Path) -> bool:
-    """``out`` holds an extract of this schema version whose batch file has the page index
-    :class:`ExtractWriter` writes (an extract left by an earlier writer is written again)."""
+    """``out`` holds an extract of this schema version whose batch file has this code's columns and the page
+    index :class:`ExtractWriter` writes (an extract left by an earlier writer is written again)."""
     try:
         batch = pq.ParquetFile(kind_path(out, "batch"))
     except (OSError, ValueError):
@@ -170,7 +172,8 @@ def written_alike(out: Path) -> bool:
     meta = batch.metadata
     version = (batch.schema_arrow.metadata or {}).get(VERSION_KEY)
     indexed = meta.num_row_groups == 0 or meta.row_group(0).column(0).has_column_index
-    return version == str(rows.SCHEMA_VERSION).encode() and indexed
+    alike = batch.schema_arrow.names == rows.BATCH.names
+    return version == str(rows.SCHEMA_VERSION).encode() and indexed and alike
 
 
 def generate(data: Path, partitions: int, batches: int, shape=None) -> list[Path]:

@@ -9,6 +9,7 @@ import pyarrow as pa
 
 from auditor.layout.tasks import PartitionTask
 from auditor.observe import rows
+from auditor.observe.partition_key import partition_key
 from parsers.record_batch import (
     ATTR_COMPRESSION_MASK,
     ATTR_CONTROL,
@@ -50,6 +51,12 @@ def key_columns(task: PartitionTask, n: int) -> list[pa.Array]:
     ]
 
 
+def key_column(task: PartitionTask, n: int) -> pa.Array:
+    """The ``tp`` column of ``n`` rows of one replica (``rows._TP``)."""
+    tp = partition_key(task.cluster, task.topic, task.partition)
+    return column(np.full(n, tp, dtype=np.int64), pa.int64())
+
+
 def batch_table(
     task: PartitionTask, segment: int, positions, headers, valid, live, control_types: pa.Array
 ) -> pa.Table:
@@ -79,7 +86,7 @@ def batch_table(
     }
     arrays = key_columns(task, n)
     arrays += [column(columns[f.name], f.type) for f in rows.BATCH if f.name in columns]
-    arrays.append(control_types)
+    arrays += [control_types, key_column(task, n)]
     return pa.Table.from_arrays(arrays, schema=rows.BATCH)
 
 

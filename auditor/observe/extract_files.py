@@ -26,6 +26,7 @@ import uuid
 import pyarrow as pa
 
 from auditor.observe import rows
+from auditor.observe.partition_key import with_partition_key
 from parsers.files import open_regular_file
 
 SUFFIX = ".parquet"
@@ -106,7 +107,7 @@ def _problem(path: str) -> tuple[str, str] | None:
                 found = "no schema version" if version is None else f"schema version {version}"
                 return file, f"{found}, this kafka-auditor reads version {rows.SCHEMA_VERSION}; {AGAIN}"
             written = (meta.metadata or {}).get(KIND_KEY)
-            lacking = [n for n in schema.names if n not in names]
+            lacking = [n for n in schema.names if n not in names and n not in rows.DERIVED]
             if (written is not None and written.decode(errors="replace") != kind) or lacking:
                 return file, f"not the {kind} table of an extract; {AGAIN}"
     return None
@@ -300,6 +301,7 @@ def read_extract(path: str | os.PathLike) -> dict[str, pa.Table]:
     out = {}
     for kind, schema in rows.TABLES.items():
         files = part_files(kind_path(path, kind))
-        parts = [pq.read_table(f).select(schema.names).cast(schema) for f in files]
+        tables = [with_partition_key(pq.read_table(f), schema) for f in files]
+        parts = [t.select(schema.names).cast(schema) for t in tables]
         out[kind] = pa.concat_tables(parts) if parts else schema.empty_table()
     return out

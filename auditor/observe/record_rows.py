@@ -16,7 +16,7 @@ import pyarrow as pa
 from auditor.kafka.topics import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
 from auditor.layout.tasks import PartitionTask
 from auditor.observe import rows
-from auditor.observe.arrow_build import column, key_columns
+from auditor.observe.arrow_build import column, key_column, key_columns
 from auditor.observe.records import read_batch_records, record_hash, record_hashes
 from parsers.errors import ParseError
 from parsers.record_batch import (
@@ -217,5 +217,5 @@ def _record_rows(task: PartitionTask, parts: list[_Rows]) -> pa.Table:
     size = np.concatenate([np.asarray(p.size, dtype=np.int64) for p in parts])[order]
     n = len(order)
     arrays = key_columns(task, n) + [column(c, pa.int64()) for c in cols]
-    arrays += [column(control, pa.bool_()), column(size, pa.int32())]
+    arrays += [column(control, pa.bool_()), column(size, pa.int32()), key_column(task, n)]
     return pa.Table.from_arrays(arrays, schema=rows.RECORD)

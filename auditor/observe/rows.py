@@ -39,6 +39,15 @@ _KEY = [
     pa.field("log_dir", pa.string()),
 ]
 
+_TP = pa.field("tp", pa.int64())
+"""The partition's key (``partition_key.partition_key``: Spark's ``xxhash64(cluster, topic, partition)``) on
+the two tables of millions of rows, so that the audit's scans read no string (:data:`DERIVED`)."""
+
+DERIVED = frozenset({"tp"})
+"""Columns an extract file may lack (one written before they were added, in the same schema version): each
+is worked out from the others where it is missing (``tp``: ``partition_key.with_partition_key``, in Spark
+``auditor.spark.extract.parquet_extract``)."""
+
 BATCH = pa.schema(
     _KEY
     + [
@@ -66,6 +75,7 @@ BATCH = pa.schema(
         # type of the first control record of a control batch (0 ABORT, 1 COMMIT, 2..6 KRaft control
         # records, -1 unreadable or unknown); null for data batches
         pa.field("control_type", pa.int8()),
+        _TP,
     ]
 )
 
@@ -132,6 +142,7 @@ RECORD = pa.schema(
         pa.field("record_hash", pa.int64()),  # blake2b-64 of key, value and headers (records.record_hash)
         pa.field("is_control", pa.bool_()),
         pa.field("size", pa.int32()),
+        _TP,
     ]
 )
 

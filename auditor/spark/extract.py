@@ -25,7 +25,7 @@ from auditor.layout.logdir import LogDirInfo, read_log_dir
 from auditor.layout.tasks import PartitionTask
 from auditor.observe import rows
 from auditor.observe.extract import metadata_for
-from auditor.observe.extract_files import kind_path
+from auditor.observe.extract_files import kind_path, part_files
 from auditor.spark.inputs import Inputs, Source
 
 SLICE_BYTES = 64 << 20
@@ -170,18 +170,33 @@ def parquet_extract(spark, sources: list[Source]) -> dict[str, object]:
     replacing ``cluster``)."""
     from pyspark.sql import functions as F
 
-    by_label: dict[str | None, list[str]] = {}
-    for source in sources:
-        by_label.setdefault(source.label, []).append(source.path)
     frames = {}
     for kind, schema in rows.TABLES.items():
         reader = spark.read.schema(rows.spark_schema(schema))
+        # per cluster label, and per whether the files hold the partition key (rows.DERIVED): the key of
+        # rows without it, or relabelled, is worked out in Spark, as compare.with_tp does
+        groups: dict[tuple[str | None, bool], list[str]] = {}
+        for source in sources:
+            path = kind_path(source.path, kind)
+            keyed = "tp" in schema.names and all("tp" in _names(f) for f in part_files(path))
+            groups.setdefault((source.label, keyed), []).append(path)
         parts = []
-        for label, paths in by_label.items():
-            df = reader.parquet(*[kind_path(p, kind) for p in paths])
-            parts.append(df if label is None else df.withColumn("cluster", F.lit(label)))
+        for (label, keyed), paths in groups.items():
+            df = reader.parquet(*paths)
+            if label is not None:
+                df = df.withColumn("cluster", F.lit(label))
+            if "tp" in schema.names and (label is not None or not keyed):
+                df = df.withColumn("tp", F.xxhash64("cluster", "topic", "partition"))
+            parts.append(df)
         frames[kind] = _union(parts)
     return frames
+
+
+def _names(file: str) -> list[str]:
+    """The column names of one Parquet file (its footer only)."""
+    import pyarrow.parquet as pq
+
+    return pq.read_schema(file).names
 
 
 def _union(frames: list):

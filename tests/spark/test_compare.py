@@ -91,6 +91,57 @@ def test_record_rows_without_offset_are_left_out_alike_on_both_paths(spark, tmp_
     assert codes(small) == codes(large) and any(c[0] == "KA601" for c in codes(small))
 
 
+def test_an_extract_without_the_partition_key_audits_alike(spark, tmp_path, monkeypatch):
+    """Batch and record files written before they carried ``tp`` (``rows.DERIVED``) get the same key in
+    Spark: the loaded rows' keys, and the findings on the executors and in the driver, are those of the
+    files with it, and a cluster label (which replaces ``cluster``) keys both alike."""
+    import shutil
+
+    import pyarrow.parquet as pq
+    from pyspark.sql import functions as F
+
+    from auditor.observe.extract import extract_log_dir
+    from auditor.observe.extract_files import kind_path, read_extract
+    from auditor.spark.audit import run_audit
+    from auditor.spark.extract import load
+    from auditor.spark.inputs import discover
+    from auditor.spark.tuning import SMALL_INPUT_ENV
+    from tests.support.handmade import write_cluster
+
+    root = write_cluster(tmp_path / "c")
+    keyed, bare = tmp_path / "keyed", tmp_path / "bare"
+    for broker_dir in sorted(p for p in root.iterdir() if p.is_dir()):
+        extract_log_dir(broker_dir, keyed / broker_dir.name)
+        shutil.copytree(keyed / broker_dir.name, bare / broker_dir.name)
+        for kind in ("batch", "record"):
+            path = kind_path(bare / broker_dir.name, kind)
+            table = pq.read_table(path)
+            pq.write_table(table.drop(["tp"]).replace_schema_metadata(table.schema.metadata), path)
+        assert read_extract(bare / broker_dir.name) == read_extract(keyed / broker_dir.name)
+
+    def keys(path, label=None):
+        tables = load(spark, discover(sorted(path.iterdir()), label=label))
+        batch = tables.batch.select("tp", F.xxhash64("cluster", "topic", "partition").alias("want"))
+        rows_ = batch.collect()
+        assert rows_ and all(r["tp"] == r["want"] for r in rows_)
+        return sorted(r["tp"] for r in rows_)
+
+    assert keys(keyed) == keys(bare) != keys(keyed, "relabelled") == keys(bare, "relabelled")
+
+    def codes(path, label=None):
+        result = run_audit(spark, discover(sorted(path.iterdir()), label=label))
+        return sorted(
+            (f.code, f.evidence.get("cluster"), f.topic, f.partition, f.broker, f.offset_start)
+            for f in result.findings
+        )
+
+    small = codes(keyed)
+    assert small == codes(bare) and any(c[0] == "KA601" for c in small)
+    monkeypatch.setenv(SMALL_INPUT_ENV, "0")
+    assert codes(keyed) == codes(bare) == small
+    assert codes(keyed, "relabelled") == codes(bare, "relabelled") != small
+
+
 def test_chunks_before_a_replicas_log_start_are_no_candidates(spark, tmp_path, monkeypatch):
     """Retention removed the first segments of brokers 2 and 3 before broker 1's: the chunks below a
     replica's log start that the others hold alike are no candidate chunks (none of the pass's comparisons
