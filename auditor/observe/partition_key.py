@@ -1,7 +1,7 @@
 """The 64-bit key of a partition, ``tp``: Spark's ``xxhash64(cluster, topic, partition)`` (seed 42; a string
 hashed as its UTF-8 bytes, an int as its 4 little-endian bytes, each value's hash the next one's seed),
 worked out in Python once per replica, so that the extract's batch and record rows carry it and the audit's
-scans of millions of rows read one integer column instead of hashing two strings a row
+scans of millions of rows read one integer column instead of decoding and hashing two strings a row
 (``auditor.spark.compare.with_tp`` computes the same key in Spark for rows without it;
 ``tests/observe/test_partition_key.py`` proves the two equal).
 

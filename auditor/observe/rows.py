@@ -41,7 +41,8 @@ _KEY = [
 
 _TP = pa.field("tp", pa.int64())
 """The partition's key (``partition_key.partition_key``: Spark's ``xxhash64(cluster, topic, partition)``) on
-the two tables of millions of rows, so that the audit's scans read no string (:data:`DERIVED`)."""
+the two tables of millions of rows, so that the audit's digest scan reads no string and its second scan
+hashes none (:data:`DERIVED`)."""
 
 DERIVED = frozenset({"tp"})
 """Columns an extract file may lack (one written before they were added, in the same schema version): each

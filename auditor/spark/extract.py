@@ -90,9 +90,10 @@ def _spill_tasks(scratch: str):
 
         from auditor.layout.tasks import PartitionTask
         from auditor.observe.extract import extract_partition
-        from auditor.observe.extract_files import PAGES
+        from auditor.observe.extract_files import page_options
 
         writers: dict[str, pq.ParquetWriter] = {}
+        pages = page_options()
         counts: dict[str, int] = {}
         paths: dict[str, str] = {}
         name = uuid.uuid4().hex
@@ -106,7 +107,7 @@ def _spill_tasks(scratch: str):
                             os.makedirs(os.path.join(scratch, kind), exist_ok=True)
                             paths[kind] = os.path.join(scratch, kind, f"{name}.parquet")
                             schema = rows.TABLES[kind]
-                            writers[kind] = pq.ParquetWriter(paths[kind], schema, compression="lz4", **PAGES)
+                            writers[kind] = pq.ParquetWriter(paths[kind], schema, compression="lz4", **pages)
                             counts[kind] = 0
                         writers[kind].write_table(table.cast(rows.TABLES[kind]))
                         counts[kind] += table.num_rows
