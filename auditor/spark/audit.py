@@ -228,10 +228,10 @@ def collect_small(tables) -> dict[str, list[dict[str, Any]]]:
     from pyspark.sql import functions as F
 
     from auditor.spark.arrow import collect_tables
+    from auditor.spark.compare import with_tp
     from auditor.spark.identity import REPLICA_COLUMNS
 
-    tp = F.xxhash64("cluster", "topic", "partition").alias("tp")  # compare.with_tp's key
-    small = {"replicas": tables.replica.select(*REPLICA_COLUMNS, tp), "metadata": tables.metadata}
+    small = {"replicas": with_tp(tables.replica).select(*REPLICA_COLUMNS, "tp"), "metadata": tables.metadata}
     if getattr(tables, "commit", None) is not None:
         small["commits"] = tables.commit
     if getattr(tables, "txn_state", None) is not None:

@@ -171,6 +171,8 @@ def parquet_extract(spark, sources: list[Source]) -> dict[str, object]:
     replacing ``cluster``)."""
     from pyspark.sql import functions as F
 
+    from auditor.spark.compare import with_tp
+
     frames = {}
     for kind, schema in rows.TABLES.items():
         reader = spark.read.schema(rows.spark_schema(schema))
@@ -187,7 +189,7 @@ def parquet_extract(spark, sources: list[Source]) -> dict[str, object]:
             if label is not None:
                 df = df.withColumn("cluster", F.lit(label))
             if "tp" in schema.names and (label is not None or not keyed):
-                df = df.withColumn("tp", F.xxhash64("cluster", "topic", "partition"))
+                df = with_tp(df.drop("tp"))
             parts.append(df)
         frames[kind] = _union(parts)
     return frames
