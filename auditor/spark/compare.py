@@ -4,8 +4,9 @@ Inputs are the flat tables of :mod:`auditor.spark.extract`; every partition repl
 ``tp = xxhash64(cluster, topic, partition)`` and its broker id. The batch rows (the only big table: every
 complete batch of the log Kafka loads, ``live``; CRC failures are ``scan``'s job) are read twice:
 
-1. digests: per (tp, broker, offset chunk of 4096, leader epoch) an XOR of batch signatures
-   ``xxhash64(base offset, last offset, stored CRC, partitionLeaderEpoch)``, counts and offset ranges
+1. digests (:func:`chunk_digests`): per (tp, broker, offset chunk of 4096, leader epoch) an XOR of batch
+   signatures ``xxhash64(base offset, last offset, stored CRC, partitionLeaderEpoch)`` and a sum of their
+   high halves, counts and offset ranges
    (map-side partial aggregation: a few rows per chunk leave each task);
 2. candidate chunks: the (tp, chunk) where the replicas of a partition are not unanimous (a replica whose
    log reaches the chunk lacks it, or the digests differ), collected (one row per chunk that differs); the
@@ -70,7 +71,11 @@ def candidate_chunks(digest: DataFrame, compared: Compared) -> DataFrame:
     reaches them and :meth:`Compared.lag_only` to leave a lagging follower's gap to its digests. One
     shuffle: the digests are partitioned by ``(tp, chunk)``, which the aggregations and the broadcast join
     keep."""
-    differ = (F.col("x_min") != F.col("x_max")) | (F.col("n_min") != F.col("n_max"))
+    differ = (
+        (F.col("x_min") != F.col("x_max"))
+        | (F.col("h_min") != F.col("h_max"))
+        | (F.col("n_min") != F.col("n_max"))
+    )
 
     def extent() -> tuple[Column, ...]:
         return (
@@ -82,13 +87,15 @@ def candidate_chunks(digest: DataFrame, compared: Compared) -> DataFrame:
     return (
         digest.repartition("tp", "chunk")
         .groupBy("tp", "chunk", "broker")
-        .agg(F.expr("bit_xor(x)").alias("x"), F.sum("n").alias("n"), *extent())
+        .agg(F.expr("bit_xor(x)").alias("x"), F.sum("h").alias("h"), F.sum("n").alias("n"), *extent())
         .join(broadcast(compared.frame(digest.sparkSession)), ["tp", "broker"])
         .groupBy("tp", "chunk")
         .agg(
             F.expr("bit_or(bit)").alias("present"),
             F.min("x").alias("x_min"),
             F.max("x").alias("x_max"),
+            F.min("h").alias("h_min"),
+            F.max("h").alias("h_max"),
             F.min("n").alias("n_min"),
             F.max("n").alias("n_max"),
             *extent(),
@@ -405,7 +412,7 @@ def audit(
             {
                 "replica": replicas,
                 "epoch": epochs,
-                "digest": digest.drop("x"),
+                "digest": digest.drop("x", "h"),
                 "batch": _pass_columns(candidates),
                 "record": records,
             }
@@ -599,6 +606,32 @@ class Compared:
         return {(tp, chunk) for (tp, _broker), (_first, chunk) in first.items()}
 
 
+def chunk_digests(batches: DataFrame) -> DataFrame:
+    """The digest rows of :func:`batch_columns` rows (a plan): per (tp, broker, chunk, leader epoch) the XOR
+    of the batch signatures and the sum of their high halves (a log repeating a batch cancels it out of the
+    XOR, not of the sum; no overflow under 2^31 rows a chunk), the count, the offset range, records, bytes,
+    max timestamps and whether a batch needs its row in the pass (``rows_needed``)."""
+    # a batch whose digest cannot stand for it in the pass: transactional or control (its state, its
+    # marker), or holding more records than offsets (the pass counts those batches by their offsets)
+    # (the attribute bits the extract's is_transactional and is_control come from: one column read, not two;
+    # a null, only in a damaged extract, counts as needing the rows, where the pass fails as the driver's)
+    flags = F.col("attributes").bitwiseAND(ATTR_TRANSACTIONAL | ATTR_CONTROL) != 0
+    overfull = F.col("records_count") > F.col("last_offset") - F.col("base_offset") + 1
+    rows_needed = F.coalesce(flags | overfull | F.col("size").isNull(), F.lit(True))
+    return batches.groupBy("tp", "broker", "chunk", "leader_epoch").agg(
+        F.expr("bit_xor(sig)").alias("x"),
+        F.sum(F.shiftrightunsigned("sig", 32)).alias("h"),
+        F.count(F.lit(1)).alias("n"),
+        F.min("base_offset").alias("first"),
+        F.max("last_offset").alias("last"),
+        F.sum("records_count").alias("records"),
+        F.sum("size").alias("bytes"),
+        F.min("max_timestamp").alias("first_timestamp"),
+        F.max("max_timestamp").alias("last_timestamp"),
+        F.max(rows_needed).alias("rows_needed"),
+    )
+
+
 def scan_batches(
     batch: DataFrame, compared: Compared, chunk_bits: int
 ) -> tuple[DataFrame, list, DataFrame, dict[int, set[int]]]:
@@ -608,26 +641,7 @@ def scan_batches(
     chunks, ``held``, and every other transactional or control batch) and, by partition, the chunks left to
     their digest rows (:meth:`Compared.lag_only`: a lagging follower's gap, never held, whatever its size)."""
     batches = batch_columns(batch, chunk_bits)
-    # a batch whose digest cannot stand for it in the pass: transactional or control (its state, its
-    # marker), or holding more records than offsets (the pass counts those batches by their offsets)
-    # (the attribute bits the extract's is_transactional and is_control come from: one column read, not two;
-    # a null, only in a damaged extract, counts as needing the rows, where the pass fails as the driver's)
-    flags = F.col("attributes").bitwiseAND(ATTR_TRANSACTIONAL | ATTR_CONTROL) != 0
-    overfull = F.col("records_count") > F.col("last_offset") - F.col("base_offset") + 1
-    rows_needed = F.coalesce(flags | overfull | F.col("size").isNull(), F.lit(True))
-    digest = _materialize(
-        batches.groupBy("tp", "broker", "chunk", "leader_epoch").agg(
-            F.expr("bit_xor(sig)").alias("x"),
-            F.count(F.lit(1)).alias("n"),
-            F.min("base_offset").alias("first"),
-            F.max("last_offset").alias("last"),
-            F.sum("records_count").alias("records"),
-            F.sum("size").alias("bytes"),
-            F.min("max_timestamp").alias("first_timestamp"),
-            F.max("max_timestamp").alias("last_timestamp"),
-            F.max(rows_needed).alias("rows_needed"),
-        )
-    )
+    digest = _materialize(chunk_digests(batches))
     chunks, lag = [], []
     for c in candidate_chunks(digest, compared).collect():
         if not c["differ"] and not compared.lacking(c["tp"], c["present"], c["last"]):

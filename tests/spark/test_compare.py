@@ -27,17 +27,7 @@ def _candidate_rows(batch, chunks) -> list:
 def test_pruned_scan_keeps_every_candidate_row(spark, sim_audit):
     tables = load(spark, sim_audit.inputs)
     replicas = compare.with_tp(tables.replica)
-    digest = (
-        compare.batch_columns(tables.batch, CHUNK_BITS)
-        .groupBy("tp", "broker", "chunk", "leader_epoch")
-        .agg(
-            F.expr("bit_xor(sig)").alias("x"),
-            F.count(F.lit(1)).alias("n"),
-            F.min("base_offset").alias("first"),
-            F.max("last_offset").alias("last"),
-            F.max(F.col("is_transactional")).alias("rows_needed"),
-        )
-    )
+    digest = compare.chunk_digests(compare.batch_columns(tables.batch, CHUNK_BITS))
     keys = replicas.select("tp", "cluster", "topic", "partition", "broker", *compare.REPLICA_START_COLUMNS)
     compared = compare.Compared.of(r.asDict() for r in keys.collect())
     chunks = compare.candidate_chunks(digest, compared).cache()
@@ -400,3 +390,36 @@ def test_the_first_chunk_past_each_lacking_log_end_stays_batch_rows():
     assert compared.first_after_log_ends(chunks) == {(7, 13)}
     chunks.append(dict(chunk, chunk=20, present=0b101, first=160, last=167))  # broker 2 lacks it too
     assert compared.first_after_log_ends(chunks) == {(7, 13), (7, 20)}
+
+
+def test_replicas_repeating_different_batches_are_compared(spark, tmp_path, monkeypatch):
+    """Each log repeats a batch, a different one (broker 1 holds its batch 3 twice; broker 2, another batch 3
+    twice): the chunk's signatures cancel out in pairs in an XOR and the counts are equal, yet the replicas
+    differ. The digest also sums the signatures' high halves, so the chunk is a candidate and the executors
+    find the divergence at offset 3 (KA601) that the driver's pass over every batch row finds."""
+    import json
+
+    from auditor.spark.audit import run_audit
+    from auditor.spark.inputs import discover
+    from auditor.spark.tuning import SMALL_INPUT_ENV
+    from parsers.record_batch import RecordSpec, build_batch
+
+    def batch(offset: int, value: bytes) -> bytes:
+        return build_batch([RecordSpec(b"k", value, 1_700_000_000_000 + offset)], base_offset=offset)
+
+    for node, value in ((1, b"a"), (2, b"b")):
+        _broker(tmp_path, node, [(0, 2)], hw=3, epochs=[(0, 0)])
+        log = tmp_path / f"broker-{node}" / "t-0" / f"{0:020d}.log"
+        log.write_bytes(log.read_bytes() + batch(3, value) * 2)
+
+    def findings(result) -> list:
+        return sorted(
+            (f.code, f.broker or 0, f.offset_start or 0, json.dumps(f.evidence, sort_keys=True, default=str))
+            for f in result.findings
+        )
+
+    inputs = discover([tmp_path])
+    every_row = findings(run_audit(spark, inputs, chunk_bits=3))
+    monkeypatch.setenv(SMALL_INPUT_ENV, "0")
+    assert findings(run_audit(spark, inputs, chunk_bits=3)) == every_row
+    assert any(f[0] == "KA601" and f[2] == 3 for f in every_row), every_row
