@@ -38,6 +38,7 @@ from auditor.layout.logdir import read_meta_properties
 from auditor.layout.tasks import PartitionTask
 from auditor.observe.context import LogDirContext, LogDirFacts, PartitionContext
 from auditor.observe.files import ParsedFile, load_snapshot, parse_file
+from auditor.observe.indexes import txn_index_corrupt
 from auditor.observe.segments import SegmentFacts, collect_segment
 from auditor.rules import runner
 from auditor.rules.registry import REGISTRY, Rule, Selection, load_rules, select_rules
@@ -306,7 +307,8 @@ def _views(contexts: list[LogDirContext]) -> dict[str, TopicView]:
         if md is None:
             continue
         try:
-            views[ld.path] = topic_view(md)
+            bases = [s.base_offset for s in md.log_segments if s.txnindex is not None]
+            views[ld.path] = topic_view(md, txn_index_corrupt(md.path, bases) if bases else frozenset())
         except (OSError, ParseError):
             continue
     return views

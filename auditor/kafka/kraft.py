@@ -86,14 +86,16 @@ class MetadataEntry:
 @dataclass
 class MetadataReplay:
     """Replay of one node's metadata log: ``segments`` (base offset, ``.log`` path) in order and the complete
-    snapshots (end offset, epoch, path); ``unindexed``: the segments without their offset index (recovered at
-    load, :class:`LogRecovery`). :meth:`entries` streams the records; afterwards ``end_offset`` is the log
-    end offset Kafka loads and ``notes`` lists what could not be applied."""
+    snapshots (end offset, epoch, path); ``unindexed`` and ``txn_index_corrupt``: the segments without their
+    offset index and those whose ``.txnindex`` fails its sanity check (recovered at load,
+    :class:`LogRecovery`). :meth:`entries` streams the records; afterwards ``end_offset`` is the log end
+    offset Kafka loads and ``notes`` lists what could not be applied."""
 
     segments: list[tuple[int, Path]]
     snapshots: list[tuple[int, int, Path]]
     keys: frozenset[int]
     unindexed: frozenset[int] = frozenset()
+    txn_index_corrupt: frozenset[int] = frozenset()
     snapshot: tuple[int, int, Path] | None = field(init=False)
     end_offset: int = 0
     notes: list[str] = field(default_factory=list)
@@ -122,7 +124,8 @@ class MetadataReplay:
 
     def _log(self, start: int, end: int | None) -> Iterator[MetadataEntry]:
         bases = [b for b, _ in self.segments]
-        recovery = LogRecovery(bases, False, 0, metadata_log=True, unindexed=self.unindexed)
+        corrupt = self.txn_index_corrupt
+        recovery = LogRecovery(bases, False, 0, True, unindexed=self.unindexed, txn_index_corrupt=corrupt)
         for base, path in self.segments:
             if end is not None and base >= end:
                 break  # past the history wanted
@@ -221,17 +224,21 @@ class TopicView:
         }
 
 
-def replay_of(part: PartitionDir, keys: frozenset[int]) -> MetadataReplay:
-    """The :class:`MetadataReplay` of an inventoried ``__cluster_metadata-0`` directory."""
+def replay_of(
+    part: PartitionDir, keys: frozenset[int], txn_index_corrupt: frozenset[int] = frozenset()
+) -> MetadataReplay:
+    """The :class:`MetadataReplay` of an inventoried ``__cluster_metadata-0`` directory
+    (``txn_index_corrupt``: its segments whose ``.txnindex`` fails its sanity check, read by the caller)."""
     segments = [(s.base_offset, Path(s.log.path)) for s in part.log_segments if s.log is not None]
     snapshots = [(f.base_offset or 0, f.epoch or 0, Path(f.path)) for f in part.kraft_snapshots]
-    return MetadataReplay(segments, snapshots, keys, part.unindexed)
+    return MetadataReplay(segments, snapshots, keys, part.unindexed, txn_index_corrupt)
 
 
-def topic_view(part: PartitionDir) -> TopicView:
-    """Build the topic view of one ``__cluster_metadata-0`` directory (read-only)."""
+def topic_view(part: PartitionDir, txn_index_corrupt: frozenset[int] = frozenset()) -> TopicView:
+    """Build the topic view of one ``__cluster_metadata-0`` directory (read-only; ``txn_index_corrupt``:
+    :func:`replay_of`)."""
     view = TopicView(part.path)
-    replay = replay_of(part, TOPIC_KEYS)
+    replay = replay_of(part, TOPIC_KEYS, txn_index_corrupt)
     ids: dict[str, str] = {}
     for entry in replay.entries():
         data = entry.data

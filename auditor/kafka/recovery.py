@@ -22,20 +22,22 @@ find offset index file ..., recovering segment and rebuilding index files"): ``r
 ``LogSegment.recover`` cuts that segment at its valid prefix and rebuilds its indexes, and deletes no other
 segment (:attr:`LogRecovery.load_truncations`). Such a segment, re-read by ``recoverLog`` afterwards, has
 nothing left to cut, so it never makes ``recoverLog`` delete the segments after it. Which segments lack
-their index comes from the log dir's listing (``LogRecovery.unindexed``). Not modelled: a ``.txnindex`` that
-fails ``TransactionIndex.sanityCheck`` (``CorruptIndexException``, the same load-time recovery) needs the
-index's contents, which the listing does not give; a 4.0 broker runs no load-time sanity check of the
-offset and time indexes ("Sanity checks for time index and offset index are skipped").
+their index comes from the log dir's listing (``LogRecovery.unindexed``). The same load-time recovery
+follows a ``.txnindex`` that fails ``TransactionIndex.sanityCheck``, the one index check ``sanityCheck``
+still runs (an aborted transaction whose last offset is below the segment's base offset:
+``CorruptIndexException``, "Found a corrupted index file ..., recovering segment and rebuilding index
+files"; ``LogRecovery.txn_index_corrupt``, from the index's contents). A 4.0 broker runs no load-time sanity
+check of the offset and time indexes ("Sanity checks for time index and offset index are skipped").
 
 A segment that could not be read at all is summarised with no batches and size 0: recovery neither cuts nor
 extends it (Kafka would take the log dir offline on the I/O error, KIP-112).
 
 What Kafka trusts without re-validating (:meth:`LogRecovery.trusts`, :meth:`LogRecovery.trusted_below_in`)
 tells the extraction which batches it may read header by header: with ``.kafka_cleanshutdown``,
-``LogLoader.recoverLog`` re-validates no segment at all, and only the segments without their offset index are
-recovered at load (never trusted); the auditor still validates, as a margin, the batches from the recovery
-point on (in the segment containing it and those after it: what a log holds past its recovery point was
-never known to be flushed).
+``LogLoader.recoverLog`` re-validates no segment at all, and only the segments recovered at load (no offset
+index, or a corrupt transaction index) are re-read (never trusted); the auditor still validates, as a
+margin, the batches from the recovery point on (in the segment containing it and those after it: what a log
+holds past its recovery point was never known to be flushed).
 """
 
 from __future__ import annotations
@@ -87,20 +89,30 @@ class RecoveryTruncation:
 
 @dataclass(frozen=True)
 class LoadTruncation:
-    """What ``LogLoader.loadSegmentFiles`` cuts from a segment whose offset index is missing: ``segment``
-    (file name) at byte ``position`` (``bytes`` bytes), the later segments kept; ``next_offset`` is the
-    segment's next offset left (``LogSegment.readNextOffset``)."""
+    """What ``LogLoader.loadSegmentFiles`` cuts from a segment it recovers at load (:data:`LOAD_REASONS`):
+    ``segment`` (file name) at byte ``position`` (``bytes`` bytes), the later segments kept; ``next_offset``
+    is the segment's next offset left (``LogSegment.readNextOffset``); ``reason`` why Kafka recovers it."""
 
     segment: str
     base_offset: int
     position: int
     bytes: int
     next_offset: int
+    reason: str = "offset index missing"
 
     def to_dict(self) -> dict:
-        """Its fields but ``base_offset`` (named by ``segment``), camelCase, with why Kafka recovers it."""
-        out = {camel(f.name): getattr(self, f.name) for f in fields(self) if f.name != "base_offset"}
-        return {**out, "reason": "offset index missing"}
+        """Its fields but ``base_offset`` (named by ``segment``), camelCase."""
+        return {camel(f.name): getattr(self, f.name) for f in fields(self) if f.name != "base_offset"}
+
+
+OFFSET_INDEX_MISSING = "offset index missing"
+TXN_INDEX_CORRUPT = "transaction index corrupt"
+LOAD_REASONS = {
+    OFFSET_INDEX_MISSING: "offset index is missing",
+    TXN_INDEX_CORRUPT: "transaction index fails Kafka's sanity check",
+}
+"""Why ``LogLoader.loadSegmentFiles`` recovers a segment (``LogSegment.sanityCheck``): the reason's name (the
+``reason`` of :class:`LoadTruncation`) and its wording in findings, after "the segment's"."""
 
 
 def will_recover(clean_shutdown: bool, metadata_log: bool) -> bool:
@@ -134,7 +146,7 @@ class LogRecovery:
 
     After the last :meth:`add`: ``leo_on_disk`` is the log end offset of the files as they are, ``leo`` the
     one Kafka loads (after the truncations), ``load_truncations`` what ``loadSegmentFiles`` cuts from the
-    segments without their offset index, ``truncation`` what ``recoverLog`` cuts (None: none).
+    segments it recovers at load, ``truncation`` what ``recoverLog`` cuts (None: none).
     """
 
     bases: Sequence[int]
@@ -145,6 +157,9 @@ class LogRecovery:
     unindexed: Collection[int] = frozenset()
     """Base offsets of the segments whose offset index file is missing (from the log dir's listing,
     :func:`auditor.layout.inventory.unindexed_segments`): recovered at load."""
+    txn_index_corrupt: Collection[int] = frozenset()
+    """Base offsets of the segments whose ``.txnindex`` fails ``TransactionIndex.sanityCheck``
+    (:func:`auditor.observe.indexes.txn_index_corrupt`): recovered at load."""
     runs: bool = field(init=False)
     floor: int | None = field(init=False)
     truncation: RecoveryTruncation | None = field(default=None, init=False)
@@ -157,6 +172,7 @@ class LogRecovery:
 
     def __post_init__(self) -> None:
         self.unindexed = frozenset(self.unindexed)
+        self.txn_index_corrupt = frozenset(self.txn_index_corrupt)
         self.runs = will_recover(self.clean_shutdown, self.metadata_log) and bool(self.bases)
         self.floor = recovery_floor(self.bases, self.recovery_point, self.metadata_log) if self.runs else None
         self.leo = self.leo_on_disk = self.log_start
@@ -174,8 +190,17 @@ class LogRecovery:
 
     def recovers_at_load(self, base_offset: int) -> bool:
         """``LogLoader.loadSegmentFiles`` recovers the segment at ``base_offset``: its offset index is missing
-        (whether or not the log dir was shut down cleanly)."""
-        return base_offset in self.unindexed
+        or its transaction index fails its sanity check (whether or not the log dir was shut down cleanly)."""
+        return self.load_reason(base_offset) is not None
+
+    def load_reason(self, base_offset: int) -> str | None:
+        """Why ``LogLoader.loadSegmentFiles`` recovers the segment at ``base_offset`` (:data:`LOAD_REASONS`;
+        ``sanityCheck`` looks for the offset index first), None when it does not."""
+        if base_offset in self.unindexed:
+            return OFFSET_INDEX_MISSING
+        if base_offset in self.txn_index_corrupt:
+            return TXN_INDEX_CORRUPT
+        return None
 
     def recovers(self, base_offset: int) -> bool:
         """Kafka's next load re-reads (and rebuilds the indexes of) the segment at ``base_offset``, cutting it
@@ -186,9 +211,9 @@ class LogRecovery:
     def trusts(self, base_offset: int) -> bool:
         """Kafka's next load takes the batches of the segment at ``base_offset`` as they are: the log dir was
         shut down cleanly, the segment ends at or below the recovery point (it lies below the segment
-        containing it: flushed, ``LogLoader.recoverLog`` skips it) and has its offset index (else it is
-        recovered at load). Never for the metadata log (always recovered) nor when the recovery point is
-        unknown."""
+        containing it: flushed, ``LogLoader.recoverLog`` skips it) and is not recovered at load
+        (:meth:`recovers_at_load`). Never for the metadata log (always recovered) nor when the recovery point
+        is unknown."""
         return (
             self.trusted_below is not None
             and base_offset < self.trusted_below
@@ -240,8 +265,9 @@ class LogRecovery:
         if not seg.truncate_bytes:
             return None
         cut = seg.valid_end
-        if self.recovers_at_load(seg.base_offset):
-            cut_at_load = LoadTruncation(seg.name, seg.base_offset, cut, seg.truncate_bytes, self.leo)
+        reason = self.load_reason(seg.base_offset)
+        if reason is not None:
+            cut_at_load = LoadTruncation(seg.name, seg.base_offset, cut, seg.truncate_bytes, self.leo, reason)
             self.load_truncations[seg.base_offset] = cut_at_load
             return cut
         self.truncation = RecoveryTruncation(seg.name, seg.base_offset, cut, seg.truncate_bytes, [], self.leo)
@@ -256,11 +282,20 @@ def recover(
     metadata_log: bool = False,
     log_start_checkpoint: int | None = None,
     unindexed: Collection[int] = frozenset(),
+    txn_index_corrupt: Collection[int] = frozenset(),
 ) -> LogRecovery:
     """:class:`LogRecovery` of a whole log at once."""
     segs = list(segments)
     bases = [s.base_offset for s in segs]
-    state = LogRecovery(bases, clean_shutdown, recovery_point, metadata_log, log_start_checkpoint, unindexed)
+    state = LogRecovery(
+        bases,
+        clean_shutdown,
+        recovery_point,
+        metadata_log,
+        log_start_checkpoint,
+        unindexed=unindexed,
+        txn_index_corrupt=txn_index_corrupt,
+    )
     for seg in segs:
         state.add(seg)
     return state

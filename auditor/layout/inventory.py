@@ -381,26 +381,33 @@ def unindexed_segments(
 
 @dataclass(frozen=True)
 class SegmentListing:
-    """The live ``.log`` segments of a partition directory (:func:`segment_logs`) and those of them without
-    their offset index (:func:`unindexed_segments`), from one listing."""
+    """The live ``.log`` segments of a partition directory (:func:`segment_logs`), those of them without
+    their offset index (:func:`unindexed_segments`) and those with a ``.txnindex`` entry (whose contents
+    ``LogSegment.sanityCheck`` checks: ``auditor.observe.indexes.txn_index_corrupt``), from one listing."""
 
     logs: list[tuple[int, Path]]
     unindexed: frozenset[int]
+    txn_indexed: frozenset[int] = frozenset()
 
 
 def list_segments(path: str | os.PathLike) -> SegmentListing:
     """(base offset, path) of the live ``.log`` segments of a partition directory, by base offset: the names
     Kafka's loader takes for segments (``parse_segment_file_name``: no ``.deleted``/``.cleaned``/``.swap``),
     whatever the file type (a FIFO or a directory under such a name is listed; its reader says why it cannot
-    be read), and which of them lack their offset index. OSError when the directory cannot be listed."""
+    be read), which of them lack their offset index and which have a ``.txnindex``. OSError when the
+    directory cannot be listed."""
     names = os.listdir(path)
-    logs = []
+    logs, txn = [], set()
     for name in names:
         parsed = _parsed(parse_segment_file_name, name)
-        if parsed is not None and parsed[1] == ".log" and parsed[2] is None:
-            logs.append((parsed[0], Path(path) / name))
+        if parsed is not None and parsed[2] is None:
+            if parsed[1] == ".log":
+                logs.append((parsed[0], Path(path) / name))
+            elif parsed[1] == ".txnindex":
+                txn.add(parsed[0])
     logs.sort()
-    return SegmentListing(logs, unindexed_segments((b for b, _ in logs), names, path))
+    bases = [b for b, _ in logs]
+    return SegmentListing(logs, unindexed_segments(bases, names, path), frozenset(txn.intersection(bases)))
 
 
 def segment_logs(path: str | os.PathLike) -> list[tuple[int, Path]]:

@@ -12,6 +12,7 @@ from auditor.kafka import recovery
 from auditor.kafka.topics import COMPACTED_TOPICS
 from auditor.layout.inventory import LogDirInventory, PartitionDir
 from auditor.observe.files import ParsedFile, SnapshotFacts
+from auditor.observe.indexes import txn_index_corrupt
 from auditor.observe.segments import SegmentFacts
 from parsers.checkpoints import NormalizedEpochs, OffsetCheckpoint
 from parsers.dirfiles import CleanShutdown, MetaProperties
@@ -101,10 +102,30 @@ class PartitionContext:
         (:attr:`auditor.layout.inventory.PartitionDir.unindexed`): Kafka recovers them at load."""
         return self.dir.unindexed
 
+    @cached_property
+    def txn_index_corrupt(self) -> frozenset[int]:
+        """Base offsets of the segments whose ``.txnindex`` fails ``TransactionIndex.sanityCheck``
+        (:func:`auditor.observe.indexes.txn_index_corrupt`, as ``extract`` reads them): Kafka recovers them
+        at load."""
+        bases = [s.base_offset for s in self.dir.log_segments if s.txnindex is not None]
+        return txn_index_corrupt(self.dir.path, bases) if bases else frozenset()
+
+    def load_reason(self, seg: SegmentFacts) -> str | None:
+        """Why ``LogLoader.loadSegmentFiles`` recovers this segment, in words after "the segment's"
+        (``auditor.kafka.recovery.LOAD_REASONS``), None when it does not."""
+        if seg.kind != "log":
+            return None
+        if seg.base_offset in self.unindexed:
+            return recovery.LOAD_REASONS[recovery.OFFSET_INDEX_MISSING]
+        if seg.base_offset in self.txn_index_corrupt:
+            return recovery.LOAD_REASONS[recovery.TXN_INDEX_CORRUPT]
+        return None
+
     def recovered_at_load(self, seg: SegmentFacts) -> bool:
-        """``LogLoader.loadSegmentFiles`` recovers this segment (its offset index is missing): it cuts it at
-        its first invalid entry and keeps the later segments, clean shutdown or not."""
-        return seg.kind == "log" and seg.base_offset in self.unindexed
+        """``LogLoader.loadSegmentFiles`` recovers this segment (its offset index is missing, or its
+        transaction index fails its sanity check): it cuts it at its first invalid entry and keeps the later
+        segments, clean shutdown or not."""
+        return self.load_reason(seg) is not None
 
     def rebuilt_by_recovery(self, seg: SegmentFacts) -> bool:
         """Log recovery (``LogLoader.recoverLog``) re-reads this segment (and rebuilds its indexes) at the
@@ -134,6 +155,7 @@ class PartitionContext:
             metadata_log=self.is_metadata,
             log_start_checkpoint=self.logdir.log_start,
             unindexed=self.unindexed,
+            txn_index_corrupt=self.txn_index_corrupt,
         )
         self.log_start_offset = loaded.log_start
         self.leo_on_disk = loaded.leo_on_disk

@@ -4,12 +4,14 @@ the arrays the segment walk joins against its batches."""
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import ClassVar
 
 import numpy as np
 
 from auditor.layout.inventory import FileInfo
+from parsers.dirfiles import segment_file_name
 from parsers.errors import ParseError
 from parsers.files import open_regular
 from parsers.indexes import (
@@ -178,11 +180,33 @@ def load_txn_index(info: FileInfo, base_offset: int) -> TxnIndexFacts:
                     below_base = txn_entries(table[int(bad[0]) : int(bad[0]) + 1])[0]
     except ParseError as exc:
         facts.error, facts.error_offset = exc.message, exc.offset
-        return facts
     finally:
         os.close(fd)
-    facts.entries = kept
-    facts.trailing_bytes = size % ABORTED_TXN_SIZE
-    if below_base is not None:
+    if facts.error is None:
+        facts.entries = kept
+        facts.trailing_bytes = size % ABORTED_TXN_SIZE
+    if below_base is not None:  # met before an unknown version, if any: Kafka's check fails there first
         facts.sanity = sanity_check_txn_index(TxnIndex(size, [below_base]), base_offset, info.path)
     return facts
+
+
+def txn_index_corrupt(part_dir: str | os.PathLike, bases: Iterable[int]) -> frozenset[int]:
+    """Base offsets among ``bases`` (segments with a ``.txnindex`` in the directory's listing) whose
+    ``.txnindex`` fails ``TransactionIndex.sanityCheck`` (:func:`load_txn_index`'s ``sanity``, what ``scan``
+    reads too): ``LogLoader.loadSegmentFiles`` recovers those segments at load
+    (``auditor.kafka.recovery.LogRecovery.txn_index_corrupt``). An index that cannot be read is ``scan``'s
+    to report; it is none of these."""
+    out = []
+    for base in bases:
+        name = segment_file_name(base, ".txnindex")
+        path = os.path.join(part_dir, name)
+        try:
+            size = os.stat(path).st_size
+            if size < ABORTED_TXN_SIZE:
+                continue
+            facts = load_txn_index(FileInfo(path, name, "txn-index", size), base)
+        except (OSError, ParseError):
+            continue
+        if facts.sanity is not None:
+            out.append(base)
+    return frozenset(out)

@@ -22,6 +22,7 @@ from auditor.kafka.kraft import (
 from auditor.kafka.topics import METADATA_TOPIC
 from auditor.layout.inventory import complete_kraft_snapshots, list_segments
 from auditor.observe import rows
+from auditor.observe.indexes import txn_index_corrupt
 
 _NOT_NULL = {"leader": -2, "leader_epoch": -1, "leader_recovery_state": -1, "partition_epoch": -1}
 """The ``rows.METADATA`` columns a record that does not set them holds other than null (see their comments
@@ -42,7 +43,8 @@ def extract_metadata(log_dir: str, node: int, cluster: str) -> pa.Table:
     part_dir = Path(log_dir) / f"{METADATA_TOPIC}-0"
     listing = list_segments(part_dir)
     snapshots = complete_kraft_snapshots(part_dir)
-    replay = MetadataReplay(listing.logs, snapshots, METADATA_KEYS, listing.unindexed)
+    corrupt = txn_index_corrupt(part_dir, listing.txn_indexed)
+    replay = MetadataReplay(listing.logs, snapshots, METADATA_KEYS, listing.unindexed, corrupt)
     out: list[dict] = []
     names: dict[str, str] = {}
     for entry in replay.entries(history=True):

@@ -30,6 +30,7 @@ from auditor.kafka.topics import METADATA_TOPIC
 from auditor.layout.inventory import SegmentListing
 from auditor.layout.tasks import PartitionTask
 from auditor.observe.arrow_build import batch_table, bitmap
+from auditor.observe.indexes import txn_index_corrupt
 from auditor.observe.record_rows import SegmentRecords
 from auditor.observe.spill import Held
 from parsers.control import first_control_type
@@ -169,7 +170,8 @@ def _first_invalid(positions, headers, computed, i: int) -> _FirstInvalid:
 def walk_partition(task: PartitionTask, listing: SegmentListing, state: LogState):
     """Yield ``(kind, table)`` pieces (batch rows, and record rows of compacted partitions) segment by segment
     and group by group, feeding Kafka's recovery (``state.recovery``, told by the listing which segments lack
-    their offset index) and updating ``state`` (tail, totals, unreadable spans)."""
+    their offset index, and which have a ``.txnindex`` that fails its sanity check) and updating ``state``
+    (tail, totals, unreadable spans)."""
     segments = listing.logs
     state.recovery = LogRecovery(
         [base for base, _ in segments],
@@ -178,6 +180,7 @@ def walk_partition(task: PartitionTask, listing: SegmentListing, state: LogState
         task.topic == METADATA_TOPIC,
         task.log_start_checkpoint,
         listing.unindexed,
+        txn_index_corrupt(listing.logs[0][1].parent, listing.txn_indexed) if listing.txn_indexed else (),
     )
     for i, (base, path) in enumerate(segments):
         next_base = segments[i + 1][0] if i + 1 < len(segments) else None

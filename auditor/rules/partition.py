@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from auditor.findings import Severity
 from auditor.kafka import hw as hw_relations
 from auditor.observe.context import LogDirContext, PartitionContext
+from auditor.observe.segments import SegmentFacts
 from auditor.rules.registry import Violation, rule
 
 REPLICATION_CKPT = "replication-offset-checkpoint"
@@ -256,13 +257,15 @@ def recovery_will_run(part: PartitionContext) -> Iterator[Violation]:
     What it finds: for each partition of a log dir without ``.kafka_cleanshutdown``, the segments Kafka's
     recovery will re-read: from the segment containing the recovery point to the last one, and where it
     would truncate (if anything is invalid). With or without the marker, the segments whose offset index
-    is missing, which Kafka recovers at load, and where that load-time recovery truncates them.
+    is missing or whose transaction index fails its sanity check, which Kafka recovers at load, and where
+    that load-time recovery truncates them.
     Why it matters: recovery (``LogLoader.recoverLog``) validates every batch of those segments, truncates at
     the first invalid one, deletes all later segments, rebuilds the offset, time and transaction indexes, the
     leader epoch cache and producer state. Segments below the recovery point are trusted as flushed and never
     re-checked. Before that, ``LogLoader.loadSegmentFiles`` recovers every segment whose offset index file is
-    missing ("Could not find offset index file ..., recovering segment and rebuilding index files"), even
-    after a clean shutdown: it truncates that segment at its first invalid batch and keeps the later ones.
+    missing ("Could not find offset index file ..., recovering segment and rebuilding index files") or whose
+    ``.txnindex`` fails ``TransactionIndex.sanityCheck`` ("Found a corrupted index file ..."), even after a
+    clean shutdown: it truncates that segment at its first invalid batch and keeps the later ones.
     What to do: nothing by itself; it tells which data the restart may change. Keep a copy before starting.
     References: KAFKA-10471, KAFKA-10101, ``LogLoader.load``, ``LogLoader.loadSegmentFiles``,
     ``LogSegment.sanityCheck``, ``LogSegment.recover``.
@@ -271,7 +274,7 @@ def recovery_will_run(part: PartitionContext) -> Iterator[Violation]:
         return
     if part.will_recover and part.recovery_segments:
         yield _recover_log(part)
-    at_load = [os.path.basename(s.path) for s in part.segments if part.recovered_at_load(s)]
+    at_load = [s for s in part.segments if part.recovered_at_load(s)]
     if at_load:
         yield _recovered_at_load(part, at_load)
 
@@ -302,13 +305,25 @@ def _recover_log(part: PartitionContext) -> Violation:
     )
 
 
-def _recovered_at_load(part: PartitionContext, names: list[str]) -> Violation:
-    """What ``LogLoader.loadSegmentFiles`` re-reads and cuts: the segments without their offset index; the
-    finding points at the first cut (segment and byte position) when there is one."""
+def _recovered_at_load(part: PartitionContext, segments: list[SegmentFacts]) -> Violation:
+    """What ``LogLoader.loadSegmentFiles`` re-reads and cuts: the segments without their offset index and
+    those whose transaction index fails its sanity check; the finding points at the first cut (segment and
+    byte position) when there is one."""
     cuts = part.load_truncations
+    names = [os.path.basename(s.path) for s in segments]
+    unindexed = [n for n, s in zip(names, segments, strict=True) if s.base_offset in part.unindexed]
+    corrupt = [n for n in names if n not in unindexed]
+    groups = [
+        f"{len(group)} segment(s) {what} ({', '.join(group[:3])}{', ...' if len(group) > 3 else ''})"
+        for group, what in (
+            (unindexed, "have no offset index"),
+            (corrupt, "have a transaction index that fails Kafka's sanity check"),
+        )
+        if group
+    ]
     text = (
-        f"load-time recovery: {len(names)} segment(s) have no offset index ({', '.join(names[:3])}"
-        f"{', ...' if len(names) > 3 else ''}), so Kafka re-reads them at load and rebuilds their indexes"
+        f"load-time recovery: {' and '.join(groups)}, so Kafka re-reads them at load and rebuilds their "
+        "indexes"
     )
     where: dict = {}
     if cuts:
@@ -328,7 +343,8 @@ def _recovered_at_load(part: PartitionContext, names: list[str]) -> Violation:
         text,
         **where,
         evidence={
-            "segmentsWithoutOffsetIndex": names[:MAX_CUTS],
+            "segmentsWithoutOffsetIndex": unindexed[:MAX_CUTS],
+            "segmentsWithCorruptTxnIndex": corrupt[:MAX_CUTS],
             "segmentCount": len(names),
             **_offsets(part),
         },

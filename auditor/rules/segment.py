@@ -41,7 +41,7 @@ def _recovery_effect(seg: SegmentFacts, part: PartitionContext) -> dict:
     if part.recovered_at_load(seg):
         return {
             "recovery": f"truncates {seg.truncate_bytes} bytes at position {seg.valid_end} at load: the "
-            "segment's offset index is missing, so LogLoader.loadSegmentFiles recovers it; the later "
+            f"segment's {part.load_reason(seg)}, so LogLoader.loadSegmentFiles recovers it; the later "
             "segments are kept",
             "truncateBytes": seg.truncate_bytes,
             "recoveredAtLoad": True,
@@ -140,7 +140,7 @@ def torn_tail(seg: SegmentFacts, part: PartitionContext) -> Iterator[Violation]:
     if seg.kind == "log" and part.recovered_at_load(seg) and not crash_tail:
         severity, why = (
             Severity.ERROR,
-            "the segment's offset index is missing: Kafka recovers it at load, cutting these bytes and "
+            f"the segment's {part.load_reason(seg)}: Kafka recovers it at load, cutting these bytes and "
             "keeping the later segments",
         )
     elif not seg.is_last and seg.kind == "log":

@@ -35,7 +35,7 @@ def _recovery_note(seg: SegmentFacts, part: PartitionContext) -> str:
     if part.rebuilt_by_recovery(seg):
         return "recovery rebuilds this index at the next start (a crash artefact)"
     if part.recovered_at_load(seg):
-        return "Kafka rebuilds this index at load (the segment's offset index is missing)"
+        return f"Kafka rebuilds this index at load (the segment's {part.load_reason(seg)})"
     return (
         "recovery will not rebuild this index (clean shutdown marker or below the recovery point), so "
         "lookups "

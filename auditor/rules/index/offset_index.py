@@ -329,7 +329,7 @@ def index_missing(seg: SegmentFacts, part: PartitionContext) -> Iterator[Violati
     files = seg.files
     if files is None or seg.kind != "log":
         return
-    if part.recovered_at_load(seg):
+    if seg.base_offset in part.unindexed:
         cut = seg.truncate_bytes
         effect = f", truncating {cut} bytes at position {seg.valid_end}" if cut else ""
         yield Violation(

@@ -252,8 +252,9 @@ def txn_corrupt(seg: SegmentFacts, part: PartitionContext) -> Iterator[Violation
     is below the segment's base offset), has impossible entries (first offset above last offset, last stable
     offset above last offset + 1), or ends in a partial entry (warning).
     Why it matters: ``TransactionIndex.sanityCheck`` is the one index check a Kafka 4.0 broker still runs at
-    load; a failure makes Kafka rebuild the segment's indexes, and an unreadable version byte makes reads of
-    aborted transactions fail. A partial trailing entry is ignored by Kafka but was not written by it.
+    load; a failure makes Kafka recover the segment at load, even after a clean shutdown (it re-reads the
+    segment, cuts it at its first invalid batch and rebuilds its indexes: KA406 says where), and an
+    unreadable version byte makes reads of aborted transactions fail. A partial trailing entry is ignored by Kafka but was not written by it.
     What to do: copy the file; delete it on the broker so that recovery rebuilds it from the log's markers.
     References: KIP-98, KAFKA-10832, ``AbortedTxn``, ``TransactionIndex.sanityCheck``,
     ``LogSegment.updateTxnIndex``.
