@@ -5,8 +5,8 @@ Inputs are the flat tables of :mod:`auditor.spark.extract`; every partition repl
 complete batch of the log Kafka loads, ``live``; CRC failures are ``scan``'s job) are read twice:
 
 1. digests (:func:`chunk_digests`): per (tp, broker, offset chunk of 4096, leader epoch) an XOR of batch
-   signatures ``xxhash64(base offset, last offset, stored CRC, partitionLeaderEpoch)`` and a sum of their
-   high halves, counts and offset ranges
+   signatures ``xxhash64(base offset, last offset, stored CRC, partitionLeaderEpoch)`` and the sums of their
+   32-bit halves, counts and offset ranges
    (map-side partial aggregation: a few rows per chunk leave each task);
 2. candidate chunks: the (tp, chunk) where the replicas of a partition are not unanimous (a replica whose
    log reaches the chunk lacks it, or the digests differ), collected (one row per chunk that differs); the
@@ -74,6 +74,7 @@ def candidate_chunks(digest: DataFrame, compared: Compared) -> DataFrame:
     differ = (
         (F.col("x_min") != F.col("x_max"))
         | (F.col("h_min") != F.col("h_max"))
+        | (F.col("l_min") != F.col("l_max"))
         | (F.col("n_min") != F.col("n_max"))
     )
 
@@ -87,7 +88,13 @@ def candidate_chunks(digest: DataFrame, compared: Compared) -> DataFrame:
     return (
         digest.repartition("tp", "chunk")
         .groupBy("tp", "chunk", "broker")
-        .agg(F.expr("bit_xor(x)").alias("x"), F.sum("h").alias("h"), F.sum("n").alias("n"), *extent())
+        .agg(
+            F.expr("bit_xor(x)").alias("x"),
+            F.sum("h").alias("h"),
+            F.sum("l").alias("l"),
+            F.sum("n").alias("n"),
+            *extent(),
+        )
         .join(broadcast(compared.frame(digest.sparkSession)), ["tp", "broker"])
         .groupBy("tp", "chunk")
         .agg(
@@ -96,6 +103,8 @@ def candidate_chunks(digest: DataFrame, compared: Compared) -> DataFrame:
             F.max("x").alias("x_max"),
             F.min("h").alias("h_min"),
             F.max("h").alias("h_max"),
+            F.min("l").alias("l_min"),
+            F.max("l").alias("l_max"),
             F.min("n").alias("n_min"),
             F.max("n").alias("n_max"),
             *extent(),
@@ -412,7 +421,7 @@ def audit(
             {
                 "replica": replicas,
                 "epoch": epochs,
-                "digest": digest.drop("x", "h"),
+                "digest": digest.drop("x", "h", "l"),
                 "batch": _pass_columns(candidates),
                 "record": records,
             }
@@ -608,9 +617,9 @@ class Compared:
 
 def chunk_digests(batches: DataFrame) -> DataFrame:
     """The digest rows of :func:`batch_columns` rows (a plan): per (tp, broker, chunk, leader epoch) the XOR
-    of the batch signatures and the sum of their high halves (a log repeating a batch cancels it out of the
-    XOR, not of the sum; no overflow under 2^31 rows a chunk), the count, the offset range, records, bytes,
-    max timestamps and whether a batch needs its row in the pass (``rows_needed``)."""
+    of the batch signatures and the sums of their high and low halves (a log repeating a batch cancels it
+    out of the XOR, not of the sums; no overflow under 2^31 rows a chunk), the count, the offset range,
+    records, bytes, max timestamps and whether a batch needs its row in the pass (``rows_needed``)."""
     # a batch whose digest cannot stand for it in the pass: transactional or control (its state, its
     # marker), or holding more records than offsets (the pass counts those batches by their offsets)
     # (the attribute bits the extract's is_transactional and is_control come from: one column read, not two;
@@ -621,6 +630,7 @@ def chunk_digests(batches: DataFrame) -> DataFrame:
     return batches.groupBy("tp", "broker", "chunk", "leader_epoch").agg(
         F.expr("bit_xor(sig)").alias("x"),
         F.sum(F.shiftrightunsigned("sig", 32)).alias("h"),
+        F.sum(F.col("sig").bitwiseAND(0xFFFFFFFF)).alias("l"),
         F.count(F.lit(1)).alias("n"),
         F.min("base_offset").alias("first"),
         F.max("last_offset").alias("last"),

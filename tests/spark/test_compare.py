@@ -395,7 +395,7 @@ def test_the_first_chunk_past_each_lacking_log_end_stays_batch_rows():
 def test_replicas_repeating_different_batches_are_compared(spark, tmp_path, monkeypatch):
     """Each log repeats a batch, a different one (broker 1 holds its batch 3 twice; broker 2, another batch 3
     twice): the chunk's signatures cancel out in pairs in an XOR and the counts are equal, yet the replicas
-    differ. The digest also sums the signatures' high halves, so the chunk is a candidate and the executors
+    differ. The digest also sums the signatures' 32-bit halves, so the chunk is a candidate and the executors
     find the divergence at offset 3 (KA601) that the driver's pass over every batch row finds."""
     import json
 
