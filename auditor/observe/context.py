@@ -129,8 +129,9 @@ class PartitionContext:
 
     def rebuilt_by_recovery(self, seg: SegmentFacts) -> bool:
         """Log recovery (``LogLoader.recoverLog``) re-reads this segment (and rebuilds its indexes) at the
-        next start: from the recovery point, without a clean shutdown. A segment without its offset index is
-        also re-read at load (:meth:`recovered_at_load`)."""
+        next start: from the recovery point, without a clean shutdown. A segment without its offset index, or
+        whose transaction index fails its sanity check, is also re-read at load
+        (:meth:`recovered_at_load`)."""
         return self.will_recover and seg.base_offset >= self.recovery_floor()
 
     def epoch_runs(self) -> list[list[int]]:

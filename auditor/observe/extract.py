@@ -10,7 +10,8 @@ The log end offset (``leo``) is the one Kafka loads, computed by ``auditor.kafka
 re-reads every segment from the one containing the recovery point and cuts the log at the first invalid
 batch (``auditor.kafka.batches``) or torn tail, deleting later segments; batches past that point have
 ``live = false``. Before that, clean shutdown or not, Kafka recovers at load each segment whose offset index
-is missing: cut at its first invalid batch, the later segments kept. ``leo_on_disk`` is what the files
+is missing or whose ``.txnindex`` fails its sanity check: cut at its first invalid batch, the later segments
+kept. ``leo_on_disk`` is what the files
 hold: the next offset after the last complete batch, valid or not (an empty last segment gives its base
 offset). The replica row carries the span of offsets that could not be read (``unreadable_from`` ..
 ``unreadable_to``, null when it runs to the end of the log, whose LEO is then unknown: ``leo`` is the base

@@ -2,8 +2,8 @@
 
 Batch headers come from the columnar walk (``SegmentWalker.header_blocks``): tables of at most
 :data:`GROUP_ROWS` rows as the walk goes, so memory does not grow with a segment or a log. The batches Kafka's
-loader trusts (below the recovery point of a cleanly shut down log, in a segment with its offset index:
-``LogRecovery.trusted_below_in``; one without it is recovered at load) are walked header by header, taken
+loader trusts (below the recovery point of a cleanly shut down log, in a segment not recovered at load:
+``LogRecovery.trusted_below_in``) are walked header by header, taken
 as valid without their CRC being computed and large ones never read (``SegmentWalker(verify_crc=False,
 trusted_below=...)``); every other batch, and every batch of a task with ``verify_crc``, is validated.
 
@@ -190,7 +190,7 @@ def walk_partition(task: PartitionTask, listing: SegmentListing, state: LogState
 def _walk_segment(task: PartitionTask, base: int, path: Path, next_base: int | None, state: LogState):
     """One segment, walked in groups of header rows. A batch's ``live`` is known as soon as it is read:
     recovery keeps the batches before the segment's first invalid entry when it re-reads the segment (from
-    the recovery point, or at load when its offset index is missing), all of them when it does not, none once
+    the recovery point, or at load: ``LogRecovery.recovers_at_load``), all of them when it does not, none once
     ``recoverLog`` cut an earlier segment (``LogRecovery.add``). The segment's rows are held (:class:`Held`)
     and given only once it has been read whole: a segment that cannot be read, even from its middle (an I/O
     error), gives no rows and is one unreadable span. A segment Kafka's loader trusts is read header by
@@ -249,7 +249,7 @@ def _trusted_below(task: PartitionTask, base: int, state: LogState) -> int | Non
     """The offset below which the walk takes the batches of the segment at ``base`` as valid without
     computing their CRC (a batch whose last offset is below it), None when it recomputes every CRC: what
     Kafka's loader trusts (``LogRecovery.trusted_below_in``: below the recovery point of a cleanly shut
-    down log, in a segment whose offset index the listing holds: one without it is recovered at load);
+    down log, in a segment not recovered at load: ``LogRecovery.recovers_at_load``);
     never when the task asks (``PartitionTask.verify_crc``). Trusted batches are read header by header:
     they are valid, the stored CRC standing for the computed one."""
     if task.verify_crc:

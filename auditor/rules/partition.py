@@ -2,8 +2,8 @@
 recovery point, log start offset, cleaner checkpoint, and what the next start's log recovery will do.
 
 The LEO used here is the one Kafka would load: after the truncation recovery performs when the log dir has no
-``.kafka_cleanshutdown``, and after the load-time recovery of a segment without its offset index (the evidence
-holds the LEO on disk as well).
+``.kafka_cleanshutdown``, and after the load-time recovery of a segment without its offset index or whose
+transaction index fails its sanity check (the evidence holds the LEO on disk as well).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from auditor.rules.registry import Violation, rule
 
 REPLICATION_CKPT = "replication-offset-checkpoint"
 MAX_CUTS = 20
-"""Load-time truncations (one per segment without its offset index) kept in a finding's evidence."""
+"""Load-time truncations (one per segment recovered at load) kept in a finding's evidence."""
 
 
 def _tracked(part: PartitionContext) -> bool:

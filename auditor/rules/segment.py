@@ -124,8 +124,8 @@ def torn_tail(seg: SegmentFacts, part: PartitionContext) -> Iterator[Violation]:
     checkpoint is above the new log end offset, committed data was lost (see KA401). In a segment that is
     not the last one, or after a clean shutdown, a torn tail is not a crash artefact: recovery would delete
     every later segment ("Deleting segments as part of log recovery"). A segment whose offset index is
-    missing is recovered at load, clean shutdown or not (``LogLoader.loadSegmentFiles``): its tail is cut and
-    the later segments are kept.
+    missing, or whose transaction index fails its sanity check, is recovered at load, clean shutdown or not
+    (``LogLoader.loadSegmentFiles``): its tail is cut and the later segments are kept.
     What to do: copy the directory before restarting the broker. Compare with the other replicas (``audit``)
     to see whether the missing offsets exist elsewhere; followers re-fetch them after the truncation if the
     leader has them.

@@ -252,24 +252,28 @@ def txn_corrupt(seg: SegmentFacts, part: PartitionContext) -> Iterator[Violation
     is below the segment's base offset), has impossible entries (first offset above last offset, last stable
     offset above last offset + 1), or ends in a partial entry (warning).
     Why it matters: ``TransactionIndex.sanityCheck`` is the one index check a Kafka 4.0 broker still runs at
-    load; a failure makes Kafka recover the segment at load, even after a clean shutdown (it re-reads the
-    segment, cuts it at its first invalid batch and rebuilds its indexes: KA406 says where), and an
-    unreadable version byte makes reads of aborted transactions fail. A partial trailing entry is ignored by Kafka but was not written by it.
+    load, reading the entries in order: an entry below the base offset makes Kafka recover the segment at
+    load, even after a clean shutdown (it re-reads the segment, cuts it at its first invalid batch and
+    rebuilds its indexes: KA406 says where); an unknown version met first throws a ``KafkaException`` that
+    fails the log's load. A partial trailing entry is ignored by Kafka but was not written by it. A file whose
+    name does not spell the offset with 20 digits is never opened by Kafka and is not checked here.
     What to do: copy the file; delete it on the broker so that recovery rebuilds it from the log's markers.
     References: KIP-98, KAFKA-10832, ``AbortedTxn``, ``TransactionIndex.sanityCheck``,
     ``LogSegment.updateTxnIndex``.
     """
     tx = seg.txn_index
-    if tx is None:
+    info = seg.files.txnindex if seg.files is not None else None
+    if tx is None or (info is not None and not info.canonical):
         return
     name = os.path.basename(tx.path)
-    if tx.error:
-        yield Violation(
-            f"{name}: {tx.error}", file=tx.path, position=tx.error_offset, evidence={"error": tx.error}
-        )
-        return
-    if tx.sanity:
+    if tx.sanity:  # met before any unknown version: Kafka recovers the segment and reads no further
         yield Violation(f"{name}: {tx.sanity}", file=tx.path, evidence={"sanityCheck": tx.sanity})
+    if tx.error:
+        if not tx.sanity:
+            yield Violation(
+                f"{name}: {tx.error}", file=tx.path, position=tx.error_offset, evidence={"error": tx.error}
+            )
+        return
     for i, e in enumerate(tx.entries):
         if e.first_offset > e.last_offset or e.last_stable_offset > e.last_offset + 1:
             yield Violation(

@@ -37,6 +37,31 @@ def _rewrite_txn_index(path: Path, entries: list[tuple[int, int, int, int]]) -> 
     path.write_bytes(build_txn_index(entries))
 
 
+@fire("KA223")
+def txn_entry_below_the_base_offset(tmp: Path, mp) -> list[Path]:
+    """An entry of segment 1 ends below its base offset: ``TransactionIndex.sanityCheck`` fails."""
+    ld = LogDir(tmp / "broker-1")
+    p = ld.part("payments")
+    p.data(3).roll().data(3)
+    ld.write()
+    _rewrite_txn_index(p.seg_path(1, ".txnindex"), [(7, 0, p.bases[1] - 1, p.bases[1])])
+    return [ld.root]
+
+
+@silent("KA223")
+def txn_index_kafka_never_opens(tmp: Path, mp) -> list[Path]:
+    """The same entry in a ``.txnindex`` whose name does not spell the offset with 20 digits: Kafka opens only
+    the 20-digit name, so it checks nothing."""
+    ld = LogDir(tmp / "broker-1")
+    p = ld.part("payments")
+    p.data(3).roll().data(3)
+    ld.write()
+    (p.seg_path(1, ".log").parent / f"{p.bases[1]}.txnindex").write_bytes(
+        build_txn_index([(7, 0, p.bases[1] - 1, p.bases[1])])
+    )
+    return [ld.root]
+
+
 @fire("KA221")
 def txn_entry_first_offset_too_high(tmp: Path, mp) -> list[Path]:
     """The aborted transaction of producer 7 spans 7..12 (ABORT at 13); the entry says it starts at 10."""
