@@ -43,6 +43,7 @@ from pyspark.sql import functions as F
 from auditor.observe import rows
 from auditor.spark import partition_pass, pass_divergence, pass_rows
 from auditor.spark.arrow import tuples_frame
+from auditor.spark.pass_held import HeldRows
 from auditor.spark.tuning import broadcast
 from parsers.batch_header import ATTR_CONTROL, ATTR_TRANSACTIONAL
 
@@ -690,10 +691,16 @@ def divergence_frame(tables, chunk_bits: int = CHUNK_BITS) -> DataFrame:
         found = []
         for _tp, group in _grouped(tagged_rows(batches)):
             if group.get("replica"):
-                by_broker = pass_divergence.batches_by_broker(b for b in group["batch"] if b.held)
-                found += pass_divergence.first_divergences(
-                    pass_divergence.replica_pairs(group["replica"]), by_broker, ()
-                )
+                held = HeldRows()  # the held rows come in (broker, offset) order; spilled past its bound
+                try:
+                    for b in group["batch"]:
+                        if b.held:
+                            held.append(b)
+                    found += pass_divergence.first_divergences(
+                        pass_divergence.replica_pairs(group["replica"]), held, ()
+                    )
+                finally:
+                    held.close()
         yield pa.RecordBatch.from_pylist(found, schema=schema)
 
     n = max(1, int(tables.replica.sparkSession.conf.get("spark.sql.shuffle.partitions")))

@@ -27,13 +27,18 @@ concern and yields, in the ``rows.PASS_OUTPUTS`` layouts:
 Holding more batch rows of a partition than those (up to the whole log) changes none of its results: the
 rows of an identical chunk are the same on every replica, so they neither diverge nor differ from the leader,
 and break loss runs as a gap does; a transaction's state depends on transactional and control batches only.
-The batch and record rows stream by (batches first, by broker and offset); what is held at once is the held
-batch rows and one open transaction per producer and replica.
+The batch and record rows stream by (batches first, by broker and offset); the held batch rows are kept
+by ``pass_held.HeldRows`` (spilled to a temporary file past a bound) and every reader walks them in offset
+order, side by side where it compares replicas (``pass_divergence.batch_divergence``,
+``pass_loss.lost_batches``), summing as it goes (``pass_loss.lost_runs``, :func:`lag_counts`). What is held
+at once: up to ``pass_held.IN_MEMORY`` held rows, the rows at one base offset per replica compared, the
+state of each held transactional batch and one open transaction per producer and replica, whatever the size
+of the region where the replicas diverge.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 
 from auditor.kafka.election import CONTROL_STATES
 from auditor.kafka.epochs import NO_LEADER
@@ -55,7 +60,8 @@ from auditor.spark.pass_divergence import (
     replica_pairs,
 )
 from auditor.spark.pass_loss import (
-    export_rows,
+    Walked,
+    export_row,
     leader_zones,
     lost_batches,
     lost_runs,
@@ -65,19 +71,31 @@ from auditor.spark.pass_loss import (
 from auditor.spark.pass_rows import Row, present
 
 
-def lag_counts(lag: Row, leader_batches: list[Row], leader_gap: list[Row] = ()) -> Row:
+def lag_counts(lag: Row, leader_batches: Iterable[Row], leader_gap: list[Row] = ()) -> Row:
     """A lag row with the leader's records, bytes and batches from the follower's LEO ``from`` to the
     leader's ``to``, and the max timestamps of the first and newest of those batches; ``leader_gap``: the
     leader's digest rows of the chunks left to them (:class:`LagChunks`), wholly past the follower's LEO and
-    after its first batch there (``compare.Compared.first_after_log_ends``)."""
+    after its first batch there (``compare.Compared.first_after_log_ends``). The leader's batch rows are
+    walked once and summed as they go."""
     lo, hi = lag["from"], lag["to"]
-    inside = [b for b in leader_batches if b["last_offset"] >= lo and b["base_offset"] < hi]
     gap = [d for d in leader_gap if d["last"] >= lo and d["first"] < hi]
     if any(d["first"] < lo for d in gap):
         raise ValueError(f"a lag chunk straddles the follower's log end offset {lo}")
-    if gap and (not inside or min(d["first"] for d in gap) < min(b["base_offset"] for b in inside)):
+    first = None
+    records = size = batches = 0
+    last_timestamp = None
+    for b in leader_batches:
+        if b["last_offset"] < lo or b["base_offset"] >= hi:
+            continue
+        if first is None or b["base_offset"] < first["base_offset"]:
+            first = b
+        records += min(b["last_offset"] - max(b["base_offset"], lo) + 1, b["records_count"])
+        size += b["size"]
+        batches += 1
+        last_timestamp = greatest(last_timestamp, b["max_timestamp"])
+    if gap and (first is None or min(d["first"] for d in gap) < first["base_offset"]):
         raise ValueError(f"the first batch from the follower's log end offset {lo} is in a lag chunk")
-    if not inside:
+    if first is None:
         return {
             **lag,
             "records": None,
@@ -86,19 +104,13 @@ def lag_counts(lag: Row, leader_batches: list[Row], leader_gap: list[Row] = ()) 
             "first_timestamp": None,
             "last_timestamp": None,
         }
-    first = min(inside, key=lambda b: b["base_offset"])
     return {
         **lag,
-        "records": sum(
-            min(b["last_offset"] - max(b["base_offset"], lo) + 1, b["records_count"]) for b in inside
-        )
-        + sum(d["records"] for d in gap),
-        "bytes": sum(b["size"] for b in inside) + sum(d["bytes"] for d in gap),
-        "batches": len(inside) + sum(d["n"] for d in gap),
+        "records": records + sum(d["records"] for d in gap),
+        "bytes": size + sum(d["bytes"] for d in gap),
+        "batches": batches + sum(d["n"] for d in gap),
         "first_timestamp": first["max_timestamp"],
-        "last_timestamp": greatest(
-            *(b["max_timestamp"] for b in inside), *(d["last_timestamp"] for d in gap)
-        ),
+        "last_timestamp": greatest(last_timestamp, *(d["last_timestamp"] for d in gap)),
     }
 
 
@@ -258,6 +270,21 @@ def run(
         return {}
     replicas = {r["broker"]: r for r in replica_rows}
     walked = walk_batches(rows.get("batch", ()))  # the transactions' states; only the held rows are kept
+    try:
+        return _run(rows, metadata, export, lag_chunks, replicas, walked)
+    finally:
+        walked.by_broker.close()
+
+
+def _run(
+    rows: Mapping[str, list],
+    metadata: list[Row],
+    export: bool,
+    lag_chunks: Collection[int],
+    replicas: dict[int, Row],
+    walked: Walked,
+) -> dict[str, list[Row]]:
+    replica_rows = rows["replica"]
     by_broker, states = walked.by_broker, walked.states
     pairs = replica_pairs(replica_rows)
     # the record rows (compacted partitions) are walked once, in offset order, and never held
@@ -283,8 +310,15 @@ def run(
         lag_counts(lag, by_broker.get(lag["leader"], []), gap.by_broker.get(lag["leader"], []))
         for lag in result.lags
     ]
-    lost = list(lost_batches(by_broker, replicas, result.zones, states))
-    runs = lost_runs(lost)
+    exported: list[Row] = []
+
+    def lost() -> Iterator:  # walked once: the runs are summed and the exported rows kept as they go by
+        for b in lost_batches(by_broker, replicas, result.zones, states):
+            if export and (row := export_row(b)) is not None:
+                exported.append(row)
+            yield b
+
+    runs = lost_runs(lost())
     findings = list(result.findings)
     findings += [lag_finding(lag) for lag in lags]
     findings += [f for r in runs for f in loss_findings(r)]
@@ -300,7 +334,7 @@ def run(
         "epochs": [dict(g, **key) for g in ranges if g["broker"] in replicas],
         "cost": election_costs(result.summary, divergences, by_broker, replicas, states, gap),
         "open_txn": open_transactions(result.summary, walked),
-        "lost": export_rows(lost) if export else [],
+        "lost": exported,
     }
 
 

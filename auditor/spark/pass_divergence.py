@@ -4,7 +4,7 @@ replica from its chunk digests or its batch rows."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 
 from auditor.spark.pass_rows import BatchRow, Row
 
@@ -85,28 +85,44 @@ def _divergence(p: Row, offset: int, mode: str, detail: Row) -> Row:
     return {**{k: p[k] for k in keys}, "offset": offset, "mode": mode, "detail": detail}
 
 
-def batch_divergence(p: Row, by_broker: Mapping[int, list[Row]]) -> Row | None:
+def batch_divergence(p: Row, by_broker: Mapping[int, Iterable[BatchRow]]) -> Row | None:
     """The first base offset where pair ``p`` (mode ``batch``) holds different batches (a missing batch,
-    other boundaries, another CRC or partitionLeaderEpoch) inside ``[lo, hi)``, outside unreadable spans."""
+    other boundaries, another CRC or partitionLeaderEpoch; the last batch at a base offset in a log that
+    repeats it) inside ``[lo, hi)``, outside unreadable spans: both replicas' rows (in offset order) walked
+    once, side by side."""
     lo, hi = p["lo"], p["hi"]
 
     spans = p["ua_from"] is not None or p["ub_from"] is not None
 
-    def held(broker: int) -> dict[int, BatchRow]:
-        return {
-            b.base_offset: b
-            for b in by_broker.get(broker, ())
-            if b.base_offset < hi
-            and b.last_offset >= lo
-            and (not spans or _readable(p, b.base_offset, b.last_offset))
-        }
+    def held(broker: int) -> Iterator[BatchRow]:
+        last = None
+        for b in by_broker.get(broker, ()):
+            if b.base_offset >= hi:
+                break
+            if b.last_offset < lo or (spans and not _readable(p, b.base_offset, b.last_offset)):
+                continue
+            if last is not None and b.base_offset != last.base_offset:
+                yield last
+            last = b
+        if last is not None:
+            yield last
 
-    ha, hb = held(p["a"]), held(p["b"])
-    for base in sorted(ha.keys() | hb.keys()):
-        a, b = ha.get(base), hb.get(base)
-        if (a.sig if a else None) != (b.sig if b else None):
-            detail = {"base_offset": base, "a": _at(a), "b": _at(b), "hash_a": None, "hash_b": None}
+    ia, ib = held(p["a"]), held(p["b"])
+    a, b = next(ia, None), next(ib, None)
+    while a is not None or b is not None:
+        if b is None or (a is not None and a.base_offset < b.base_offset):
+            base, at_a, at_b = a.base_offset, a, None
+        elif a is None or b.base_offset < a.base_offset:
+            base, at_a, at_b = b.base_offset, None, b
+        else:
+            base, at_a, at_b = a.base_offset, a, b
+        if (at_a.sig if at_a else None) != (at_b.sig if at_b else None):
+            detail = {"base_offset": base, "a": _at(at_a), "b": _at(at_b), "hash_a": None, "hash_b": None}
             return _divergence(p, max(base, lo), "batch", detail)
+        if at_a is not None:
+            a = next(ia, None)
+        if at_b is not None:
+            b = next(ib, None)
     return None
 
 
@@ -183,20 +199,10 @@ def first_divergences(
     return out
 
 
-def batches_by_broker(batch_rows: Iterable[Row]) -> dict[int, list[Row]]:
-    """Batch rows by broker, each replica's in offset order."""
-    by_broker: dict[int, list[Row]] = {}
-    for b in batch_rows:
-        by_broker.setdefault(b["broker"], []).append(b)
-    for bs in by_broker.values():
-        bs.sort(key=lambda b: b["base_offset"])
-    return by_broker
-
-
-def digest_of(batches: Iterable[Row]) -> list[Row]:
-    """Digest rows of batch rows, one per batch (what Spark's digest scan sums per chunk), for
+def digest_of(batches: Iterable[Row]) -> Iterator[Row]:
+    """Digest rows of batch rows, one per batch as they go by (what Spark's digest scan sums per chunk), for
     :func:`epoch_ranges`."""
-    return [
+    return (
         {
             "broker": b["broker"],
             "leader_epoch": b["leader_epoch"],
@@ -209,7 +215,7 @@ def digest_of(batches: Iterable[Row]) -> list[Row]:
             "last_timestamp": b["max_timestamp"],
         }
         for b in batches
-    ]
+    )
 
 
 def epoch_ranges(digest: Iterable[Row]) -> list[Row]:

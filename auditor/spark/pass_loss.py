@@ -25,6 +25,7 @@ from auditor.kafka.transactions import (
 )
 from auditor.rules.replica.model import LOST_MARKERS_LISTED, PRODUCERS_LISTED
 from auditor.spark.pass_divergence import inside
+from auditor.spark.pass_held import HeldRows
 from auditor.spark.pass_rows import BatchRow, Lost, Row
 
 
@@ -38,7 +39,8 @@ class _Open:
     last_offset: int
     records: int = 0
     batches: int = 0
-    held: list[BatchRow] = field(default_factory=list)
+    held: list[tuple[int, int]] = field(default_factory=list)
+    """(broker, base offset) of the held rows."""
 
 
 @dataclass
@@ -47,22 +49,27 @@ class Walked:
     transaction state of each held batch (:func:`state_of`) and, per broker and producer, the transaction
     open at the end of the replica's log (``_Open``)."""
 
-    by_broker: dict[int, list[BatchRow]]
+    by_broker: HeldRows
     states: dict[tuple[int, int], tuple[str, int | None]]
     opened: dict[int, dict[int, _Open]]
 
 
-def walk_batches(batches: Iterable[BatchRow]) -> Walked:
+def walk_batches(
+    batches: Iterable[BatchRow], in_memory: int | None = None, chunk: int | None = None
+) -> Walked:
     """One walk over a partition's batch rows in (broker, base offset) order, any iterable: the rows the
-    pass compares (``held``) are kept, every other row (a transactional or control batch of a chunk where
-    the replicas agree) only moves its producer's transaction on, as ``ProducerStateManager`` does, and is
-    dropped. Memory: the held rows and one open transaction per producer, never the replica's whole log.
+    pass compares (``held``) are kept (:class:`~auditor.spark.pass_held.HeldRows`: spilled past
+    ``in_memory`` rows, ``chunk`` at a time), every other row (a transactional or control batch of a chunk
+    where the replicas agree) only moves its producer's transaction on, as ``ProducerStateManager`` does,
+    and is dropped.
+    Memory: at most ``in_memory`` held rows, the state of each held transactional batch and one open
+    transaction per producer, never the replica's whole log.
 
     A held batch's state is ``transactions.classify``'s in its replica's log (a data batch of an open
     transaction takes the state its producer's next COMMIT/ABORT marker gives, ``open`` without one) and,
     for a marker, the first offset of the data of the transaction it ends there (None when it has none).
     Rows out of order are refused (a wrong sort would misjudge states silently)."""
-    by_broker: dict[int, list[BatchRow]] = {}
+    by_broker = HeldRows(in_memory, chunk)
     states: dict[tuple[int, int], tuple[str, int | None]] = {}
     opened: dict[int, dict[int, _Open]] = {}
     prev: tuple[int, int] | None = None
@@ -75,14 +82,14 @@ def walk_batches(batches: Iterable[BatchRow]) -> Walked:
             txns = opened.setdefault(b.broker, {})
         prev = key
         if b.held:
-            by_broker.setdefault(b.broker, []).append(b)
+            by_broker.append(b)
         if b.is_control:
             if is_end_marker(b):
                 txn = txns.pop(b.producer_id, None)
                 if txn is not None:
                     state = COMMITTED if b.control_type == COMMIT else ABORTED
                     for h in txn.held:
-                        states[(h.broker, h.base_offset)] = (state, None)
+                        states[h] = (state, None)
                 if b.held:
                     states[key] = (MARKER, None if txn is None else txn.first[0])
             elif b.held:
@@ -95,11 +102,11 @@ def walk_batches(batches: Iterable[BatchRow]) -> Walked:
             txn.records += b.records_count or 0
             txn.batches += 1
             if b.held:
-                txn.held.append(b)
+                txn.held.append(key)
     for txns in opened.values():
         for txn in txns.values():
             for h in txn.held:
-                states[(h.broker, h.base_offset)] = (OPEN, None)
+                states[h] = (OPEN, None)
             txn.held = []
     return Walked(by_broker, states, {k: v for k, v in opened.items() if v})
 
@@ -125,47 +132,77 @@ def leader_zones(zones: list[Row]) -> list[tuple[int, list[Row], int, dict[int, 
     ]
 
 
+class _Cursor:
+    """A replica's held rows whose last offset is at least ``zone_lo``, read forward: :meth:`at` gives those
+    at a base offset (asked in non-decreasing order; the same one again gives the same rows)."""
+
+    def __init__(self, rows: Iterable[BatchRow], zone_lo: int) -> None:
+        self._it = (b for b in rows if b.last_offset >= zone_lo)
+        self._head = next(self._it, None)
+        self._base: int | None = None
+        self._group: list[BatchRow] = []
+
+    def at(self, base: int) -> list[BatchRow]:
+        if base != self._base:
+            head, it = self._head, self._it
+            while head is not None and head.base_offset < base:
+                head = next(it, None)
+            group = []
+            while head is not None and head.base_offset == base:
+                group.append(head)
+                head = next(it, None)
+            self._head, self._base, self._group = head, base, group
+        return self._group
+
+
 def lost_batches(
-    by_broker: Mapping[int, list[BatchRow]],
+    by_broker: Mapping[int, Iterable[BatchRow]],
     replicas: Mapping[int, Row],
     zones: list[Row],
     states: Mapping[tuple[int, int], tuple[str, int | None]],
 ) -> Iterator[Lost]:
     """Follower batches from each leader's zone start on that differ from that leader's batch at the same
-    base offset: ``committed_hw`` (the highest HW checkpointed by any replica holding that same batch),
-    ``start`` (where this replica differs inside the batch: its own zone start in compacted partitions),
-    ``c`` (committed records lost) and ``u`` (uncommitted). ``zones`` may name several leaders (the
-    election's candidates); each leader is compared with its own followers. A batch that does not differ
-    is left out: in a run of offsets it is a gap all the same."""
+    base offset (the last one there, in a log that repeats it): ``committed_hw`` (the highest HW checkpointed
+    by any replica holding that same batch), ``start`` (where this replica differs inside the batch: its own
+    zone start in compacted partitions), ``c`` (committed records lost) and ``u`` (uncommitted). ``zones``
+    may name several leaders (the election's candidates); each leader is compared with its own followers. A
+    batch that does not differ is left out: in a run of offsets it is a gap all the same. Each follower's
+    rows (``by_broker``: in offset order, walked anew by each ``for``) are walked once per leader beside the
+    other replicas' (:class:`_Cursor`): memory holds the rows at one base offset, whatever the partition's
+    size. Yielded by leader, follower and offset."""
     for leader, zs, zone_lo, own in leader_zones(zones):
         first = zs[0]
         lu = (first["leader_unreadable_from"], first["leader_unreadable_to"])
-        committed_hw: dict[tuple[int, int], int] = {}
-        leader_sig: dict[int, int] = {}
-        for broker in sorted(by_broker):
-            if broker not in replicas:
-                continue
-            hw = replicas[broker].get("hw") or 0
-            for b in by_broker[broker]:
-                if b.last_offset < zone_lo:
-                    continue
-                key = (b.base_offset, b.sig)
-                committed_hw[key] = max(committed_hw.get(key, hw), hw)
-                if broker == leader:
-                    leader_sig[b.base_offset] = b.sig
-        for broker in sorted(by_broker):
-            if broker == leader or broker not in replicas:
+        holders = [broker for broker in sorted(by_broker) if broker in replicas]
+        for broker in holders:
+            if broker == leader:
                 continue
             replica = replicas[broker]
+            chw_own = replica.get("hw") or 0
+            others = [
+                (other, replicas[other].get("hw") or 0, _Cursor(by_broker[other], zone_lo))
+                for other in holders
+                if other != broker
+            ]
             for b in by_broker[broker]:
                 if b.last_offset < zone_lo or inside(b.base_offset, b.last_offset, *lu):
                     continue
-                if leader_sig.get(b.base_offset) == b.sig:
+                base, sig, chw, same = b.base_offset, b.sig, chw_own, False
+                for other, hw, cursor in others:
+                    rows_ = cursor.at(base)
+                    if other == leader and rows_ and rows_[-1].sig == sig:
+                        same = True  # the leader's batch there is this one
+                        break
+                    if hw > chw:
+                        for x in rows_:
+                            if x.sig == sig:
+                                chw = hw
+                                break
+                if same:
                     continue
-                start = max(b.base_offset, own.get(broker, b.base_offset))
+                start = max(base, own.get(broker, base))
                 if start > b.last_offset:
                     continue  # below this replica's own zone start (another's starts lower): not its loss
-                chw = committed_hw[(b.base_offset, b.sig)]
                 below_hw, above_hw = start < chw, b.last_offset >= max(start, chw)
                 yield Lost(
                     b,
@@ -195,121 +232,177 @@ _MARKER_FIELDS = ("offset", "marker", "producer_id", "producer_epoch", "first_of
 
 
 def lost_runs(lost: Iterable[Lost]) -> list[Row]:
-    """Runs of consecutive differing follower batches (:func:`lost_batches` rows of one partition):
-    ``committed`` (offsets below ``committed_hw``) and ``uncommitted`` (the rest), each with records by
-    transaction state (plain and committed data in ``records``, whose offsets run ``lo..hi``; aborted, open;
-    COMMIT/ABORT markers listed), the whole truncated span ``span_lo..span_hi``, bytes, batches, leader
-    epochs, producers and batch timestamps. A run ends at a batch that does not
-    qualify or at a gap (the batches between are identical on the leader)."""
-    by_key: dict[tuple, list[Lost]] = {}
+    """Runs of consecutive differing follower batches (:func:`lost_batches` rows of one partition, in its
+    order: by leader, follower and offset, refused otherwise): ``committed`` (offsets below
+    ``committed_hw``) and ``uncommitted`` (the rest), each with records by transaction state (plain and
+    committed data in ``records``, whose offsets run ``lo..hi``; aborted, open; COMMIT/ABORT markers
+    listed), the whole truncated span ``span_lo..span_hi``, bytes, batches, leader epochs, producers and batch
+    timestamps; the committed runs first. A run ends at a batch that does not qualify or at a gap (the
+    batches between are identical on the leader). Walked once, summed as it goes (:class:`_Run`): memory holds
+    no run's batches."""
+    out: dict[str, list[Row]] = {"committed": [], "uncommitted": []}
+    open_: dict[str, _Run | None] = {"committed": None, "uncommitted": None}
+    at: tuple | None = None
+    prev_last = None
     for b in lost:
-        by_key.setdefault((b.leader, b.b.broker), []).append(b)
-    out: list[Row] = []
-    for kind, flag in (("committed", "below_hw"), ("uncommitted", "above_hw")):
-        for _key, rows_ in sorted(by_key.items()):
-            rows_.sort(key=lambda b: b["base_offset"])
-            run: list[Row] = []
+        key = (b.leader, b.b.broker)
+        here = (key, b.b.base_offset)
+        if at is not None and here < at:
+            raise ValueError(f"lost batches out of (leader, broker, offset) order: {here} after {at}")
+        if at is None or key != at[0]:
+            for kind, run in open_.items():
+                if run is not None:
+                    out[kind].append(run.row())
+                    open_[kind] = None
             prev_last = None
-            for b in rows_:
-                gap = prev_last is None or b["base_offset"] != prev_last + 1
-                prev_last = b["last_offset"]
-                if (not b[flag] or gap) and run:
-                    out.append(_run(kind, run))
-                    run = []
-                if b[flag]:
-                    run.append(b)
-            if run:
-                out.append(_run(kind, run))
-    return out
+        at = here
+        gap = prev_last is None or b["base_offset"] != prev_last + 1
+        prev_last = b["last_offset"]
+        for kind, flag in (("committed", "below_hw"), ("uncommitted", "above_hw")):
+            run = open_[kind]
+            if (not b[flag] or gap) and run is not None:
+                out[kind].append(run.row())
+                run = open_[kind] = None
+            if b[flag]:
+                if run is None:
+                    run = open_[kind] = _Run(kind)
+                run.add(b)
+    for kind, run in open_.items():
+        if run is not None:
+            out[kind].append(run.row())
+    return out["committed"] + out["uncommitted"]
 
 
-def _run(kind: str, run: list[Lost]) -> Row:
-    first = run[0]
-    los, his, counts = [], [], {PLAIN: 0, COMMITTED: 0, ABORTED: 0, OPEN: 0}
-    counted_lo, counted_hi = None, None
-    markers, commit_markers, lost_markers, producers, timestamps = 0, 0, [], set(), []
-    for b in run:
+def _smallest(values: list, n: int) -> list:
+    """The ``n`` smallest of ``values``, sorted (trimmed as they come, so that a list stays under ``2n``)."""
+    return sorted(values)[:n]
+
+
+class _Run:
+    """One run of :func:`lost_runs`, summed batch by batch (:meth:`add`) into its row (:meth:`row`)."""
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        self.first: Lost | None = None
+        self.span_lo: int | None = None
+        self.span_hi: int | None = None
+        self.counts = {PLAIN: 0, COMMITTED: 0, ABORTED: 0, OPEN: 0}
+        self.counted_lo: int | None = None
+        self.counted_hi: int | None = None
+        self.markers = self.commit_markers = self.bytes = self.batches = 0
+        self.lost_markers: list[tuple] = []
+        self.producers: set[int] = set()
+        self.first_ts: int | None = None
+        self.last_ts: int | None = None
+        self.epochs: set = set()
+        self.committed_hw: int | None = None
+
+    def add(self, b: Lost) -> None:
+        if self.first is None:
+            self.first = b
         chw = b["committed_hw"]
-        if kind == "committed":
+        if self.kind == "committed":
             lo, hi = b["start"], min(b["last_offset"], chw - 1)
         else:
             lo, hi = max(b["start"], chw), b["last_offset"]
-        los.append(lo)
-        his.append(hi)
+        self.span_lo = lo if self.span_lo is None else min(self.span_lo, lo)
+        self.span_hi = hi if self.span_hi is None else max(self.span_hi, hi)
         state = b["txn_state"]
-        if state in counts:
+        if state in self.counts:
             n = min(hi - lo + 1, b["records_count"])
-            counts[state] += n
+            self.counts[state] += n
             if state in VISIBLE_TO_READ_COMMITTED and n > 0:  # the range of the records ``records`` counts
-                counted_lo = lo if counted_lo is None else min(counted_lo, lo)
-                counted_hi = hi if counted_hi is None else max(counted_hi, hi)
+                self.counted_lo = lo if self.counted_lo is None else min(self.counted_lo, lo)
+                self.counted_hi = hi if self.counted_hi is None else max(self.counted_hi, hi)
         if state == MARKER:
-            markers += 1
-            commit_markers += b["control_type"] == COMMIT
-            lost_markers.append(_marker(b))
+            self.markers += 1
+            self.commit_markers += b["control_type"] == COMMIT
+            self.lost_markers.append(_marker(b))
+            if len(self.lost_markers) > 2 * LOST_MARKERS_LISTED:
+                self.lost_markers = _smallest(self.lost_markers, LOST_MARKERS_LISTED)
         else:
             if b["producer_id"] is not None and b["producer_id"] >= 0:
-                producers.add(b["producer_id"])
-            if b["max_timestamp"] is not None:
-                timestamps.append(b["max_timestamp"])
-    return {
-        "cluster": first["cluster"],
-        "topic": first["topic"],
-        "partition": first["partition"],
-        "broker": first["broker"],
-        "log_dir": first["log_dir"],
-        "leader": first["leader"],
-        "leader_source": first["leader_source"],
-        "lo": min(los) if counted_lo is None else counted_lo,
-        "hi": max(his) if counted_hi is None else counted_hi,
-        "span_lo": min(los),
-        "span_hi": max(his),
-        "records": counts[PLAIN] + counts[COMMITTED],
-        "bytes": sum(b["size"] for b in run),
-        "batches": len(run),
-        "epochs": sorted({b["leader_epoch"] for b in run}),
-        "committed_hw": max(b["committed_hw"] for b in run),
-        "aborted_records": counts[ABORTED],
-        "open_records": counts[OPEN],
-        "markers": markers,
-        "commit_markers": commit_markers,
-        "lost_markers": [
-            dict(zip(_MARKER_FIELDS, m, strict=True)) for m in sorted(lost_markers)[:LOST_MARKERS_LISTED]
-        ],
-        "producer_ids": sorted(producers)[:PRODUCERS_LISTED],
-        "first_timestamp": min(timestamps) if timestamps else None,
-        "last_timestamp": max(timestamps) if timestamps else None,
-        "kind": kind,
-    }
+                self.producers.add(b["producer_id"])
+                if len(self.producers) > 2 * PRODUCERS_LISTED:
+                    self.producers = set(_smallest(list(self.producers), PRODUCERS_LISTED))
+            ts = b["max_timestamp"]
+            if ts is not None:
+                self.first_ts = ts if self.first_ts is None else min(self.first_ts, ts)
+                self.last_ts = ts if self.last_ts is None else max(self.last_ts, ts)
+        self.bytes += b["size"]
+        self.batches += 1
+        self.epochs.add(b["leader_epoch"])
+        self.committed_hw = chw if self.committed_hw is None else max(self.committed_hw, chw)
+
+    def row(self) -> Row:
+        first = self.first
+        assert first is not None
+        return {
+            "cluster": first["cluster"],
+            "topic": first["topic"],
+            "partition": first["partition"],
+            "broker": first["broker"],
+            "log_dir": first["log_dir"],
+            "leader": first["leader"],
+            "leader_source": first["leader_source"],
+            "lo": self.span_lo if self.counted_lo is None else self.counted_lo,
+            "hi": self.span_hi if self.counted_hi is None else self.counted_hi,
+            "span_lo": self.span_lo,
+            "span_hi": self.span_hi,
+            "records": self.counts[PLAIN] + self.counts[COMMITTED],
+            "bytes": self.bytes,
+            "batches": self.batches,
+            "epochs": sorted(self.epochs),
+            "committed_hw": self.committed_hw,
+            "aborted_records": self.counts[ABORTED],
+            "open_records": self.counts[OPEN],
+            "markers": self.markers,
+            "commit_markers": self.commit_markers,
+            "lost_markers": [
+                dict(zip(_MARKER_FIELDS, m, strict=True))
+                for m in _smallest(self.lost_markers, LOST_MARKERS_LISTED)
+            ],
+            "producer_ids": _smallest(list(self.producers), PRODUCERS_LISTED),
+            "first_timestamp": self.first_ts,
+            "last_timestamp": self.last_ts,
+            "kind": self.kind,
+        }
+
+
+_EXPORTED = (
+    "cluster",
+    "topic",
+    "partition",
+    "broker",
+    "log_dir",
+    "leader",
+    "segment",
+    "position",
+    "size",
+    "base_offset",
+    "leader_epoch",
+    "committed_hw",
+    "start",
+    "attributes",
+    "producer_id",
+    "producer_epoch",
+    "base_sequence",
+    "is_transactional",
+    "txn_state",
+)
+
+
+def export_row(b: Lost) -> Row | None:
+    """The row of a lost batch whose records ``--export-lost`` decodes (committed records lost, plain or
+    committed transactional data), None for any other."""
+    if b["below_hw"] and b["txn_state"] in VISIBLE_TO_READ_COMMITTED:
+        return {k: b[k] for k in _EXPORTED}
+    return None
 
 
 def export_rows(lost: Iterable[Lost]) -> list[Row]:
-    """The lost batches whose records ``--export-lost`` decodes: committed records lost, plain or committed
-    transactional data."""
-    keys = (
-        "cluster",
-        "topic",
-        "partition",
-        "broker",
-        "log_dir",
-        "leader",
-        "segment",
-        "position",
-        "size",
-        "base_offset",
-        "leader_epoch",
-        "committed_hw",
-        "start",
-        "attributes",
-        "producer_id",
-        "producer_epoch",
-        "base_sequence",
-        "is_transactional",
-        "txn_state",
-    )
-    return [
-        {k: b[k] for k in keys} for b in lost if b["below_hw"] and b["txn_state"] in VISIBLE_TO_READ_COMMITTED
-    ]
+    """:func:`export_row` of each lost batch that has one."""
+    return [row for b in lost if (row := export_row(b)) is not None]
 
 
 def open_transactions(summary: list[Row], walked: Walked) -> list[Row]:
@@ -323,20 +416,29 @@ def open_transactions(summary: list[Row], walked: Walked) -> list[Row]:
     if leader is None:
         return []
     out = []
-    for pid, o in sorted(walked.opened.get(leader["broker"], {}).items()):
+    opened = walked.opened.get(leader["broker"], {})
+    # per other replica and open producer: its first end marker after the transaction's first offset, how many
+    found: dict[tuple[int, int], list] = {}
+    for broker in walked.by_broker:
+        if broker == leader["broker"] or not opened:
+            continue
+        for b in walked.by_broker[broker]:
+            o = opened.get(b.producer_id)
+            if o is None or b.base_offset <= o.first[0] or not is_end_marker(b):
+                continue
+            marker = (b.base_offset, b.control_type, b.producer_epoch)
+            seen = found.get((broker, b.producer_id))
+            if seen is None:
+                found[(broker, b.producer_id)] = [marker, 1]
+            else:
+                seen[0], seen[1] = min(seen[0], marker), seen[1] + 1
+    for pid, o in sorted(opened.items()):
         first_offset, producer_epoch = o.first
         markers = []
-        for broker, batches in sorted(walked.by_broker.items()):
-            if broker == leader["broker"]:
-                continue
-            found = [
-                (b.base_offset, b.control_type, b.producer_epoch)
-                for b in batches
-                if b.producer_id == pid and b.base_offset > first_offset and is_end_marker(b)
-            ]
-            if found:
-                base, control_type, epoch = min(found)
-                markers.append((base, broker, control_type, epoch, len(found)))
+        for (broker, p), (marker, count) in sorted(found.items()):
+            if p == pid:
+                base, control_type, epoch = marker
+                markers.append((base, broker, control_type, epoch, count))
         out.append(
             {
                 "cluster": leader["cluster"],

@@ -206,7 +206,7 @@ def test_pass_walks_a_partitions_transactions_in_bounded_memory():
     walked = walk_batches(rows(200_000))
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
-    assert sorted(walked.by_broker) == [1, 2, 3] and all(len(v) == 1 for v in walked.by_broker.values())
+    assert sorted(walked.by_broker) == [1, 2, 3] and all(len(list(v)) == 1 for v in walked.by_broker.values())
     assert peak < 1 << 20, peak
     with pytest.raises(ValueError, match="order"):
         walk_batches(iter([BatchRow({"broker": 1, "base_offset": o}) for o in (5, 4)]))
