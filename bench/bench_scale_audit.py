@@ -31,24 +31,37 @@ from pathlib import Path
 
 def tree_rss(pid: int) -> int:
     """Resident bytes of ``pid`` and its descendants (/proc)."""
+    return sum(tree_rss_by_kind(pid).values())
+
+
+def tree_rss_by_kind(pid: int) -> dict[str, int]:
+    """Resident bytes of ``pid`` and its descendants (/proc), the JVM's (``java``) apart from the rest."""
     children: dict[int, list[int]] = {}
-    rss: dict[int, int] = {}
+    rss: dict[int, tuple[str, int]] = {}
     page = os.sysconf("SC_PAGE_SIZE")
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
                 with open(f"/proc/{entry}/stat") as fh:
-                    fields = fh.read().rsplit(")", 1)[1].split()
+                    text = fh.read()
             except OSError:
                 continue
+            name, fields = text[text.find("(") + 1 : text.rfind(")")], text.rsplit(")", 1)[1].split()
             children.setdefault(int(fields[1]), []).append(int(entry))
-            rss[int(entry)] = int(fields[21]) * page
-    total, todo = 0, [pid]
+            rss[int(entry)] = ("java" if name == "java" else "python and the rest", int(fields[21]) * page)
+    total: dict[str, int] = {}
+    todo = [pid]
     while todo:
         p = todo.pop()
-        total += rss.get(p, 0)
+        if p in rss:
+            kind, size = rss[p]
+            total[kind] = total.get(kind, 0) + size
         todo += children.get(p, [])
     return total
+
+
+PEAKS: dict[str, int] = {}
+"""The peak resident bytes by kind (:func:`tree_rss_by_kind`) of the last :func:`cli_audit`."""
 
 
 def cli_audit(cluster: Path | list[Path], out: Path, code: Path | None = None) -> tuple[float, int, dict]:
@@ -74,9 +87,14 @@ def cli_audit(cluster: Path | list[Path], out: Path, code: Path | None = None) -
     peak = [0]
     done = threading.Event()
 
+    PEAKS.clear()
+
     def sample() -> None:
         while not done.wait(0.2):
-            peak[0] = max(peak[0], tree_rss(proc.pid))
+            kinds = tree_rss_by_kind(proc.pid)
+            peak[0] = max(peak[0], sum(kinds.values()))
+            for kind, size in kinds.items():
+                PEAKS[kind] = max(PEAKS.get(kind, 0), size)
 
     threading.Thread(target=sample, daemon=True).start()
     _out, err = proc.communicate()
