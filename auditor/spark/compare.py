@@ -310,10 +310,18 @@ def _grouped(rows_: Iterable[tuple[int, str, Any]]) -> Iterator[tuple[int, dict[
                 pass
 
 
+def _log_order(b: pass_rows.BatchRow) -> tuple:
+    """A batch row's place in the pass's order: broker, base offset, then where it lies in its log (a log that
+    repeats a base offset: the later one last, as Spark's sort by :func:`_ordered` puts it, nulls first)."""
+    segment, position = b.segment, b.position
+    return (b.broker, b.base_offset, -1 if segment is None else segment, -1 if position is None else position)
+
+
 def _ordered(union: DataFrame) -> DataFrame:
     """The tagged rows of a task ordered by partition, a partition's batch rows after its other rows and by
-    (broker, base offset), its record rows last and by offset: what :func:`_grouped` streams."""
-    order = {"batch": ("broker", "base_offset"), "record": ("offset",)}
+    (broker, base offset, segment, position: the log's order where it repeats a base offset), its record rows
+    last and by offset: what :func:`_grouped` streams."""
+    order = {"batch": ("broker", "base_offset", "segment", "position"), "record": ("offset",)}
     present = [kind for kind in STREAMED if kind in union.columns]
     keys: list = ["tp", *(F.col(kind).isNotNull() for kind in reversed(present))]
     keys += [F.col(kind)[name] for kind in present for name in order[kind]]
@@ -408,7 +416,7 @@ def audit(
             gathered.setdefault(tp, {}).setdefault(kind, []).append(item)
         got: dict[str, list[dict]] = {k: [] for k in rows.PASS_OUTPUTS}
         for group in gathered.values():
-            group.get("batch", []).sort(key=lambda b: (b.broker, b.base_offset))
+            group.get("batch", []).sort(key=_log_order)
             group.get("record", []).sort(key=lambda r: r["offset"])
         for _tp, out in run_partitions(iter(sorted(gathered.items())), index, export=True):
             for kind, items in out.items():

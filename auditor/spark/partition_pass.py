@@ -31,9 +31,10 @@ The batch and record rows stream by (batches first, by broker and offset); the h
 by ``pass_held.HeldRows`` (spilled to a temporary file past a bound) and every reader walks them in offset
 order, side by side where it compares replicas (``pass_divergence.batch_divergence``,
 ``pass_loss.lost_batches``), summing as it goes (``pass_loss.lost_runs``, :func:`lag_counts`). What is held
-at once: up to ``pass_held.IN_MEMORY`` held rows, the rows at one base offset per replica compared, the
-state of each held transactional batch and one open transaction per producer and replica, whatever the size
-of the region where the replicas diverge.
+at once: up to ``pass_held.IN_MEMORY`` held rows, the rows at one base offset per replica compared and
+one open transaction per producer and replica, whatever the size of the region where the replicas diverge;
+what still grows with it: the state of each held transactional batch (a dictionary entry, about 190 bytes)
+and, with ``--export-lost``, the row of each committed lost batch.
 """
 
 from __future__ import annotations

@@ -1,11 +1,14 @@
 """The batch rows the pass holds for one partition (those of the chunks where its replicas are not unanimous),
 by broker in offset order, in bounded memory: up to :data:`IN_MEMORY` rows as objects, the rest spilled to a
-temporary file in chunks and read back a chunk at a time. Every reader of the held rows walks them in offset
-order (``pass_divergence``, ``pass_loss``, ``partition_pass``), so a partition whose replicas diverge over
-millions of batches costs the pass no more memory than one diverging over a few."""
+temporary file (in Spark's local directories on an executor) in chunks and read back a chunk at a time. Every
+reader of the held rows walks them in offset order (``pass_divergence``, ``pass_loss``, ``partition_pass``),
+so the rows of a partition whose replicas diverge over millions of batches cost the pass no more memory than
+those of one diverging over a few (the state of each held transactional batch is still kept:
+``pass_loss.walk_batches``)."""
 
 from __future__ import annotations
 
+import os
 import pickle
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping
@@ -17,7 +20,8 @@ IN_MEMORY = 200_000
 """Held rows kept as objects (about 450 bytes each) before they are spilled."""
 
 CHUNK = 20_000
-"""Rows spilled (and read back) at a time; once spilled, rows are spilled this many at a time."""
+"""Rows written (and read back) at a time: past :data:`IN_MEMORY` rows (and at least this many), the rows in
+memory are spilled in pieces of this many."""
 
 
 class HeldRows(Mapping[int, Iterable[BatchRow]]):
@@ -33,8 +37,15 @@ class HeldRows(Mapping[int, Iterable[BatchRow]]):
         self._spilled: dict[int, list[tuple[int, int]]] = {}  # broker -> (file position, rows) of its chunks
         self._file: IO[bytes] | None = None
         self._in_memory = 0
+        self._last: dict[int, int] = {}  # broker -> base offset of its last row
 
     def append(self, b: BatchRow) -> None:
+        """Keep ``b``; ValueError when it comes before its replica's last row (every reader walks a replica's
+        rows in offset order)."""
+        last = self._last.get(b.broker)
+        if last is not None and b.base_offset < last:
+            raise ValueError(f"held batch rows out of offset order: {b.base_offset} after {last}")
+        self._last[b.broker] = b.base_offset
         rows = self._rows.get(b.broker)
         if rows is None:
             rows = self._rows[b.broker] = []
@@ -45,7 +56,9 @@ class HeldRows(Mapping[int, Iterable[BatchRow]]):
 
     def _spill(self) -> None:
         if self._file is None:
-            self._file = tempfile.TemporaryFile(prefix="kafka-auditor-held-")  # noqa: SIM115 - see close()
+            local = os.environ.get("SPARK_LOCAL_DIRS")  # an executor's scratch space, as pyspark's own spills
+            where = local.split(",")[0] if local else None
+            self._file = tempfile.TemporaryFile(prefix="kafka-auditor-held-", dir=where)  # noqa: SIM115 - close()
         fh = self._file
         fh.seek(0, 2)
         for broker, rows in self._rows.items():

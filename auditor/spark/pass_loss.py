@@ -63,7 +63,7 @@ def walk_batches(
     where the replicas agree) only moves its producer's transaction on, as ``ProducerStateManager`` does,
     and is dropped.
     Memory: at most ``in_memory`` held rows, the state of each held transactional batch and one open
-    transaction per producer, never the replica's whole log.
+    transaction per producer, never the replica's whole log. The spill file is removed if the walk fails.
 
     A held batch's state is ``transactions.classify``'s in its replica's log (a data batch of an open
     transaction takes the state its producer's next COMMIT/ABORT marker gives, ``open`` without one) and,
@@ -74,35 +74,39 @@ def walk_batches(
     opened: dict[int, dict[int, _Open]] = {}
     prev: tuple[int, int] | None = None
     txns: dict[int, _Open] = {}
-    for b in batches:
-        key = (b.broker, b.base_offset)
-        if prev is not None and key < prev:
-            raise ValueError(f"batch rows out of (broker, offset) order: {key} after {prev}")
-        if prev is None or key[0] != prev[0]:
-            txns = opened.setdefault(b.broker, {})
-        prev = key
-        if b.held:
-            by_broker.append(b)
-        if b.is_control:
-            if is_end_marker(b):
-                txn = txns.pop(b.producer_id, None)
-                if txn is not None:
-                    state = COMMITTED if b.control_type == COMMIT else ABORTED
-                    for h in txn.held:
-                        states[h] = (state, None)
-                if b.held:
-                    states[key] = (MARKER, None if txn is None else txn.first[0])
-            elif b.held:
-                states[key] = (CONTROL, None)
-        elif b.is_transactional:
-            txn = txns.get(b.producer_id)
-            if txn is None:
-                txn = txns[b.producer_id] = _Open((b.base_offset, b.producer_epoch), b.last_offset)
-            txn.last_offset = max(txn.last_offset, b.last_offset)
-            txn.records += b.records_count or 0
-            txn.batches += 1
+    try:
+        for b in batches:
+            key = (b.broker, b.base_offset)
+            if prev is not None and key < prev:
+                raise ValueError(f"batch rows out of (broker, offset) order: {key} after {prev}")
+            if prev is None or key[0] != prev[0]:
+                txns = opened.setdefault(b.broker, {})
+            prev = key
             if b.held:
-                txn.held.append(key)
+                by_broker.append(b)
+            if b.is_control:
+                if is_end_marker(b):
+                    txn = txns.pop(b.producer_id, None)
+                    if txn is not None:
+                        state = COMMITTED if b.control_type == COMMIT else ABORTED
+                        for h in txn.held:
+                            states[h] = (state, None)
+                    if b.held:
+                        states[key] = (MARKER, None if txn is None else txn.first[0])
+                elif b.held:
+                    states[key] = (CONTROL, None)
+            elif b.is_transactional:
+                txn = txns.get(b.producer_id)
+                if txn is None:
+                    txn = txns[b.producer_id] = _Open((b.base_offset, b.producer_epoch), b.last_offset)
+                txn.last_offset = max(txn.last_offset, b.last_offset)
+                txn.records += b.records_count or 0
+                txn.batches += 1
+                if b.held:
+                    txn.held.append(key)
+    except BaseException:
+        by_broker.close()
+        raise
     for txns in opened.values():
         for txn in txns.values():
             for h in txn.held:

@@ -234,3 +234,25 @@ def test_a_partition_diverging_over_300000_batches_walks_in_bounded_memory():
         walked.by_broker.close()
     assert [(r["kind"], r["batches"], r["records"]) for r in runs] == [("committed", 99_999, 99_999)]
     assert peak < 30 << 20, peak
+
+
+def test_held_rows_refuse_a_row_before_their_replicas_last_and_a_failed_walk_removes_its_spill(monkeypatch):
+    """Every reader walks a replica's held rows in offset order, so a row before the replica's last is
+    refused (another replica starts anew); a walk that fails, spill under way, closes the spill file."""
+    import pytest
+
+    held = HeldRows(in_memory=0, chunk=1)
+    held.append(BatchRow({"broker": 1, "base_offset": 5}))
+    with pytest.raises(ValueError, match="offset order"):
+        held.append(BatchRow({"broker": 1, "base_offset": 4}))
+    held.append(BatchRow({"broker": 2, "base_offset": 0}))
+    assert held.spilled
+    held.close()
+
+    closed = []
+    close = HeldRows.close
+    monkeypatch.setattr(HeldRows, "close", lambda self: closed.append(self.spilled) or close(self))
+    rows = [BatchRow({"broker": 1, "base_offset": o, "held": True}) for o in (0, 1, 0)]
+    with pytest.raises(ValueError, match="order"):
+        pass_loss.walk_batches(iter(rows), in_memory=0, chunk=1)
+    assert closed == [True]
