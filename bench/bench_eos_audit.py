@@ -39,6 +39,7 @@ from bench_scale_audit import (  # noqa: E402
     against_tenth,
     cli_audit,
     loss_by_partition,
+    previous_loss,
     recorded_command,
     run_arguments,
 )
@@ -109,22 +110,7 @@ def main(argv: list[str] | None = None) -> None:
     expected = expected_loss(args.partitions, args.batches)
     ok = loss_by_partition(report) == expected
     print(f"committed records lost equal the generator's ({sum(expected.values()):,}): {ok}")
-    previous = ""
-    if args.previous:
-        try:
-            prev_s, prev_rss, prev_report = cli_audit(big, data / "previous.json", args.previous)
-        except SystemExit as e:  # the design before may not finish: say how
-            print(f"previous design ({args.previous}): failed: {e}")
-            previous = f"; the previous design (`--previous`) failed: {str(e)[:120]}"
-        else:
-            same = loss_by_partition(prev_report) == loss_by_partition(report)
-            print(f"previous design ({args.previous}): CLI {prev_s:.1f} s, "
-                  f"peak RSS {prev_rss / 2**20:.0f} MiB (x{prev_rss / max(peak, 1):.2f} of this design's); "
-                  f"the same loss: {same}")
-            previous = (
-                f"; the previous design (`--previous`) {prev_s:.1f} s, {prev_rss / 2**20:.0f} MiB "
-                f"(x{prev_rss / max(peak, 1):.2f})"
-            )
+    previous = previous_loss(data, args.previous, big, peak, report)
     if args.record:
         from record import record
 

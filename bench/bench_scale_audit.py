@@ -104,6 +104,27 @@ def cli_audit(cluster: Path | list[Path], out: Path, code: Path | None = None) -
     return time.monotonic() - started, peak[0], json.loads(out.read_text())
 
 
+def previous_loss(data: Path, code: Path | None, cluster, peak: int, report: dict) -> str:
+    """With ``code`` (``--previous``), the CLI audit of ``cluster`` by that code tree beside this one's (peak
+    ``peak``, ``report``), printed; the recorded row's words ("" without it). A previous design that fails
+    is said to, with its error."""
+    if code is None:
+        return ""
+    try:
+        prev_s, prev_rss, prev_report = cli_audit(cluster, data / "previous.json", code)
+    except SystemExit as e:  # the design before may not finish: say how
+        print(f"previous design ({code}): failed: {e}")
+        return f"; the previous design (`--previous`) failed: {str(e)[:120]}"
+    same = loss_by_partition(prev_report) == loss_by_partition(report)
+    kinds = ", ".join(f"{kind} {size / 2**20:.0f} MiB" for kind, size in sorted(PEAKS.items()))
+    print(f"previous design ({code}): CLI {prev_s:.1f} s, peak RSS {prev_rss / 2**20:.0f} MiB ({kinds}; "
+          f"x{prev_rss / max(peak, 1):.2f} of this design's); the same loss: {same}")  # fmt: skip
+    return (
+        f"; the previous design (`--previous`) {prev_s:.1f} s, {prev_rss / 2**20:.0f} MiB ({kinds}; "
+        f"x{prev_rss / max(peak, 1):.2f})"
+    )
+
+
 def against_tenth(wall: float, peak: int, base_s: float, base_rss: int) -> str:
     """A recorded result's head: the CLI audit's wall seconds and peak RSS against those of the same audit
     at a tenth of the batches."""

@@ -14,6 +14,17 @@ CHUNK_BITS = 3
 """Small chunks, as the session's audit uses: many partitions have candidate chunks, each a narrow span."""
 
 
+def findings(result) -> list:
+    """An audit's findings, comparable across runs: code, place, offset and evidence, sorted."""
+    import json
+
+    return sorted(
+        (f.code, f.topic or "", f.partition or 0, f.broker or 0, f.offset_start or 0,
+         json.dumps(f.evidence, sort_keys=True, default=str))
+        for f in result.findings
+    )  # fmt: skip
+
+
 def _candidate_rows(batch, chunks) -> list:
     keys = chunks.select("tp", "chunk", F.lit(True).alias("candidate"))
     rows = (
@@ -138,7 +149,6 @@ def test_chunks_before_a_replicas_log_start_are_no_candidates(spark, tmp_path, m
     reads them), and the findings are those of every batch row (the driver's pass over the whole logs) and
     of the executors when every replica is taken to reach every chunk; a segment missing inside broker 1's
     log still makes its chunks candidates."""
-    import json
 
     from auditor.simulate import SimOptions, run_scenario
     from auditor.spark.audit import run_audit
@@ -172,13 +182,6 @@ def test_chunks_before_a_replicas_log_start_are_no_candidates(spark, tmp_path, m
         digest, found, candidates, skipped = scan(*args, **kwargs)
         chunks.append(len(found))
         return digest, found, candidates, skipped
-
-    def findings(result) -> list:
-        return sorted(
-            (f.code, f.topic or "", f.partition or 0, f.broker or 0, f.offset_start or 0,
-             json.dumps(f.evidence, sort_keys=True, default=str))
-            for f in result.findings
-        )  # fmt: skip
 
     inputs = discover([root])
     every_row = findings(run_audit(spark, inputs, chunk_bits=3))
@@ -224,7 +227,6 @@ def test_a_batch_reaching_past_a_replicas_log_start_keeps_its_chunk(spark, tmp_p
     it is read by the pass (broker 2's batch 5..12 against broker 1's empty log at 10, 8-offset chunks): as
     truncation loss when broker 1 leads (its leader epoch is the latest), as lag when broker 2 does. Its chunk
     stays a candidate: the executors find what the driver finds over every batch row."""
-    import json
 
     from auditor.spark.audit import run_audit
     from auditor.spark.inputs import discover
@@ -233,12 +235,6 @@ def test_a_batch_reaching_past_a_replicas_log_start_keeps_its_chunk(spark, tmp_p
     later = [(0, 0), (1, 10)]
     _broker(tmp_path, 1, [], hw=10, epochs=later if case == "loss" else [(0, 0)], log_start=10)
     _broker(tmp_path, 2, [(0, 4), (5, 12)], hw=13, epochs=[(0, 0)] if case == "loss" else later)
-
-    def findings(result) -> list:
-        return sorted(
-            (f.code, f.broker or 0, f.offset_start or 0, json.dumps(f.evidence, sort_keys=True, default=str))
-            for f in result.findings
-        )
 
     inputs = discover([tmp_path])
     every_row = findings(run_audit(spark, inputs, chunk_bits=3))
@@ -397,7 +393,6 @@ def test_replicas_repeating_different_batches_are_compared(spark, tmp_path, monk
     twice): the chunk's signatures cancel out in pairs in an XOR and the counts are equal, yet the replicas
     differ. The digest also sums the signatures' 32-bit halves, so the chunk is a candidate and the executors
     find the divergence at offset 3 (KA601) that the driver's pass over every batch row finds."""
-    import json
 
     from auditor.spark.audit import run_audit
     from auditor.spark.inputs import discover
@@ -412,14 +407,8 @@ def test_replicas_repeating_different_batches_are_compared(spark, tmp_path, monk
         log = tmp_path / f"broker-{node}" / "t-0" / f"{0:020d}.log"
         log.write_bytes(log.read_bytes() + batch(3, value) * 2)
 
-    def findings(result) -> list:
-        return sorted(
-            (f.code, f.broker or 0, f.offset_start or 0, json.dumps(f.evidence, sort_keys=True, default=str))
-            for f in result.findings
-        )
-
     inputs = discover([tmp_path])
     every_row = findings(run_audit(spark, inputs, chunk_bits=3))
     monkeypatch.setenv(SMALL_INPUT_ENV, "0")
     assert findings(run_audit(spark, inputs, chunk_bits=3)) == every_row
-    assert any(f[0] == "KA601" and f[2] == 3 for f in every_row), every_row
+    assert any(f[0] == "KA601" and f[4] == 3 for f in every_row), every_row
