@@ -404,11 +404,6 @@ def export_row(b: Lost) -> Row | None:
     return None
 
 
-def export_rows(lost: Iterable[Lost]) -> list[Row]:
-    """:func:`export_row` of each lost batch that has one."""
-    return [row for b in lost if (row := export_row(b)) is not None]
-
-
 def open_transactions(summary: list[Row], walked: Walked) -> list[Row]:
     """The transactions open on the current leader (no COMMIT/ABORT marker of their producer after them in
     its log: :func:`walk_batches`), each with the first marker of its producer after its first offset on every
